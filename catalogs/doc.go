@@ -1,0 +1,20 @@
+// Package catalogs defines the contract every flightgw backend implements.
+//
+// The contract is a Go translation of shared/reference/catalog_common.rs:
+// a Provider answers four calls (GetTableSpec, WriteBatch, Commit,
+// GetSecurityContext), and every type of the reference keeps every field.
+//
+// What a gateway needs beyond the reference lives in small optional
+// interfaces that callers discover by type assertion, in the manner of
+// database/sql/driver: Discarder (roll back staged receipts), TableManager
+// (create and drop tables for ingest modes), Lister (namespaces and tables),
+// IdempotentCommitter (exactly-once commits keyed by a commit id) and
+// Overwriter (replace a table's data in one snapshot). A backend implements
+// only what it really supports; nothing has a method that merely answers
+// "not supported".
+//
+// Backends register themselves by type name (Register) and are built from
+// plain string properties (Open), as iceberg-go's catalog registry does.
+// Errors returned by backends wrap one of the kinds in errors.go so that
+// callers can test them with errors.Is and map them to gRPC codes.
+package catalogs

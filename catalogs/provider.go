@@ -1,0 +1,102 @@
+package catalogs
+
+import (
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// Provider is the core abstraction for data lake catalog backends
+// (CatalogProvider in the reference).
+//
+// Implementations MUST be safe for concurrent use and MUST NOT panic on
+// invalid input: every failure is returned as an error wrapping one of the
+// kinds in errors.go.
+type Provider interface {
+	// GetTableSpec loads a table's current spec (schema, partition spec,
+	// properties, current snapshot pointer). It MUST be idempotent and safe
+	// to call concurrently.
+	GetTableSpec(ctx context.Context, table TableIdent) (TableSpec, error)
+
+	// WriteBatch writes a batch of Arrow data to the backend's storage
+	// layer. It MUST NOT make the data visible: open table formats stage
+	// data files; StarRocks loads into an open Stream Load transaction;
+	// upstream Flight SQL writes inside an upstream transaction. The batch
+	// is only borrowed for the duration of the call: an implementation that
+	// keeps it must Retain it.
+	WriteBatch(ctx context.Context, table TableIdent, batch arrow.RecordBatch) (WriteReceipt, error)
+
+	// Commit makes previously written batches visible. For compare-and-swap
+	// backends (Iceberg, Delta, Paimon) it MUST be a retry loop that reloads
+	// the table on conflict; CommitOutcome.Retried counts the conflicts.
+	// For non-transactional backends it MAY be a no-op.
+	Commit(ctx context.Context, table TableIdent, receipts []WriteReceipt) (CommitOutcome, error)
+
+	// GetSecurityContext returns the credentials and encryption metadata for
+	// the table. Implementations MUST fetch short-lived credentials and MUST
+	// NOT cache them beyond their expiry.
+	GetSecurityContext(ctx context.Context, table TableIdent) (SecurityContext, error)
+}
+
+// Discarder is implemented by backends that can throw away staged writes
+// (a rollback). Discard removes every staged artefact the receipts name;
+// it is safe to call with receipts whose files are already gone.
+type Discarder interface {
+	Discard(ctx context.Context, table TableIdent, receipts []WriteReceipt) error
+}
+
+// TableManager is implemented by backends that can create and drop tables,
+// which the ingest modes create, replace and create-append need.
+type TableManager interface {
+	// CreateTable creates a table from an Arrow schema. It returns an error
+	// wrapping ErrAlreadyExists when the table exists, and ErrInvalidArgument
+	// naming the column when a type cannot be stored.
+	CreateTable(ctx context.Context, table TableIdent, schema *arrow.Schema) (TableSpec, error)
+	// DropTable drops a table and returns ErrNotFound when it does not exist.
+	DropTable(ctx context.Context, table TableIdent) error
+}
+
+// Lister is implemented by backends that can enumerate their namespaces and
+// tables (metadata calls such as GetDbSchemas and GetTables).
+type Lister interface {
+	// ListNamespaces returns every namespace, each as its path of levels.
+	ListNamespaces(ctx context.Context) ([][]string, error)
+	// ListTables returns the tables of one namespace.
+	ListTables(ctx context.Context, namespace []string) ([]TableIdent, error)
+}
+
+// CommitRecord describes a commit that has landed, found by its commit id.
+type CommitRecord struct {
+	Outcome CommitOutcome `json:"outcome"`
+	// RowCount is the number of rows the commit added.
+	RowCount uint64 `json:"row_count"`
+}
+
+// IdempotentCommitter is implemented by backends that record a commit id
+// with each commit, so that a commit whose reply was lost can be repeated
+// without appending twice.
+type IdempotentCommitter interface {
+	// CommitOnce commits like Provider.Commit and records commitID with the
+	// commit. When a commit with the same id has already landed on the
+	// table, it returns that commit's outcome and appends nothing (the
+	// receipts' staged files are then the caller's to discard).
+	CommitOnce(ctx context.Context, table TableIdent, commitID string, receipts []WriteReceipt) (CommitOutcome, error)
+	// FindCommit looks up a landed commit by id; ok is false when none has.
+	FindCommit(ctx context.Context, table TableIdent, commitID string) (rec CommitRecord, ok bool, err error)
+}
+
+// Overwriter is implemented by backends that can atomically replace all of
+// a table's current data with the staged receipts (ingest mode replace).
+type Overwriter interface {
+	// CommitOverwrite removes every data file of the current snapshot and
+	// adds the receipts' files in one commit, with the same retry and
+	// commit id rules as IdempotentCommitter.CommitOnce (an empty commitID
+	// records none).
+	CommitOverwrite(ctx context.Context, table TableIdent, commitID string, receipts []WriteReceipt) (CommitOutcome, error)
+}
+
+// Closer is implemented by backends that hold resources (connections,
+// background goroutines) to release at shutdown.
+type Closer interface {
+	Close() error
+}
