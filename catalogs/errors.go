@@ -15,6 +15,9 @@ var (
 	ErrUnavailable      = errors.New("unavailable")
 	ErrPermissionDenied = errors.New("permission denied")
 	ErrUnauthenticated  = errors.New("unauthenticated")
+	// ErrFailedPrecondition: the object is not in the state the call needs
+	// (a transaction that has already ended).
+	ErrFailedPrecondition = errors.New("failed precondition")
 )
 
 // kindError carries a message naming the object at fault, the kind it
@@ -53,7 +56,7 @@ func Wrap(kind error, err error, msg string) error {
 // Kind returns the kind err wraps, or nil when it wraps none of them.
 func Kind(err error) error {
 	for _, k := range []error{ErrNotFound, ErrAlreadyExists, ErrInvalidArgument, ErrConflict,
-		ErrUnavailable, ErrPermissionDenied, ErrUnauthenticated} {
+		ErrUnavailable, ErrPermissionDenied, ErrUnauthenticated, ErrFailedPrecondition} {
 		if errors.Is(err, k) {
 			return k
 		}
