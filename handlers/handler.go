@@ -1,0 +1,139 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/flightgw/flightgw/auth"
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/txn"
+)
+
+// Catalog is one configured catalog as the handlers see it.
+type Catalog struct {
+	Name     string
+	Type     string
+	Realm    string
+	Provider catalogs.Provider
+}
+
+// Options configure a Handler.
+type Options struct {
+	Catalogs []Catalog
+	Txns     *txn.Manager
+	// DefaultCatalog and DefaultSchema fill in a request that leaves them
+	// out.
+	DefaultCatalog string
+	DefaultSchema  string
+	// MaxBatchBytes is the largest Arrow message accepted (advertised in
+	// GetSqlInfo as well).
+	MaxBatchBytes int64
+	// ServerName and Version are reported in GetSqlInfo.
+	ServerName string
+	Version    string
+	Log        *slog.Logger
+	Alloc      memory.Allocator
+}
+
+// IdempotencyKeyOption is the CommandStatementIngest option whose value
+// makes an ingest exactly-once: a retried ingest whose key already landed
+// returns the original row count and writes nothing.
+const IdempotencyKeyOption = "flightgw.idempotency_key"
+
+// Handler implements flightsql.Server.
+type Handler struct {
+	flightsql.BaseServer
+	opts     Options
+	catalogs map[string]Catalog
+	log      *slog.Logger
+}
+
+// New builds a Handler.
+func New(opts Options) (*Handler, error) {
+	if opts.Txns == nil {
+		return nil, fmt.Errorf("handlers: a transaction manager is required")
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Alloc == nil {
+		opts.Alloc = memory.DefaultAllocator
+	}
+	if opts.DefaultSchema == "" {
+		opts.DefaultSchema = "default"
+	}
+	h := &Handler{opts: opts, catalogs: map[string]Catalog{}, log: opts.Log}
+	h.Alloc = opts.Alloc
+	for _, c := range opts.Catalogs {
+		if _, dup := h.catalogs[c.Name]; dup {
+			return nil, fmt.Errorf("handlers: catalog %q configured twice", c.Name)
+		}
+		if c.Realm == "" {
+			c.Realm = auth.DefaultRealm
+		}
+		h.catalogs[c.Name] = c
+	}
+	if err := h.registerSQLInfo(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// principal returns the caller; the auth interceptors always set one.
+func principal(ctx context.Context) (auth.Principal, error) {
+	p, ok := auth.FromContext(ctx)
+	if !ok {
+		return auth.Principal{}, status.Error(codes.Unauthenticated, "no authenticated principal")
+	}
+	return p, nil
+}
+
+// catalog resolves a catalog name for the caller. A catalog of another
+// realm does not exist for it.
+func (h *Handler) catalog(ctx context.Context, name string) (Catalog, auth.Principal, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return Catalog{}, p, err
+	}
+	if name == "" {
+		name = h.opts.DefaultCatalog
+	}
+	c, ok := h.catalogs[name]
+	if !ok || c.Realm != p.Realm {
+		return Catalog{}, p, status.Errorf(codes.NotFound, "catalog %q not found", name)
+	}
+	return c, p, nil
+}
+
+// visibleCatalogs lists the caller's catalogs, sorted by name.
+func (h *Handler) visibleCatalogs(ctx context.Context) ([]Catalog, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Catalog
+	for _, c := range h.catalogs {
+		if c.Realm == p.Realm {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b Catalog) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// tableIdent builds a TableIdent from Flight SQL's catalog, schema and
+// table, filling the defaults. A schema "a.b" is the namespace [a b].
+func (h *Handler) tableIdent(catalog, schema, table string) catalogs.TableIdent {
+	if schema == "" {
+		schema = h.opts.DefaultSchema
+	}
+	return catalogs.TableIdent{Catalog: catalog, Namespace: strings.Split(schema, "."), Name: table}
+}
