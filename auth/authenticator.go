@@ -27,6 +27,9 @@ const (
 	basicScheme  = "basic"
 	bearerScheme = "bearer"
 	tokenPrefix  = "fgw1." // versioned so the token format can change
+	// healthPrefix: the gRPC health service answers without credentials
+	// (probes cannot authenticate) and reveals nothing but liveness.
+	healthPrefix = "/grpc.health.v1.Health/"
 )
 
 // Authenticator resolves the principal of each call. Build it with New.
@@ -48,7 +51,7 @@ func New(cfg Config) (*Authenticator, error) {
 		enabled: cfg.Enabled,
 		users:   map[string]User{},
 		tokens:  map[[sha256.Size]byte]Token{},
-		ttl:     cfg.TokenTTL,
+		ttl:     cfg.TokenTTL.Duration,
 		now:     time.Now,
 	}
 	if a.ttl == 0 {
@@ -203,7 +206,10 @@ func bearerMD(token string) metadata.MD {
 
 // UnaryInterceptor authenticates unary calls.
 func (a *Authenticator) UnaryInterceptor() grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if strings.HasPrefix(info.FullMethod, healthPrefix) {
+			return handler(ctx, req)
+		}
 		p, issued, err := a.authenticate(ctx)
 		if err != nil {
 			return nil, err
@@ -228,6 +234,9 @@ func (s principalStream) Context() context.Context { return s.ctx }
 // (ADBC, the JDBC driver, pyarrow) look for it.
 func (a *Authenticator) StreamInterceptor() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if strings.HasPrefix(info.FullMethod, healthPrefix) {
+			return handler(srv, ss)
+		}
 		p, issued, err := a.authenticate(ss.Context())
 		if err != nil {
 			return err

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/flightgw/flightgw/internal/duration"
 )
 
 // User is a principal that logs in with a password.
@@ -34,7 +36,7 @@ type Config struct {
 	Users   []User  `yaml:"users"`
 	Tokens  []Token `yaml:"tokens"`
 	// TokenTTL is the lifetime of the bearer tokens the server issues.
-	TokenTTL time.Duration `yaml:"token_ttl"`
+	TokenTTL duration.Duration `yaml:"token_ttl"`
 	// SigningKey signs issued tokens; replicas that share it accept each
 	// other's tokens. Empty: a random key per process.
 	SigningKey string `yaml:"signing_key"`
@@ -70,8 +72,8 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("auth.tokens[%d].sha256: not a hex SHA-256 (use `flightgw hash-token`)", i)
 		}
 	}
-	if c.TokenTTL < 0 {
-		return fmt.Errorf("auth.token_ttl: negative")
+	if err := c.TokenTTL.Check("auth.token_ttl"); err != nil {
+		return err
 	}
 	if c.Enabled && len(c.Users) == 0 && len(c.Tokens) == 0 {
 		return fmt.Errorf("auth.enabled: no users or tokens configured")

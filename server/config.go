@@ -1,0 +1,252 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/flightgw/flightgw/auth"
+	"github.com/flightgw/flightgw/internal/duration"
+)
+
+// Defaults of the embedded gateway.
+const (
+	DefaultListen         = "127.0.0.1:32010"
+	DefaultDataDir        = "./data"
+	DefaultCatalogName    = "lake"
+	DefaultSchema         = "default"
+	DefaultMaxBatchBytes  = 256 << 20
+	DefaultShutdownGrace  = 30 * time.Second
+	DefaultTxnIdleTimeout = 10 * time.Minute
+)
+
+// Config is the gateway configuration (YAML, see docs/configuration.md).
+type Config struct {
+	Listen string `yaml:"listen"`
+	// DataDir holds the embedded catalog (catalog.db and warehouse/).
+	DataDir string `yaml:"data_dir"`
+	// Insecure allows a non-loopback listener without authentication.
+	Insecure       bool            `yaml:"insecure"`
+	Log            LogConfig       `yaml:"log"`
+	DefaultCatalog string          `yaml:"default_catalog"`
+	DefaultSchema  string          `yaml:"default_schema"`
+	Catalogs       []CatalogConfig `yaml:"catalogs"`
+	Auth           auth.Config     `yaml:"auth"`
+	Limits         Limits          `yaml:"limits"`
+	Timeouts       Timeouts        `yaml:"timeouts"`
+}
+
+// LogConfig selects the log format and level.
+type LogConfig struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text or json
+}
+
+// CatalogConfig declares one catalog.
+type CatalogConfig struct {
+	Name       string            `yaml:"name"`
+	Type       string            `yaml:"type"`
+	Realm      string            `yaml:"realm"`
+	Properties map[string]string `yaml:"properties"`
+}
+
+// Limits bound what one request may use.
+type Limits struct {
+	// MaxBatchBytes is the largest gRPC message (one Arrow batch) accepted.
+	MaxBatchBytes int64 `yaml:"max_batch_bytes"`
+}
+
+// Timeouts of the gateway.
+type Timeouts struct {
+	// TxnIdle rolls back a transaction untouched for this long.
+	TxnIdle duration.Duration `yaml:"txn_idle"`
+	// ShutdownGrace is how long in-flight calls may run after SIGTERM.
+	ShutdownGrace duration.Duration `yaml:"shutdown_grace"`
+}
+
+// LoadConfig reads a YAML file (path may be empty for none), applies
+// environment overrides and defaults, and validates. Errors name the key
+// at fault.
+func LoadConfig(path string) (*Config, error) {
+	cfg := &Config{}
+	if path != "" {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		// ${VAR} in the file is replaced from the environment, so secrets
+		// need not be written into it.
+		expanded := os.Expand(string(raw), func(k string) string { return os.Getenv(k) })
+		dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)), yaml.Strict())
+		if err := dec.Decode(cfg); err != nil {
+			return nil, fmt.Errorf("config %s: %s", path, yaml.FormatError(err, false, true))
+		}
+	}
+	if err := cfg.applyEnv(os.LookupEnv); err != nil {
+		return nil, err
+	}
+	cfg.applyDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// EnvVars lists the environment variables that override the file.
+var EnvVars = []string{
+	"FLIGHTGW_LISTEN", "FLIGHTGW_DATA_DIR", "FLIGHTGW_INSECURE", "FLIGHTGW_LOG_LEVEL", "FLIGHTGW_LOG_FORMAT",
+	"FLIGHTGW_DEFAULT_CATALOG", "FLIGHTGW_DEFAULT_SCHEMA", "FLIGHTGW_MAX_BATCH_BYTES",
+	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_AUTH_SIGNING_KEY",
+}
+
+func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
+	str := map[string]*string{
+		"FLIGHTGW_LISTEN": &c.Listen, "FLIGHTGW_DATA_DIR": &c.DataDir, "FLIGHTGW_LOG_LEVEL": &c.Log.Level,
+		"FLIGHTGW_LOG_FORMAT": &c.Log.Format, "FLIGHTGW_DEFAULT_CATALOG": &c.DefaultCatalog,
+		"FLIGHTGW_DEFAULT_SCHEMA": &c.DefaultSchema, "FLIGHTGW_AUTH_SIGNING_KEY": &c.Auth.SigningKey,
+	}
+	for k, p := range str {
+		if v, ok := lookup(k); ok {
+			*p = v
+		}
+	}
+	if v, ok := lookup("FLIGHTGW_INSECURE"); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("FLIGHTGW_INSECURE: %q is not a boolean", v)
+		}
+		c.Insecure = b
+	}
+	if v, ok := lookup("FLIGHTGW_MAX_BATCH_BYTES"); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("FLIGHTGW_MAX_BATCH_BYTES: %q is not an integer", v)
+		}
+		c.Limits.MaxBatchBytes = n
+	}
+	for k, p := range map[string]*duration.Duration{"FLIGHTGW_TXN_IDLE_TIMEOUT": &c.Timeouts.TxnIdle, "FLIGHTGW_SHUTDOWN_GRACE": &c.Timeouts.ShutdownGrace} {
+		if v, ok := lookup(k); ok {
+			_ = p.UnmarshalText([]byte(v))
+			if err := p.Check(k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+	if len(c.Catalogs) == 0 {
+		c.Catalogs = []CatalogConfig{EmbeddedCatalog(c.DataDir)}
+	}
+	if c.DefaultCatalog == "" {
+		c.DefaultCatalog = c.Catalogs[0].Name
+	}
+	if c.DefaultSchema == "" {
+		c.DefaultSchema = DefaultSchema
+	}
+	if c.Limits.MaxBatchBytes == 0 {
+		c.Limits.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.Timeouts.TxnIdle == (duration.Duration{}) {
+		c.Timeouts.TxnIdle = duration.Of(DefaultTxnIdleTimeout)
+	}
+	if c.Timeouts.ShutdownGrace == (duration.Duration{}) {
+		c.Timeouts.ShutdownGrace = duration.Of(DefaultShutdownGrace)
+	}
+	for i := range c.Catalogs {
+		if c.Catalogs[i].Realm == "" {
+			c.Catalogs[i].Realm = auth.DefaultRealm
+		}
+	}
+}
+
+// EmbeddedCatalog is the default catalog: an Iceberg SQL catalog on SQLite
+// in dataDir/catalog.db with its warehouse in dataDir/warehouse and the
+// namespace "default".
+func EmbeddedCatalog(dataDir string) CatalogConfig {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	return CatalogConfig{
+		Name: DefaultCatalogName,
+		Type: "iceberg",
+		Properties: map[string]string{
+			"catalog-type":      "sql",
+			"uri":               "sqlite://" + filepath.Join(abs, "catalog.db"),
+			"warehouse":         "file://" + filepath.Join(abs, "warehouse"),
+			"create-namespaces": DefaultSchema,
+		},
+	}
+}
+
+// Validate checks the configuration and names the key at fault.
+func (c *Config) Validate() error {
+	var errs []error
+	if _, _, err := splitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listen: %w", err))
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log.level: %q is not one of debug, info, warn, error", c.Log.Level))
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log.format: %q is not text or json", c.Log.Format))
+	}
+	names := map[string]bool{}
+	for i, cat := range c.Catalogs {
+		switch {
+		case cat.Name == "":
+			errs = append(errs, fmt.Errorf("catalogs[%d].name: empty", i))
+		case names[cat.Name]:
+			errs = append(errs, fmt.Errorf("catalogs[%d].name: duplicate catalog %q", i, cat.Name))
+		case strings.ContainsAny(cat.Name, ". \t\"'`"):
+			errs = append(errs, fmt.Errorf("catalogs[%d].name: %q may not contain dots, spaces or quotes", i, cat.Name))
+		}
+		names[cat.Name] = true
+		if cat.Type == "" {
+			errs = append(errs, fmt.Errorf("catalogs[%d].type: empty", i))
+		}
+	}
+	if !names[c.DefaultCatalog] {
+		errs = append(errs, fmt.Errorf("default_catalog: %q is not a configured catalog", c.DefaultCatalog))
+	}
+	if c.Limits.MaxBatchBytes < 1<<20 || c.Limits.MaxBatchBytes > 2<<30-1 {
+		errs = append(errs, fmt.Errorf("limits.max_batch_bytes: %d is outside 1 MiB .. 2 GiB", c.Limits.MaxBatchBytes))
+	}
+	if err := c.Timeouts.TxnIdle.Check("timeouts.txn_idle"); err != nil {
+		errs = append(errs, err)
+	} else if c.Timeouts.TxnIdle.Duration < time.Second {
+		errs = append(errs, fmt.Errorf("timeouts.txn_idle: %v is below 1s", c.Timeouts.TxnIdle))
+	}
+	if err := c.Timeouts.ShutdownGrace.Check("timeouts.shutdown_grace"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Auth.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,112 @@
+package server
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "flightgw.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultsAreEmbedded(t *testing.T) {
+	cfg, err := LoadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != DefaultListen || len(cfg.Catalogs) != 1 || cfg.Catalogs[0].Name != "lake" || cfg.DefaultCatalog != "lake" {
+		t.Fatalf("defaults = %+v", cfg)
+	}
+	if !strings.HasSuffix(cfg.Catalogs[0].Properties["uri"], "/data/catalog.db") {
+		t.Fatalf("embedded uri = %q", cfg.Catalogs[0].Properties["uri"])
+	}
+}
+
+func TestFullConfig(t *testing.T) {
+	t.Setenv("SECRET_KEY", "from-env")
+	p := writeConfig(t, `
+listen: 0.0.0.0:9999
+log: {level: debug, format: json}
+catalogs:
+  - name: prod
+    type: iceberg
+    realm: sales
+    properties: {catalog-type: rest, uri: "http://127.0.0.1:8181"}
+auth:
+  enabled: true
+  signing_key: ${SECRET_KEY}
+  tokens: [{name: etl, realm: sales, sha256: 2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b}]
+  token_ttl: 30m
+limits: {max_batch_bytes: 134217728}
+timeouts: {txn_idle: 2m, shutdown_grace: 5s}
+`)
+	cfg, err := LoadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Auth.SigningKey != "from-env" || cfg.Auth.TokenTTL.Duration != 30*time.Minute || cfg.Timeouts.TxnIdle.Duration != 2*time.Minute ||
+		cfg.Catalogs[0].Realm != "sales" || cfg.DefaultCatalog != "prod" || cfg.Limits.MaxBatchBytes != 128<<20 {
+		t.Fatalf("parsed = %+v", cfg)
+	}
+}
+
+func TestEnvOverrides(t *testing.T) {
+	t.Setenv("FLIGHTGW_LISTEN", "127.0.0.1:1")
+	t.Setenv("FLIGHTGW_TXN_IDLE_TIMEOUT", "90s")
+	cfg, err := LoadConfig(writeConfig(t, "listen: 127.0.0.1:2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:1" || cfg.Timeouts.TxnIdle.Duration != 90*time.Second {
+		t.Fatalf("env not applied: %+v", cfg)
+	}
+}
+
+func TestBadConfigNamesKey(t *testing.T) {
+	for body, want := range map[string]string{
+		"lisen: x\n":                                     "lisen",
+		"log: {level: loud}\n":                           "log.level",
+		"catalogs: [{name: a}]\n":                        "catalogs[0].type",
+		"limits: {max_batch_bytes: 10}\n":                "limits.max_batch_bytes",
+		"default_catalog: nope\n":                        "default_catalog",
+		"timeouts: {txn_idle: banana}\n":                 "txn_idle",
+		"auth: {users: [{name: a, password_hash: x}]}\n": "auth.users[0].password_hash",
+	} {
+		_, err := LoadConfig(writeConfig(t, body))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want mention of %s", body, err, want)
+		}
+	}
+	t.Setenv("FLIGHTGW_INSECURE", "maybe")
+	if _, err := LoadConfig(""); err == nil || !strings.Contains(err.Error(), "FLIGHTGW_INSECURE") {
+		t.Errorf("bad env: %v", err)
+	}
+}
+
+func TestExposureRule(t *testing.T) {
+	for _, tc := range []struct {
+		addr           string
+		auth, insecure bool
+		ok             bool
+	}{
+		{"127.0.0.1:1", false, false, true},
+		{"localhost:1", false, false, true},
+		{"[::1]:1", false, false, true},
+		{"0.0.0.0:1", false, false, false},
+		{"0.0.0.0:1", true, false, true},
+		{"0.0.0.0:1", false, true, true},
+		{":1", false, false, false},
+	} {
+		if err := checkExposure(tc.addr, tc.auth, tc.insecure); (err == nil) != tc.ok {
+			t.Errorf("%+v: %v", tc, err)
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/flightgw/flightgw/auth"
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/handlers"
+	"github.com/flightgw/flightgw/txn"
+)
+
+// Version is the gateway version, set at build time with -ldflags.
+var Version = "dev"
+
+// Server is an assembled gateway.
+type Server struct {
+	cfg      *Config
+	log      *slog.Logger
+	grpc     *grpc.Server
+	health   *health.Server
+	txns     *txn.Manager
+	catalogs []handlers.Catalog
+	auth     *auth.Authenticator
+}
+
+// New opens the configured catalogs and builds the gRPC server. It does
+// not listen yet.
+func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	authn, err := auth.New(cfg.Auth)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: log, auth: authn}
+	for _, cc := range cfg.Catalogs {
+		p, err := catalogs.Open(ctx, cc.Type, cc.Name, cc.Properties)
+		if err != nil {
+			s.closeCatalogs()
+			return nil, err
+		}
+		s.catalogs = append(s.catalogs, handlers.Catalog{Name: cc.Name, Type: cc.Type, Realm: cc.Realm, Provider: p})
+		log.Info("catalog opened", "catalog", cc.Name, "type", cc.Type, "realm", cc.Realm)
+	}
+	s.txns = txn.NewManager(cfg.Timeouts.TxnIdle.Duration, log)
+	h, err := handlers.New(handlers.Options{
+		Catalogs:       s.catalogs,
+		Txns:           s.txns,
+		DefaultCatalog: cfg.DefaultCatalog,
+		DefaultSchema:  cfg.DefaultSchema,
+		MaxBatchBytes:  cfg.Limits.MaxBatchBytes,
+		Version:        Version,
+		Log:            log,
+	})
+	if err != nil {
+		s.txns.Close()
+		s.closeCatalogs()
+		return nil, err
+	}
+	maxMsg := int(cfg.Limits.MaxBatchBytes)
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(maxMsg),
+		grpc.MaxSendMsgSize(maxMsg),
+		grpc.ChainUnaryInterceptor(recoverUnary(log), logUnary(log), authn.UnaryInterceptor()),
+		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), authn.StreamInterceptor()),
+	)
+	flight.RegisterFlightServiceServer(s.grpc, handshakeService{flightsql.NewFlightServer(h)})
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	return s, nil
+}
+
+// handshakeService answers the Flight handshake. Authentication itself is
+// done by the auth interceptor, which has already put the bearer token in
+// the response header; the handshake only has to complete.
+type handshakeService struct {
+	flight.FlightServer
+}
+
+func (handshakeService) Handshake(stream flight.FlightService_HandshakeServer) error {
+	for {
+		req, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := stream.Send(&flight.HandshakeResponse{ProtocolVersion: req.GetProtocolVersion()}); err != nil {
+			return err
+		}
+	}
+}
+
+// Listen opens the configured listener, refusing a non-loopback address
+// without authentication unless the configuration says insecure.
+func (s *Server) Listen() (net.Listener, error) {
+	if err := checkExposure(s.cfg.Listen, s.auth.Enabled(), s.cfg.Insecure); err != nil {
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", s.cfg.Listen, err)
+	}
+	return lis, nil
+}
+
+// checkExposure is the secure-by-default rule.
+func checkExposure(addr string, authEnabled, insecure bool) error {
+	if authEnabled || insecure {
+		return nil
+	}
+	host, _, err := splitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("refusing to listen on %s without authentication: enable auth in the configuration, listen on 127.0.0.1, or pass --insecure", addr)
+}
+
+func splitHostPort(addr string) (string, string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", "", fmt.Errorf("%q is not host:port", addr)
+	}
+	return strings.Trim(host, "[]"), port, nil
+}
+
+// Serve serves on lis until Shutdown.
+func (s *Server) Serve(lis net.Listener) error {
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.log.Info("flightgw serving", "addr", lis.Addr().String(), "version", Version, "auth", s.auth.Enabled(),
+		"catalogs", len(s.catalogs), "max_batch_bytes", s.cfg.Limits.MaxBatchBytes)
+	err := s.grpc.Serve(lis)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting calls, lets in-flight calls finish within the
+// grace period, then cancels what is left; open transactions are rolled
+// back and their staged files discarded; catalogs are closed.
+func (s *Server) Shutdown() {
+	s.health.Shutdown()
+	done := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(s.cfg.Timeouts.ShutdownGrace.Duration):
+		s.log.Warn("shutdown grace period over; cancelling in-flight calls", "grace", s.cfg.Timeouts.ShutdownGrace)
+		s.grpc.Stop()
+		<-done
+	}
+	s.txns.Close()
+	s.closeCatalogs()
+	s.log.Info("flightgw stopped")
+}
+
+func (s *Server) closeCatalogs() {
+	for _, c := range s.catalogs {
+		if cl, ok := c.Provider.(catalogs.Closer); ok {
+			if err := cl.Close(); err != nil {
+				s.log.Warn("close catalog", "catalog", c.Name, "err", err)
+			}
+		}
+	}
+}
+
+// Run serves until ctx is cancelled, then shuts down gracefully.
+func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
+	s, err := New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	lis, err := s.Listen()
+	if err != nil {
+		s.txns.Close()
+		s.closeCatalogs()
+		return err
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve(lis) }()
+	select {
+	case err := <-errc:
+		s.Shutdown()
+		return err
+	case <-ctx.Done():
+		log.Info("shutting down", "grace", cfg.Timeouts.ShutdownGrace)
+		s.Shutdown()
+		return <-errc
+	}
+}

@@ -1,0 +1,187 @@
+package txn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// recorder is a backend that records what it was asked to commit and
+// discard; the transaction logic is what is under test.
+type recorder struct {
+	mu        sync.Mutex
+	committed map[string][]string // table -> receipt ids
+	discarded []string
+	failOn    string
+}
+
+func (r *recorder) GetTableSpec(context.Context, catalogs.TableIdent) (catalogs.TableSpec, error) {
+	return catalogs.TableSpec{}, nil
+}
+func (r *recorder) WriteBatch(context.Context, catalogs.TableIdent, arrow.RecordBatch) (catalogs.WriteReceipt, error) {
+	return catalogs.WriteReceipt{}, nil
+}
+func (r *recorder) GetSecurityContext(context.Context, catalogs.TableIdent) (catalogs.SecurityContext, error) {
+	return catalogs.SecurityContext{}, nil
+}
+func (r *recorder) Commit(_ context.Context, t catalogs.TableIdent, rs []catalogs.WriteReceipt) (catalogs.CommitOutcome, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.Name == r.failOn {
+		return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrConflict, "table %s: conflict", t)
+	}
+	for _, x := range rs {
+		r.committed[t.Name] = append(r.committed[t.Name], string(x.Metadata))
+	}
+	return catalogs.CommitOutcome{SnapshotID: 1, CommittedAt: time.Now()}, nil
+}
+func (r *recorder) Discard(_ context.Context, _ catalogs.TableIdent, rs []catalogs.WriteReceipt) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range rs {
+		r.discarded = append(r.discarded, string(x.Metadata))
+	}
+	return nil
+}
+
+func rc(id string) catalogs.WriteReceipt {
+	b, _ := json.Marshal(id)
+	return catalogs.WriteReceipt{Metadata: b, RowCount: 1}
+}
+
+func tbl(name string) catalogs.TableIdent {
+	return catalogs.TableIdent{Catalog: "c", Namespace: []string{"n"}, Name: name}
+}
+
+func TestCommitAndRollback(t *testing.T) {
+	m := NewManager(time.Minute, nil)
+	defer m.Close()
+	p := &recorder{committed: map[string][]string{}}
+	ctx := context.Background()
+
+	a, _ := m.Begin("realm/alice", "s1")
+	if _, err := a.Add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("a1")}); err != nil {
+		t.Fatal(err)
+	}
+	a.Add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("a2")})
+	a.Add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("a3")})
+	if len(p.committed) != 0 {
+		t.Fatal("data committed before EndTransaction")
+	}
+	if err := m.Commit(ctx, "realm/alice", a.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.committed["t1"]; len(got) != 2 || len(p.committed["t2"]) != 1 {
+		t.Fatalf("committed = %v", p.committed)
+	}
+
+	b, _ := m.Begin("realm/alice", "s1")
+	b.Add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("b1")})
+	if err := m.Rollback(ctx, "realm/alice", b.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.committed["t1"]) != 2 || len(p.discarded) != 1 || p.discarded[0] != `"b1"` {
+		t.Fatalf("after rollback committed=%v discarded=%v", p.committed, p.discarded)
+	}
+	if m.OpenCount() != 0 {
+		t.Fatalf("open = %d", m.OpenCount())
+	}
+}
+
+func TestEndErrors(t *testing.T) {
+	m := NewManager(time.Minute, nil)
+	defer m.Close()
+	ctx := context.Background()
+	a, _ := m.Begin("r/alice", "")
+
+	if err := m.Commit(ctx, "r/alice", "nope"); !errors.Is(err, catalogs.ErrNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	if err := m.Commit(ctx, "r/mallory", a.ID()); !errors.Is(err, catalogs.ErrNotFound) {
+		t.Fatalf("foreign id: %v", err)
+	}
+	if err := m.Commit(ctx, "r/alice", a.ID()); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Rollback(ctx, "r/alice", a.ID())
+	if !errors.Is(err, catalogs.ErrFailedPrecondition) {
+		t.Fatalf("ended id: %v", err)
+	}
+	if _, err := a.Add(tbl("t"), &recorder{}, Append, nil); !errors.Is(err, catalogs.ErrFailedPrecondition) {
+		t.Fatalf("add to ended: %v", err)
+	}
+}
+
+func TestPartialFailureDiscardsRest(t *testing.T) {
+	m := NewManager(time.Minute, nil)
+	defer m.Close()
+	p := &recorder{committed: map[string][]string{}, failOn: "t2"}
+	a, _ := m.Begin("r/a", "")
+	a.Add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")})
+	a.Add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("2")})
+	a.Add(tbl("t3"), p, Append, []catalogs.WriteReceipt{rc("3")})
+	err := m.Commit(context.Background(), "r/a", a.ID())
+	if !errors.Is(err, catalogs.ErrConflict) {
+		t.Fatalf("err = %v", err)
+	}
+	if len(p.committed["t1"]) != 1 || len(p.discarded) != 2 {
+		t.Fatalf("committed=%v discarded=%v", p.committed, p.discarded)
+	}
+}
+
+func TestOverwriteSupersedes(t *testing.T) {
+	m := NewManager(time.Minute, nil)
+	defer m.Close()
+	p := &recorder{committed: map[string][]string{}}
+	a, _ := m.Begin("r/a", "")
+	a.Add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("old")})
+	sup, err := a.Add(tbl("t1"), p, Overwrite, []catalogs.WriteReceipt{rc("new")})
+	if err != nil || len(sup) != 1 || string(sup[0].Metadata) != `"old"` {
+		t.Fatalf("superseded = %v, %v", sup, err)
+	}
+}
+
+func TestSessionBindingAndIdleExpiry(t *testing.T) {
+	m := NewManager(time.Hour, nil)
+	defer m.Close()
+	p := &recorder{committed: map[string][]string{}}
+	a, _ := m.Begin("r/a", "peer:1")
+	if got, ok := m.ForSession("r/a", "peer:1"); !ok || got != a {
+		t.Fatal("session lookup failed")
+	}
+	if _, ok := m.ForSession("r/b", "peer:1"); ok {
+		t.Fatal("another principal found the transaction")
+	}
+	if _, ok := m.ForSession("r/a", "peer:2"); ok {
+		t.Fatal("another session found the transaction")
+	}
+	a.Add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("x")})
+	m.expireIdle(time.Now().Add(2 * time.Hour))
+	if m.OpenCount() != 0 || len(p.discarded) != 1 {
+		t.Fatalf("open=%d discarded=%v", m.OpenCount(), p.discarded)
+	}
+	if err := m.Commit(context.Background(), "r/a", a.ID()); !errors.Is(err, catalogs.ErrFailedPrecondition) {
+		t.Fatalf("commit after expiry: %v", err)
+	}
+}
+
+func TestCloseRollsBackOpen(t *testing.T) {
+	m := NewManager(time.Hour, nil)
+	p := &recorder{committed: map[string][]string{}}
+	a, _ := m.Begin("r/a", "")
+	a.Add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("x")})
+	m.Close()
+	if len(p.discarded) != 1 {
+		t.Fatalf("discarded = %v", p.discarded)
+	}
+	if _, err := m.Begin("r/a", ""); !errors.Is(err, catalogs.ErrUnavailable) {
+		t.Fatalf("begin after close: %v", err)
+	}
+}
