@@ -205,10 +205,15 @@ func sameColumns(a, b *arrow.Schema) bool {
 	return true
 }
 
-// writeStream sends every incoming batch to WriteBatch as it arrives. It
+// writeStream sends every incoming batch to the backend as it arrives:
+// through a catalogs.WriteStream when the backend has one (a few large
+// files per upload), else through WriteBatch (a receipt per batch). It
 // returns the receipts written so far even on error, for the caller to
 // discard.
 func writeStream(ctx context.Context, plan ingestPlan, rdr flight.MessageReader) ([]catalogs.WriteReceipt, int64, error) {
+	if sw, ok := plan.provider.(catalogs.StreamWriter); ok {
+		return writeThroughStream(ctx, sw, plan, rdr)
+	}
 	var (
 		receipts []catalogs.WriteReceipt
 		rows     int64
@@ -225,13 +230,53 @@ func writeStream(ctx context.Context, plan ingestPlan, rdr flight.MessageReader)
 		receipts = append(receipts, r)
 		rows += batch.NumRows()
 	}
-	if err := rdr.Err(); err != nil {
-		return receipts, 0, streamError(ctx, plan.table, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return receipts, 0, status.FromContextError(err).Err()
+	if err := readEnd(ctx, plan.table, rdr); err != nil {
+		return receipts, 0, err
 	}
 	return receipts, rows, nil
+}
+
+func writeThroughStream(ctx context.Context, sw catalogs.StreamWriter, plan ingestPlan, rdr flight.MessageReader) ([]catalogs.WriteReceipt, int64, error) {
+	ws, err := sw.OpenStream(ctx, plan.table)
+	if err != nil {
+		return nil, 0, err
+	}
+	abort := func(err error) ([]catalogs.WriteReceipt, int64, error) {
+		if aerr := ws.Abort(context.WithoutCancel(ctx)); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+		return nil, 0, err
+	}
+	var rows int64
+	for rdr.Next() {
+		batch := rdr.RecordBatch()
+		if batch.NumRows() == 0 {
+			continue
+		}
+		if err := ws.Write(ctx, batch); err != nil {
+			return abort(err)
+		}
+		rows += batch.NumRows()
+	}
+	if err := readEnd(ctx, plan.table, rdr); err != nil {
+		return abort(err)
+	}
+	receipts, err := ws.Close(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	return receipts, rows, nil
+}
+
+// readEnd reports why the client's stream ended, if not cleanly.
+func readEnd(ctx context.Context, table catalogs.TableIdent, rdr flight.MessageReader) error {
+	if err := rdr.Err(); err != nil {
+		return streamError(ctx, table, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	return nil
 }
 
 // streamError classifies a failure to read the client's Arrow stream: a
