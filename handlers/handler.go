@@ -48,6 +48,10 @@ type Options struct {
 // returns the original row count and writes nothing.
 const IdempotencyKeyOption = "flightgw.idempotency_key"
 
+// IdempotencyKeyHeader carries the same key as a gRPC call header, for
+// clients that cannot set ingest options (the ADBC drivers).
+const IdempotencyKeyHeader = "x-flightgw-idempotency-key"
+
 // Handler implements flightsql.Server.
 type Handler struct {
 	flightsql.BaseServer

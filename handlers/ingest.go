@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/flightgw/flightgw/auth"
@@ -55,7 +56,7 @@ func (h *Handler) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr
 	if err != nil {
 		return 0, err
 	}
-	key := cmd.GetOptions()[IdempotencyKeyOption]
+	key := idempotencyKey(ctx, cmd)
 	if key != "" {
 		if tx != nil {
 			return 0, status.Errorf(codes.InvalidArgument,
@@ -115,6 +116,21 @@ func (h *Handler) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr
 		return 0, err
 	}
 	return rows, nil
+}
+
+// idempotencyKey reads the client's idempotency key: the ingest option,
+// else the call header (ADBC drivers cannot set ingest options but can set
+// call headers: adbc.flight.sql.rpc.call_header.x-flightgw-idempotency-key).
+func idempotencyKey(ctx context.Context, cmd flightsql.StatementIngest) string {
+	if k := cmd.GetOptions()[IdempotencyKeyOption]; k != "" {
+		return k
+	}
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get(IdempotencyKeyHeader); len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
 }
 
 // ingestTxn finds the transaction the ingest writes in: the one named in

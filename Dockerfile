@@ -1,0 +1,14 @@
+# flightgw container image: docker compose up (see docker-compose.yml).
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=1 go build -o /out/flightgw ./cmd/flightgw
+
+FROM debian:bookworm-slim
+RUN useradd --system --home /var/lib/flightgw flightgw && mkdir -p /var/lib/flightgw && chown flightgw /var/lib/flightgw
+COPY --from=build /out/flightgw /usr/local/bin/flightgw
+USER flightgw
+EXPOSE 32010
+ENTRYPOINT ["flightgw", "serve", "--data-dir", "/var/lib/flightgw"]

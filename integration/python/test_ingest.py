@@ -1,0 +1,154 @@
+"""Bulk ingest through the ADBC Flight SQL driver, read back by pyiceberg."""
+
+import datetime as dt
+from decimal import Decimal
+
+import adbc_driver_flightsql.dbapi as flight_sql
+import adbc_driver_manager
+import pyarrow as pa
+import pytest
+
+UTC = dt.timezone.utc
+
+
+def sample(n: int = 5, offset: int = 0) -> pa.Table:
+    """Every type the issue lists, with nulls in each nullable column."""
+    ids = list(range(offset, offset + n))
+
+    def nullable(values):
+        return [None if i % 4 == 3 else v for i, v in zip(ids, values)]
+
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            pa.field("i32", pa.int32()),
+            pa.field("f32", pa.float32()),
+            pa.field("f64", pa.float64()),
+            pa.field("s", pa.string()),
+            pa.field("b", pa.bool_()),
+            pa.field("dec", pa.decimal128(10, 2)),
+            pa.field("bigdec", pa.decimal128(38, 10)),
+            pa.field("d", pa.date32()),
+            pa.field("ts", pa.timestamp("us")),
+            pa.field("tstz", pa.timestamp("us", tz="UTC")),
+            pa.field("tags", pa.list_(pa.field("element", pa.int64()))),
+            pa.field("point", pa.struct([pa.field("x", pa.int32()), pa.field("label", pa.string())])),
+        ]
+    )
+    base = dt.datetime(2024, 2, 29, 12, 34, 56, 789012)
+    return pa.table(
+        [
+            pa.array(ids, pa.int64()),
+            pa.array(nullable([i * 3 - 7 for i in ids]), pa.int32()),
+            pa.array(nullable([i / 4 for i in ids]), pa.float32()),
+            pa.array(nullable([i * 1.5e10 for i in ids]), pa.float64()),
+            pa.array(nullable([f"row-{i}-ünïcode" for i in ids]), pa.string()),
+            pa.array(nullable([i % 2 == 0 for i in ids]), pa.bool_()),
+            pa.array(nullable([Decimal(f"{i}.{i % 100:02d}") for i in ids]), pa.decimal128(10, 2)),
+            pa.array(nullable([Decimal(f"1234567890123456.{i:010d}") for i in ids]), pa.decimal128(38, 10)),
+            pa.array(nullable([dt.date(2000, 1, 1) + dt.timedelta(days=i) for i in ids]), pa.date32()),
+            pa.array(nullable([base + dt.timedelta(seconds=i) for i in ids]), pa.timestamp("us")),
+            pa.array(
+                nullable([(base + dt.timedelta(hours=i)).replace(tzinfo=UTC) for i in ids]),
+                pa.timestamp("us", tz="UTC"),
+            ),
+            pa.array(nullable([[i, i + 1, None] if i % 3 else [] for i in ids]), schema.field("tags").type),
+            pa.array(nullable([{"x": i, "label": None if i % 2 else f"p{i}"} for i in ids]), schema.field("point").type),
+        ],
+        schema=schema,
+    )
+
+
+def read_back(gateway, table: str) -> pa.Table:
+    t = gateway.catalog().load_table(f"default.{table}")
+    return t.scan().to_arrow().sort_by("id")
+
+
+def assert_same(got: pa.Table, sent: pa.Table) -> None:
+    assert got.column_names == sent.column_names
+    got = got.cast(sent.schema)  # pyiceberg may widen (large_string); values must match exactly
+    assert got.to_pylist() == sent.sort_by("id").to_pylist()
+
+
+def test_ingest_modes_autocommit(gateway):
+    with flight_sql.connect(gateway.uri, autocommit=True) as conn, conn.cursor() as cur:
+        first, second, third = sample(5), sample(4, offset=100), sample(3, offset=1000)
+
+        assert cur.adbc_ingest("modes", first, mode="create") == 5
+        assert_same(read_back(gateway, "modes"), first)
+
+        with pytest.raises(adbc_driver_manager.Error, match="already exists"):
+            cur.adbc_ingest("modes", first, mode="create")
+
+        assert cur.adbc_ingest("modes", second, mode="append") == 4
+        assert_same(read_back(gateway, "modes"), pa.concat_tables([first, second]))
+
+        assert cur.adbc_ingest("modes", third, mode="replace") == 3
+        assert_same(read_back(gateway, "modes"), third)
+
+        assert cur.adbc_ingest("modes", first, mode="create_append") == 5
+        assert_same(read_back(gateway, "modes"), pa.concat_tables([third, first]))
+
+        assert cur.adbc_ingest("fresh", second, mode="create_append") == 4
+        assert_same(read_back(gateway, "fresh"), second)
+
+        with pytest.raises(adbc_driver_manager.Error, match="does not exist"):
+            cur.adbc_ingest("missing", first, mode="append")
+
+
+def test_many_batches_stream(gateway):
+    batches = [sample(1000, offset=i * 1000).to_batches()[0] for i in range(20)]
+    reader = pa.RecordBatchReader.from_batches(batches[0].schema, batches)
+    with flight_sql.connect(gateway.uri, autocommit=True) as conn, conn.cursor() as cur:
+        assert cur.adbc_ingest("many", reader, mode="create") == 20000
+    got = read_back(gateway, "many")
+    assert got.num_rows == 20000
+    assert got.column("id").to_pylist() == list(range(20000))
+
+
+def test_transaction_commit_and_rollback(gateway):
+    with flight_sql.connect(gateway.uri, autocommit=True) as conn, conn.cursor() as cur:
+        cur.adbc_ingest("txn", sample(2), mode="create")
+
+    before = gateway.data_files()
+    # The DB-API default is autocommit off: the driver begins a transaction,
+    # and bulk ingest (which carries no transaction id) joins it through
+    # the connection.
+    with flight_sql.connect(gateway.uri) as conn, conn.cursor() as cur:
+        cur.adbc_ingest("txn", sample(3, offset=10), mode="append")
+        assert read_back(gateway, "txn").num_rows == 2, "data visible before commit"
+        conn.rollback()
+        assert read_back(gateway, "txn").num_rows == 2, "rolled back data visible"
+        assert gateway.data_files() == before, "rollback left staged files behind"
+
+        cur.adbc_ingest("txn", sample(3, offset=20), mode="append")
+        cur.adbc_ingest("txn", sample(1, offset=30), mode="append")
+        assert read_back(gateway, "txn").num_rows == 2
+        conn.commit()
+    got = read_back(gateway, "txn")
+    assert got.column("id").to_pylist() == [0, 1, 20, 21, 22, 30]
+
+
+def test_transaction_over_two_tables(gateway):
+    with flight_sql.connect(gateway.uri) as conn, conn.cursor() as cur:
+        cur.adbc_ingest("ta", sample(2), mode="create")
+        cur.adbc_ingest("tb", sample(3), mode="create")
+        # Creation is immediate; the rows are not.
+        assert read_back(gateway, "ta").num_rows == 0
+        conn.commit()
+    assert read_back(gateway, "ta").num_rows == 2
+    assert read_back(gateway, "tb").num_rows == 3
+
+
+def test_bad_input_names_the_column(gateway):
+    with flight_sql.connect(gateway.uri, autocommit=True) as conn, conn.cursor() as cur:
+        cur.adbc_ingest("strict", sample(2), mode="create")
+        before = gateway.data_files()
+        wrong = sample(2).drop_columns(["s"])
+        with pytest.raises(adbc_driver_manager.Error, match='"s"|s\\b'):
+            cur.adbc_ingest("strict", wrong, mode="append")
+        typed = sample(2).set_column(4, "s", pa.array([1, 2], pa.int64()))
+        with pytest.raises(adbc_driver_manager.Error, match="s"):
+            cur.adbc_ingest("strict", typed, mode="append")
+        assert gateway.data_files() == before
+        assert read_back(gateway, "strict").num_rows == 2
