@@ -1,0 +1,305 @@
+package iceberg
+
+import (
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// Property keys understood by the backend. Keys that iceberg-go already
+// defines (uri, warehouse, token, credential, s3.*, ...) keep iceberg-go's
+// spelling and are passed through to it.
+const (
+	// PropCatalogType selects the Iceberg catalog: "sql" (default) or "rest".
+	PropCatalogType = "catalog-type"
+	// PropURI is the catalog location. For sql: sqlite:///abs/path.db (as
+	// SQLAlchemy and pyiceberg spell it), or postgres://user:pw@host/db.
+	// For rest: the base URL of the REST catalog.
+	PropURI = "uri"
+	// PropWarehouse is the root of table data: file:///abs/dir, /abs/dir
+	// or s3://bucket/prefix.
+	PropWarehouse = "warehouse"
+	// PropToken is a bearer token for the REST catalog.
+	PropToken = "token"
+	// PropCredential is client_id:client_secret for the REST catalog's
+	// OAuth2 client-credentials flow.
+	PropCredential = "credential"
+	// PropOAuth2ServerURI overrides the REST catalog's token endpoint.
+	PropOAuth2ServerURI = "oauth2-server-uri"
+	// PropCreateNamespaces lists namespaces (comma separated, levels
+	// joined by dots) created at open time when missing.
+	PropCreateNamespaces = "create-namespaces"
+	// PropTargetFileSize is the data file size a stream rolls at, in bytes.
+	PropTargetFileSize = "write.target-file-size-bytes"
+	// PropCommitRetries bounds the commit attempts after the first.
+	PropCommitRetries = "commit.retry.num-retries"
+	// PropCommitMinWait and PropCommitMaxWait bound the backoff between
+	// commit attempts, in milliseconds.
+	PropCommitMinWait = "commit.retry.min-wait-ms"
+	PropCommitMaxWait = "commit.retry.max-wait-ms"
+	// PropCommitTotalTimeout bounds the whole commit retry loop, in ms.
+	PropCommitTotalTimeout = "commit.retry.total-timeout-ms"
+	// PropRemoteTimeout bounds one call to the catalog service, in ms.
+	PropRemoteTimeout = "remote.timeout-ms"
+	// PropRemoteAttempts bounds the attempts of an idempotent remote call.
+	PropRemoteAttempts = "remote.max-attempts"
+	// PropBreakerFailures is the number of consecutive remote failures that
+	// opens the circuit breaker.
+	PropBreakerFailures = "remote.breaker.failures"
+	// PropBreakerOpen is how long the open breaker rejects calls, in ms.
+	PropBreakerOpen = "remote.breaker.open-ms"
+
+	// S3 properties, as iceberg-go names them.
+	PropS3Endpoint        = "s3.endpoint"
+	PropS3Region          = "s3.region"
+	PropS3AccessKeyID     = "s3.access-key-id"
+	PropS3SecretAccessKey = "s3.secret-access-key"
+	PropS3SessionToken    = "s3.session-token"
+)
+
+// Catalog types.
+const (
+	TypeSQL  = "sql"
+	TypeREST = "rest"
+)
+
+// The embedded default the server runs with.
+const (
+	// EmbeddedCatalogName is the catalog name of the embedded lake; it is
+	// also the catalog_name pyiceberg's SqlCatalog must be given.
+	EmbeddedCatalogName = "lake"
+	// EmbeddedNamespace is created in the embedded lake when missing.
+	EmbeddedNamespace = "default"
+)
+
+// EmbeddedProperties returns the properties of the embedded default: a SQL
+// catalog in <dataDir>/catalog.db (SQLite) with its warehouse in
+// <dataDir>/warehouse and the namespace "default". pyiceberg reads it with
+// SqlCatalog("lake", uri="sqlite:///<dataDir>/catalog.db",
+// warehouse="file:///<dataDir>/warehouse").
+func EmbeddedProperties(dataDir string) (map[string]string, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("data dir %q", dataDir))
+	}
+	return map[string]string{
+		PropCatalogType:      TypeSQL,
+		PropURI:              "sqlite:///" + strings.TrimPrefix(filepath.ToSlash(filepath.Join(abs, "catalog.db")), "/"),
+		PropWarehouse:        (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(abs, "warehouse"))}).String(),
+		PropCreateNamespaces: EmbeddedNamespace,
+	}, nil
+}
+
+// config is the validated form of the properties.
+type config struct {
+	catalogType      string
+	uri              string
+	warehouse        string
+	createNamespaces [][]string
+	targetFileSize   int64
+	commit           retryPolicy
+	remote           remotePolicy
+	// passthrough is handed to iceberg-go (catalog and FileIO properties).
+	passthrough map[string]string
+}
+
+// retryPolicy bounds the commit loop.
+type retryPolicy struct {
+	retries      int
+	minWait      time.Duration
+	maxWait      time.Duration
+	totalTimeout time.Duration
+}
+
+// remotePolicy bounds calls to the catalog service.
+type remotePolicy struct {
+	timeout         time.Duration
+	attempts        int
+	breakerFailures uint32
+	breakerOpen     time.Duration
+}
+
+const defaultTargetFileSize = 128 << 20
+
+// exactKeys are the keys accepted as they are; passPrefixes are families of
+// iceberg-go properties passed through unchanged.
+var (
+	exactKeys = map[string]bool{
+		PropCatalogType: true, "type": true, PropURI: true, PropWarehouse: true,
+		PropToken: true, PropCredential: true, PropOAuth2ServerURI: true,
+		"scope": true, "audience": true, "resource": true, "prefix": true,
+		"namespace-separator": true, "snapshot-loading-mode": true,
+		PropCreateNamespaces: true, "init_catalog_tables": true,
+	}
+	passPrefixes = []string{"s3.", "client.", "rest.", "gcs.", "adls.", "header.",
+		"table-default.", "table-override.", "jdbc.", "write.", "commit.", "remote."}
+)
+
+// parseConfig validates props and returns an ErrInvalidArgument naming the
+// first bad key.
+func parseConfig(props map[string]string) (config, error) {
+	cfg := config{
+		catalogType:    TypeSQL,
+		targetFileSize: defaultTargetFileSize,
+		commit:         retryPolicy{retries: 10, minWait: 50 * time.Millisecond, maxWait: 5 * time.Second, totalTimeout: time.Minute},
+		remote:         remotePolicy{timeout: 30 * time.Second, attempts: 3, breakerFailures: 5, breakerOpen: 30 * time.Second},
+		passthrough:    map[string]string{},
+	}
+	for k := range props {
+		if !exactKeys[k] && !hasAnyPrefix(k, passPrefixes) {
+			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: unknown key", k)
+		}
+	}
+	if t, ok := firstOf(props, PropCatalogType, "type"); ok {
+		cfg.catalogType = strings.ToLower(t)
+	}
+	if cfg.catalogType != TypeSQL && cfg.catalogType != TypeREST {
+		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not sql or rest", PropCatalogType, cfg.catalogType)
+	}
+	cfg.uri = props[PropURI]
+	if cfg.uri == "" {
+		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: required", PropURI)
+	}
+	cfg.warehouse = props[PropWarehouse]
+	if cfg.catalogType == TypeSQL && cfg.warehouse == "" {
+		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: required for a sql catalog", PropWarehouse)
+	}
+	if cfg.warehouse != "" {
+		if err := checkWarehouse(cfg.warehouse); err != nil {
+			return cfg, err
+		}
+	}
+	if cfg.catalogType == TypeREST {
+		u, err := url.Parse(cfg.uri)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not an http(s) url", PropURI, cfg.uri)
+		}
+		if c := props[PropCredential]; c != "" && !strings.Contains(c, ":") {
+			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: expected client_id:client_secret", PropCredential)
+		}
+	}
+	if ns := props[PropCreateNamespaces]; ns != "" {
+		for _, n := range strings.Split(ns, ",") {
+			n = strings.TrimSpace(n)
+			levels := strings.Split(n, ".")
+			for _, l := range levels {
+				if l == "" {
+					return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: empty namespace level in %q", PropCreateNamespaces, n)
+				}
+			}
+			cfg.createNamespaces = append(cfg.createNamespaces, levels)
+		}
+	}
+	var err error
+	ints := []struct {
+		key string
+		min int64
+		dst func(int64)
+	}{
+		{PropTargetFileSize, 1 << 10, func(v int64) { cfg.targetFileSize = v }},
+		{PropCommitRetries, 0, func(v int64) { cfg.commit.retries = int(v) }},
+		{PropCommitMinWait, 1, func(v int64) { cfg.commit.minWait = ms(v) }},
+		{PropCommitMaxWait, 1, func(v int64) { cfg.commit.maxWait = ms(v) }},
+		{PropCommitTotalTimeout, 1, func(v int64) { cfg.commit.totalTimeout = ms(v) }},
+		{PropRemoteTimeout, 1, func(v int64) { cfg.remote.timeout = ms(v) }},
+		{PropRemoteAttempts, 1, func(v int64) { cfg.remote.attempts = int(v) }},
+		{PropBreakerFailures, 1, func(v int64) { cfg.remote.breakerFailures = uint32(v) }},
+		{PropBreakerOpen, 1, func(v int64) { cfg.remote.breakerOpen = ms(v) }},
+	}
+	for _, p := range ints {
+		s, ok := props[p.key]
+		if !ok {
+			continue
+		}
+		v, perr := strconv.ParseInt(s, 10, 64)
+		if perr != nil || v < p.min || v > 1<<40 {
+			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not an integer in [%d, 2^40]", p.key, s, p.min)
+		}
+		p.dst(v)
+	}
+	if cfg.commit.minWait > cfg.commit.maxWait {
+		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: exceeds %q", PropCommitMinWait, PropCommitMaxWait)
+	}
+	for k, v := range props {
+		switch {
+		case k == PropCatalogType || k == "type" || k == PropCreateNamespaces || strings.HasPrefix(k, "remote."):
+		case k == PropURI && cfg.catalogType == TypeSQL:
+		case strings.HasPrefix(k, "commit.retry.") || k == PropTargetFileSize:
+		default:
+			cfg.passthrough[k] = v
+		}
+	}
+	return cfg, err
+}
+
+func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+func firstOf(props map[string]string, keys ...string) (string, bool) {
+	for _, k := range keys {
+		if v, ok := props[k]; ok && v != "" {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func checkWarehouse(w string) error {
+	if strings.HasPrefix(w, "/") {
+		return nil
+	}
+	u, err := url.Parse(w)
+	if err != nil {
+		return catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not a url: %v", PropWarehouse, w, err)
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Path == "" || !strings.HasPrefix(u.Path, "/") {
+			return catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q must be an absolute file url", PropWarehouse, w)
+		}
+	case "s3", "s3a", "s3n":
+		if u.Host == "" {
+			return catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q names no bucket", PropWarehouse, w)
+		}
+	default:
+		return catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: scheme %q is not file or s3", PropWarehouse, u.Scheme)
+	}
+	return nil
+}
+
+// sqlTarget turns a sql catalog uri into a database/sql driver, DSN and
+// iceberg-go dialect. SQLite connections wait for locks instead of failing
+// and take the write lock at BEGIN, which avoids upgrade deadlocks between
+// concurrent committers.
+func sqlTarget(uri string) (driver, dsn, dialect string, err error) {
+	switch {
+	case strings.HasPrefix(uri, "sqlite:///"):
+		path := "/" + strings.TrimPrefix(uri, "sqlite:///")
+		if strings.ContainsAny(path, "?#") {
+			return "", "", "", catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: sqlite path %q has a query", PropURI, path)
+		}
+		return "sqliteshim", "file:" + path + "?_pragma=busy_timeout(60000)&_pragma=journal_mode(WAL)&_txlock=immediate", "sqlite", nil
+	case strings.HasPrefix(uri, "postgres://"), strings.HasPrefix(uri, "postgresql://"):
+		u, perr := url.Parse(uri)
+		if perr != nil || u.Host == "" {
+			return "", "", "", catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: not a postgres url", PropURI)
+		}
+		u.Scheme = "postgres"
+		return "pg", u.String(), "postgres", nil
+	default:
+		return "", "", "", catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: expected sqlite:///path or postgres://host/db", PropURI)
+	}
+}

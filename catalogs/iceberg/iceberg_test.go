@@ -1,0 +1,143 @@
+package iceberg_test
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/catalogtest"
+	"github.com/flightgw/flightgw/catalogs/iceberg"
+)
+
+// openLocal opens a SQLite catalog with local files in a temporary
+// directory and returns the provider and the warehouse directory.
+func openLocal(t *testing.T, extra map[string]string) (*iceberg.Provider, string) {
+	t.Helper()
+	dir := t.TempDir()
+	props, err := iceberg.EmbeddedProperties(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range extra {
+		props[k] = v
+	}
+	p, err := iceberg.Open(context.Background(), iceberg.EmbeddedCatalogName, props)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p, filepath.Join(dir, "warehouse")
+}
+
+func listDir(root string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path == root {
+				return fs.SkipAll // nothing written yet
+			}
+			return err
+		}
+		if !d.IsDir() {
+			out = append(out, path)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func TestConformanceSQLiteLocal(t *testing.T) {
+	catalogtest.Run(t, catalogtest.Harness{New: func(t *testing.T) *catalogtest.Instance {
+		p, wh := openLocal(t, nil)
+		return &catalogtest.Instance{
+			Provider: p, Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"},
+			ListFiles: func(context.Context) ([]string, error) { return listDir(wh) },
+		}
+	}})
+}
+
+// fakeS3 serves an in-memory S3 on 127.0.0.1 with one bucket.
+type fakeS3 struct {
+	backend *s3mem.Backend
+	url     string
+	n       atomic.Int64
+}
+
+const bucket = "lake"
+
+func newFakeS3(t *testing.T) *fakeS3 {
+	t.Helper()
+	be := s3mem.New()
+	if err := be.CreateBucket(bucket); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(be).Server())
+	t.Cleanup(srv.Close)
+	return &fakeS3{backend: be, url: srv.URL}
+}
+
+func (f *fakeS3) list(prefix string) ([]string, error) {
+	res, err := f.backend.ListBucket(bucket, &gofakes3.Prefix{HasPrefix: true, Prefix: prefix}, gofakes3.ListBucketPage{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(res.Contents))
+	for _, c := range res.Contents {
+		out = append(out, c.Key)
+	}
+	return out, nil
+}
+
+func (f *fakeS3) props(t *testing.T, prefix string) map[string]string {
+	return map[string]string{
+		iceberg.PropCatalogType:       iceberg.TypeSQL,
+		iceberg.PropURI:               "sqlite:///" + strings.TrimPrefix(filepath.ToSlash(filepath.Join(t.TempDir(), "catalog.db")), "/"),
+		iceberg.PropWarehouse:         "s3://" + bucket + "/" + prefix,
+		iceberg.PropCreateNamespaces:  "default",
+		iceberg.PropS3Endpoint:        f.url,
+		iceberg.PropS3Region:          "us-east-1",
+		iceberg.PropS3AccessKeyID:     "test",
+		iceberg.PropS3SecretAccessKey: "test-secret",
+		"s3.force-virtual-addressing": "false",
+	}
+}
+
+func TestConformanceSQLiteS3(t *testing.T) {
+	s3 := newFakeS3(t)
+	catalogtest.Run(t, catalogtest.Harness{New: func(t *testing.T) *catalogtest.Instance {
+		prefix := fmt.Sprintf("wh-%d", s3.n.Add(1))
+		p, err := iceberg.Open(context.Background(), "lake", s3.props(t, prefix))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		return &catalogtest.Instance{
+			Provider: p, Catalog: "lake", Namespace: []string{"default"},
+			ListFiles: func(context.Context) ([]string, error) { return s3.list(prefix + "/") },
+		}
+	}})
+}
+
+func TestRegistered(t *testing.T) {
+	dir := t.TempDir()
+	props, err := iceberg.EmbeddedProperties(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := catalogs.Open(context.Background(), iceberg.Type, "lake", props)
+	if err != nil {
+		t.Fatalf("catalogs.Open: %v", err)
+	}
+	if c, ok := p.(catalogs.Closer); ok {
+		_ = c.Close()
+	}
+}

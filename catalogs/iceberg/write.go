@@ -1,0 +1,331 @@
+package iceberg
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"iter"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/codec"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// receiptFormat names the layout of WriteReceipt.Metadata.
+const receiptFormat = "flightgw.iceberg.data-files/v1"
+
+// receiptMeta is the JSON in WriteReceipt.Metadata: the staged data files,
+// each encoded with iceberg-go's DataFile codec (the Avro manifest-entry
+// bytes) against the spec, schema and format version recorded beside it.
+// Paths are kept in clear so that Discard needs no decoding.
+type receiptMeta struct {
+	Format        string       `json:"format"`
+	Table         string       `json:"table"`
+	TableUUID     string       `json:"table_uuid"`
+	FormatVersion int          `json:"format_version"`
+	SpecID        int          `json:"spec_id"`
+	SchemaID      int          `json:"schema_id"`
+	Files         []stagedFile `json:"files"`
+}
+
+// stagedFile is one data file awaiting commit.
+type stagedFile struct {
+	Path     string `json:"path"`
+	Rows     int64  `json:"rows"`
+	Bytes    int64  `json:"bytes"`
+	DataFile []byte `json:"data_file"`
+}
+
+// WriteBatch writes batch as Parquet data files following the table's
+// partition spec, without committing them. Each call writes its own files
+// (one per partition the batch touches); the receipt carries them. For
+// large uploads prefer OpenStream, which rolls files at the target size.
+func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch arrow.RecordBatch) (catalogs.WriteReceipt, error) {
+	tbl, err := p.load(ctx, t)
+	if err != nil {
+		return catalogs.WriteReceipt{}, err
+	}
+	target, err := arrowSchema(tbl.Schema(), true)
+	if err != nil {
+		return catalogs.WriteReceipt{}, mapErr(err, fmt.Sprintf("table %s: schema", t))
+	}
+	rec, err := conform(ctx, t.String(), target, batch)
+	if err != nil {
+		return catalogs.WriteReceipt{}, err
+	}
+	if rec.NumRows() == 0 {
+		rec.Release()
+		return p.receipt(t, tbl, nil)
+	}
+	w := p.newFileWriter(ctx, t, tbl, target)
+	w.run(func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) })
+	files, err := w.wait()
+	if err != nil {
+		return catalogs.WriteReceipt{}, err
+	}
+	r, err := p.receipt(t, tbl, files)
+	if err != nil {
+		w.cleanup(context.WithoutCancel(ctx), files)
+	}
+	return r, err
+}
+
+// fileWriter runs iceberg-go's WriteRecords over a sequence of batches in
+// its own goroutine and collects the data files it writes.
+type fileWriter struct {
+	p      *Provider
+	ident  catalogs.TableIdent
+	tbl    *table.Table
+	target *arrow.Schema
+	id     uuid.UUID
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	files  []ice.DataFile
+	err    error
+}
+
+func (p *Provider) newFileWriter(ctx context.Context, t catalogs.TableIdent, tbl *table.Table, target *arrow.Schema) *fileWriter {
+	wctx, cancel := context.WithCancel(ctx)
+	return &fileWriter{p: p, ident: t, tbl: tbl, target: target, id: uuid.New(), ctx: wctx, cancel: cancel, done: make(chan struct{})}
+}
+
+// run starts writing batches; wait returns the result.
+func (w *fileWriter) run(batches iter.Seq2[arrow.RecordBatch, error]) {
+	go func() {
+		defer close(w.done)
+		w.err = protect(catalogs.ErrInvalidArgument, fmt.Sprintf("table %s: write data files", w.ident), func() error {
+			for df, err := range table.WriteRecords(w.ctx, w.tbl, w.target, batches,
+				table.WithTargetFileSize(w.p.cfg.targetFileSize), table.WithWriteUUID(w.id),
+				table.WithRecordBatchBufferSize(2)) {
+				if err != nil {
+					return err
+				}
+				w.files = append(w.files, df)
+			}
+			return nil
+		})
+	}()
+}
+
+// wait waits for the writer and, on failure, removes what it wrote.
+func (w *fileWriter) wait() ([]ice.DataFile, error) {
+	<-w.done
+	w.cancel()
+	if w.err != nil {
+		w.cleanup(context.WithoutCancel(w.ctx), w.files)
+		kind := catalogs.ErrUnavailable
+		if catalogs.Kind(w.err) != nil || errors.Is(w.err, ice.ErrInvalidSchema) {
+			kind = nil
+		}
+		if kind != nil {
+			return nil, catalogs.Wrap(kind, w.err, fmt.Sprintf("table %s: write data files", w.ident))
+		}
+		return nil, mapErr(w.err, fmt.Sprintf("table %s: write data files", w.ident))
+	}
+	return w.files, nil
+}
+
+// cleanup deletes the files the writer reported and sweeps the data
+// directory for files of this write that it never reported (a write
+// cancelled mid-file).
+func (w *fileWriter) cleanup(ctx context.Context, files []ice.DataFile) {
+	fsys, err := fileIO(ctx, w.tbl)
+	if err != nil {
+		return
+	}
+	for _, f := range files {
+		_ = removeFile(fsys, f.FilePath())
+	}
+	l, ok := fsys.(iceio.ListableIO)
+	if !ok {
+		return
+	}
+	root := dataRoot(w.tbl)
+	var stray []string
+	_ = l.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d != nil && !d.IsDir() && strings.Contains(path, w.id.String()) {
+			stray = append(stray, path)
+		}
+		return nil
+	})
+	for _, path := range stray {
+		_ = removeFile(fsys, path)
+	}
+}
+
+// dataRoot is where the table writes data files.
+func dataRoot(tbl *table.Table) string {
+	if p := tbl.Properties()[table.WriteDataPathKey]; p != "" {
+		return strings.TrimSuffix(p, "/")
+	}
+	return strings.TrimSuffix(tbl.Location(), "/") + "/data"
+}
+
+// removeFile deletes a file; a file already gone is not an error.
+func removeFile(fsys iceio.IO, path string) error {
+	err := fsys.Remove(path)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// receipt encodes files into one receipt.
+func (p *Provider) receipt(t catalogs.TableIdent, tbl *table.Table, files []ice.DataFile) (catalogs.WriteReceipt, error) {
+	meta := tbl.Metadata()
+	spec := meta.PartitionSpec()
+	sc := meta.CurrentSchema()
+	rm := receiptMeta{Format: receiptFormat, Table: t.String(), TableUUID: meta.TableUUID().String(),
+		FormatVersion: meta.Version(), SpecID: spec.ID(), SchemaID: sc.ID, Files: []stagedFile{}}
+	var rows, size uint64
+	for _, f := range files {
+		var b []byte
+		err := protect(catalogs.ErrInvalidArgument, "encode data file", func() (err error) {
+			b, err = codec.EncodeDataFile(f, spec, sc, meta.Version())
+			return err
+		})
+		if err != nil {
+			return catalogs.WriteReceipt{}, mapErr(err, fmt.Sprintf("table %s: encode data file %s", t, f.FilePath()))
+		}
+		rm.Files = append(rm.Files, stagedFile{Path: f.FilePath(), Rows: f.Count(), Bytes: f.FileSizeBytes(), DataFile: b})
+		rows += uint64(max(0, f.Count()))
+		size += uint64(max(0, f.FileSizeBytes()))
+	}
+	raw, err := json.Marshal(rm)
+	if err != nil {
+		return catalogs.WriteReceipt{}, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: receipt", t))
+	}
+	return catalogs.WriteReceipt{Metadata: raw, RowCount: rows, ByteCount: size}, nil
+}
+
+// parseReceipts decodes the receipts' metadata, checking they were made by
+// this backend for table t.
+func parseReceipts(t catalogs.TableIdent, receipts []catalogs.WriteReceipt) ([]receiptMeta, error) {
+	out := make([]receiptMeta, 0, len(receipts))
+	for i, r := range receipts {
+		var rm receiptMeta
+		if err := json.Unmarshal(r.Metadata, &rm); err != nil {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: not an iceberg receipt: %v", t, i, err)
+		}
+		if rm.Format != receiptFormat {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: format %q is not %q", t, i, rm.Format, receiptFormat)
+		}
+		if rm.Table != t.String() {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d was written for table %s", t, i, rm.Table)
+		}
+		out = append(out, rm)
+	}
+	return out, nil
+}
+
+// dataFiles decodes the files of receipts against the table they were
+// written for.
+func dataFiles(t catalogs.TableIdent, meta table.Metadata, rms []receiptMeta) ([]ice.DataFile, error) {
+	var out []ice.DataFile
+	seen := map[string]bool{}
+	for _, rm := range rms {
+		if rm.TableUUID != meta.TableUUID().String() {
+			return nil, catalogs.Errorf(catalogs.ErrConflict, "table %s: receipt was written for an earlier table of the same name (uuid %s, now %s)", t, rm.TableUUID, meta.TableUUID())
+		}
+		spec := meta.PartitionSpecByID(rm.SpecID)
+		var sc *ice.Schema
+		for _, s := range meta.Schemas() {
+			if s.ID == rm.SchemaID {
+				sc = s
+			}
+		}
+		if spec == nil || sc == nil {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt names spec %d / schema %d the table does not have", t, rm.SpecID, rm.SchemaID)
+		}
+		for _, f := range rm.Files {
+			if seen[f.Path] {
+				continue // the same receipt passed twice adds its files once
+			}
+			seen[f.Path] = true
+			var df ice.DataFile
+			err := protect(catalogs.ErrInvalidArgument, "decode data file", func() (err error) {
+				df, err = codec.DecodeDataFile(f.DataFile, *spec, sc, rm.FormatVersion)
+				return err
+			})
+			if err != nil {
+				return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: receipt file %s", t, f.Path))
+			}
+			if df.FilePath() != f.Path {
+				return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt file %s does not match its data file %s", t, f.Path, df.FilePath())
+			}
+			out = append(out, df)
+		}
+	}
+	return out, nil
+}
+
+// Discard deletes the staged files the receipts name. Files already gone
+// are fine; the table itself need not exist any more.
+func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts []catalogs.WriteReceipt) error {
+	rms, err := parseReceipts(t, receipts)
+	if err != nil {
+		return err
+	}
+	var paths []string
+	for _, rm := range rms {
+		for _, f := range rm.Files {
+			paths = append(paths, f.Path)
+		}
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	fsys, root, err := p.discardIO(ctx, t, paths[0])
+	if err != nil {
+		return err
+	}
+	for _, path := range paths {
+		// A receipt is data from a client: never delete outside the table.
+		if root == "" || !strings.HasPrefix(path, root+"/") || strings.Contains(path, "/../") {
+			return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: staged file %s is outside the table's location", t, path)
+		}
+	}
+	var errs []error
+	for _, path := range paths {
+		if err := ctx.Err(); err != nil {
+			return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: discard", t))
+		}
+		_, err := guard(ctx, p.remote, true, func(context.Context) (struct{}, error) {
+			return struct{}{}, removeFile(fsys, path)
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", path, err))
+		}
+	}
+	if len(errs) > 0 {
+		return catalogs.Wrap(catalogs.ErrUnavailable, errors.Join(errs...), fmt.Sprintf("table %s: discard staged files", t))
+	}
+	return nil
+}
+
+// discardIO finds the storage of the staged files and the location they
+// must lie under: the table's when it still exists, else the warehouse's.
+func (p *Provider) discardIO(ctx context.Context, t catalogs.TableIdent, path string) (iceio.IO, string, error) {
+	tbl, err := p.load(ctx, t)
+	if err == nil {
+		fsys, err := fileIO(ctx, tbl)
+		return fsys, strings.TrimSuffix(tbl.Location(), "/"), err
+	}
+	if !errors.Is(err, catalogs.ErrNotFound) {
+		return nil, "", err
+	}
+	fsys, err := iceio.LoadFS(ctx, p.cfg.passthrough, path)
+	if err != nil {
+		return nil, "", mapErr(err, fmt.Sprintf("table %s: storage for %s", t, path))
+	}
+	return fsys, strings.TrimSuffix(p.cfg.warehouse, "/"), nil
+}
