@@ -168,7 +168,7 @@ func (r Row) Binary(pos int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readVarLen(r.data, o, fmt.Sprintf("field %d", pos), true)
+	return readVarLen(r.data, o, "field", pos, true)
 }
 
 // String reads a CHAR or VARCHAR field.
@@ -184,27 +184,28 @@ func (r Row) section(pos int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return readVarLen(r.data, o, fmt.Sprintf("field %d", pos), false)
+	return readVarLen(r.data, o, "field", pos, false)
 }
 
 // readVarLen decodes an 8-byte slot at off in base holding either inline bytes (mark bit
 // set, length in the top byte) or the offset (high 32 bits) and size (low 32 bits) of a
 // part of base. inlineOK is false for kinds Java never inlines (rows, arrays, maps).
-func readVarLen(base []byte, off int, field string, inlineOK bool) ([]byte, error) {
+func readVarLen(base []byte, off int, what string, idx int, inlineOK bool) ([]byte, error) {
 	v := le.Uint64(base[off:])
+	field := func() string { return fmt.Sprintf("%s %d", what, idx) }
 	if v&(1<<63) != 0 {
 		if !inlineOK {
-			return nil, malformed(field, "inline mark on a field that is never inlined")
+			return nil, malformed(field(), "inline mark on a field that is never inlined")
 		}
 		n := int((v >> 56) & 0x7f)
 		if n > maxInline {
-			return nil, malformed(field, "inline length %d exceeds %d", n, maxInline)
+			return nil, malformed(field(), "inline length %d exceeds %d", n, maxInline)
 		}
 		return base[off : off+n : off+n], nil
 	}
 	start, size := int64(v>>32), int64(uint32(v))
 	if start+size > int64(len(base)) {
-		return nil, malformed(field, "offset %d and size %d outside the %d bytes of its row", start, size, len(base))
+		return nil, malformed(field(), "offset %d and size %d outside the %d bytes of its row", start, size, len(base))
 	}
 	return base[start : start+size : start+size], nil
 }

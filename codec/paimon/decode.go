@@ -148,13 +148,12 @@ func (d *decoder) dataFiles(field string, out *[]DataFile) error {
 	}
 	files := make([]DataFile, n)
 	for i := range files {
-		name := fmt.Sprintf("%s[%d]", field, i)
-		r, err := d.record(name, dataFileArity)
-		if err != nil {
-			return err
+		r, err := d.record(field, dataFileArity)
+		if err == nil {
+			err = dataFileFromRow(r, &files[i])
 		}
-		if err := dataFileFromRow(r, &files[i]); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+		if err != nil {
+			return fmt.Errorf("%s[%d]: %w", field, i, err)
 		}
 	}
 	*out = files
@@ -169,13 +168,12 @@ func (d *decoder) indexFiles(field string, out *[]IndexFile) error {
 	}
 	files := make([]IndexFile, n)
 	for i := range files {
-		name := fmt.Sprintf("%s[%d]", field, i)
-		r, err := d.record(name, arity)
-		if err != nil {
-			return err
+		r, err := d.record(field, arity)
+		if err == nil {
+			err = indexFileFromRow(d.version, r, &files[i])
 		}
-		if err := indexFileFromRow(d.version, r, &files[i]); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+		if err != nil {
+			return fmt.Errorf("%s[%d]: %w", field, i, err)
 		}
 	}
 	*out = files
@@ -301,7 +299,7 @@ func (f *fieldReader) strings(pos int, nullable bool) []string {
 			f.fail(pos, fmt.Errorf("null element %d: %w", i, ErrMalformed))
 			return nil
 		}
-		b, err := readVarLen(a.data, h+8*i, fmt.Sprintf("element %d", i), true)
+		b, err := readVarLen(a.data, h+8*i, "element", i, true)
 		if err != nil {
 			f.fail(pos, err)
 			return nil
@@ -460,7 +458,7 @@ func dvRanges(fr *fieldReader, pos int) []DeletionVector {
 			fr.fail(pos, malformed("element", "null deletion vector %d", i))
 			return nil
 		}
-		b, err := readVarLen(a.data, h+8*i, fmt.Sprintf("element %d", i), false)
+		b, err := readVarLen(a.data, h+8*i, "element", i, false)
 		var r Row
 		if err == nil {
 			r, err = NewRow(dvArity, b)

@@ -12,8 +12,14 @@ type input struct {
 func (in *input) remaining() int { return len(in.buf) - in.pos }
 
 func (in *input) readInt(field string) (int32, error) {
+	return in.readIntSuffix(field, "")
+}
+
+// readIntSuffix names the field as field+suffix, concatenated only on error so that the
+// hot path does not allocate.
+func (in *input) readIntSuffix(field, suffix string) (int32, error) {
 	if in.remaining() < 4 {
-		return 0, malformed(field, "truncated at byte %d: need 4 bytes, have %d", in.pos, in.remaining())
+		return 0, malformed(field+suffix, "truncated at byte %d: need 4 bytes, have %d", in.pos, in.remaining())
 	}
 	v := int32(binary.BigEndian.Uint32(in.buf[in.pos:]))
 	in.pos += 4
@@ -37,7 +43,7 @@ func (in *input) readBool(field string) (bool, error) {
 
 // readBytes returns a length-prefixed slice of the input, without copying.
 func (in *input) readBytes(field string) ([]byte, error) {
-	n, err := in.readInt(field + " length")
+	n, err := in.readIntSuffix(field, " length")
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +62,7 @@ func (in *input) readBytes(field string) ([]byte, error) {
 // given the smallest encoding of an element, so a hostile count never drives a large
 // allocation.
 func (in *input) readCount(field string, minElem int) (int, error) {
-	n, err := in.readInt(field + " count")
+	n, err := in.readIntSuffix(field, " count")
 	if err != nil {
 		return 0, err
 	}

@@ -200,16 +200,16 @@ func (a Array) Get(i int, t Type) (any, error) {
 	case KindDouble:
 		return math.Float64frombits(le.Uint64(d[o:])), nil
 	case KindString:
-		b, err := readVarLen(d, o, field, true)
+		b, err := readVarLen(d, o, "element", i, true)
 		return string(b), err
 	case KindBytes:
-		b, err := readVarLen(d, o, field, true)
+		b, err := readVarLen(d, o, "element", i, true)
 		return append([]byte{}, b...), err
 	case KindDecimal:
 		if t.Precision <= maxCompactPrecision {
 			return compactDecimal(int64(le.Uint64(d[o:])), t.Precision, t.Scale), nil
 		}
-		b, err := readVarLen(d, o, field, false)
+		b, err := readVarLen(d, o, "element", i, false)
 		if err != nil {
 			return nil, err
 		}
@@ -220,7 +220,7 @@ func (a Array) Get(i int, t Type) (any, error) {
 		}
 		return readTimestamp(d, o, field)
 	case KindArray, KindMap, KindRow:
-		b, err := readVarLen(d, o, field, false)
+		b, err := readVarLen(d, o, "element", i, false)
 		if err != nil {
 			return nil, err
 		}
