@@ -1,0 +1,49 @@
+# Paimon commit-message codec (codec/paimon) and its cross-check against Paimon Java
+# (integration/paimon-java). See docs/commit-messages.md.
+#   make paimon-java-check   Go-encoded payloads and the golden fixtures, read by Paimon Java
+#   make paimon-fixtures     regenerate codec/paimon/testdata/ with Paimon Java
+#   make paimon-bench        Go vs Java on a 10,000-data-file payload, with the ratio
+#   make fuzz                each fuzz target for FUZZTIME (default 30s)
+PAIMON_JAVA    := integration/paimon-java
+PAIMON_MVN     := mvn -q -B -f $(PAIMON_JAVA)/pom.xml
+PAIMON_OUT     := $(PAIMON_JAVA)/target/go-payloads
+PAIMON_FIXTURES := $(CURDIR)/codec/paimon/testdata
+FUZZTIME ?= 30s
+# The newest serializer version a served Paimon release (1.4.2) reads: the benchmark's.
+PAIMON_BENCH_VERSION ?= 11
+
+TEST_TARGETS  += paimon-java-check
+BENCH_TARGETS += paimon-bench
+
+.PHONY: paimon-java-check paimon-fixtures paimon-go-payloads paimon-bench fuzz
+
+paimon-go-payloads:
+	rm -rf $(PAIMON_OUT) && mkdir -p $(PAIMON_OUT)
+	$(GO) test -count=1 -run '^TestGoCases$$' ./codec/paimon -args -emit=$(CURDIR)/$(PAIMON_OUT)
+
+# Every module (one per served Paimon release) deserializes the Go payloads and the
+# golden fixtures of every version it reads and compares them with their JSON.
+paimon-java-check: paimon-go-payloads
+	$(PAIMON_MVN) compile exec:java -Dexec.args="verify $(CURDIR)/$(PAIMON_OUT) $(PAIMON_FIXTURES)"
+
+paimon-fixtures:
+	$(PAIMON_MVN) compile exec:java -Dexec.args="generate $(PAIMON_FIXTURES)"
+	$(GO) test -count=1 ./codec/paimon
+
+paimon-bench: paimon-go-payloads
+	@set -euo pipefail; \
+	go_out=$$($(GO) test -run '^$$' -bench 'Benchmark(Encode|Decode)List$$' -benchtime 3s -count 5 ./codec/paimon | tee /dev/stderr); \
+	java_out=$$($(PAIMON_MVN) compile exec:java -pl paimon-1.4 \
+	  -Dexec.args="bench $(CURDIR)/$(PAIMON_OUT)/bench_v$(PAIMON_BENCH_VERSION).payload $(PAIMON_BENCH_VERSION)" | tee /dev/stderr); \
+	median() { sort -n | awk '{a[NR]=$$1} END {print a[int((NR+1)/2)]}'; }; \
+	genc=$$(echo "$$go_out" | awk '/^BenchmarkEncodeList/ {print $$3}' | median); \
+	gdec=$$(echo "$$go_out" | awk '/^BenchmarkDecodeList/ {print $$3}' | median); \
+	jenc=$$(echo "$$java_out" | sed -n 's/.*encode_ns=\([0-9]*\).*/\1/p'); \
+	jdec=$$(echo "$$java_out" | sed -n 's/.*decode_ns=\([0-9]*\).*/\1/p'); \
+	awk -v ge=$$genc -v gd=$$gdec -v je=$$jenc -v jd=$$jdec 'BEGIN { \
+	  printf "paimon bench, 10,000 data files (median ns/op): encode Go %.0f Java %.0f  Go/Java %.2f\n", ge, je, ge/je; \
+	  printf "paimon bench, 10,000 data files (median ns/op): decode Go %.0f Java %.0f  Go/Java %.2f\n", gd, jd, gd/jd }'
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeList$$' -fuzztime $(FUZZTIME) ./codec/paimon
+	$(GO) test -run '^$$' -fuzz '^FuzzBinaryRow$$' -fuzztime $(FUZZTIME) ./codec/paimon
