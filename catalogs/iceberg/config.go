@@ -17,8 +17,9 @@ import (
 const (
 	// PropCatalogType selects the Iceberg catalog: "sql" (default) or "rest".
 	PropCatalogType = "catalog-type"
-	// PropURI is the catalog location. For sql: sqlite:///abs/path.db (as
-	// SQLAlchemy and pyiceberg spell it), or postgres://user:pw@host/db.
+	// PropURI is the catalog location. For sql: sqlite:////abs/path.db (as
+	// SQLAlchemy and pyiceberg spell an absolute path; sqlite:///abs/path.db
+	// is read as absolute too), or postgres://user:pw@host/db.
 	// For rest: the base URL of the REST catalog.
 	PropURI = "uri"
 	// PropWarehouse is the root of table data: file:///abs/dir, /abs/dir
@@ -80,7 +81,7 @@ const (
 // EmbeddedProperties returns the properties of the embedded default: a SQL
 // catalog in <dataDir>/catalog.db (SQLite) with its warehouse in
 // <dataDir>/warehouse and the namespace "default". pyiceberg reads it with
-// SqlCatalog("lake", uri="sqlite:///<dataDir>/catalog.db",
+// SqlCatalog("lake", uri="sqlite:////<abs dataDir>/catalog.db",
 // warehouse="file:///<dataDir>/warehouse").
 func EmbeddedProperties(dataDir string) (map[string]string, error) {
 	abs, err := filepath.Abs(dataDir)
@@ -89,7 +90,7 @@ func EmbeddedProperties(dataDir string) (map[string]string, error) {
 	}
 	return map[string]string{
 		PropCatalogType:      TypeSQL,
-		PropURI:              "sqlite:///" + strings.TrimPrefix(filepath.ToSlash(filepath.Join(abs, "catalog.db")), "/"),
+		PropURI:              "sqlite:///" + filepath.ToSlash(filepath.Join(abs, "catalog.db")),
 		PropWarehouse:        (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(abs, "warehouse"))}).String(),
 		PropCreateNamespaces: EmbeddedNamespace,
 	}, nil
@@ -287,7 +288,12 @@ func checkWarehouse(w string) error {
 func sqlTarget(uri string) (driver, dsn, dialect string, err error) {
 	switch {
 	case strings.HasPrefix(uri, "sqlite:///"):
-		path := "/" + strings.TrimPrefix(uri, "sqlite:///")
+		// SQLAlchemy (and so pyiceberg) spells an absolute path with four
+		// slashes; three are read as absolute too, never as relative.
+		path := strings.TrimPrefix(uri, "sqlite:///")
+		if !strings.HasPrefix(path, "/") {
+			path = "/" + path
+		}
 		if strings.ContainsAny(path, "?#") {
 			return "", "", "", catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: sqlite path %q has a query", PropURI, path)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -95,7 +96,41 @@ type fileWriter struct {
 
 func (p *Provider) newFileWriter(ctx context.Context, t catalogs.TableIdent, tbl *table.Table, target *arrow.Schema) *fileWriter {
 	wctx, cancel := context.WithCancel(ctx)
-	return &fileWriter{p: p, ident: t, tbl: tbl, target: target, id: uuid.New(), ctx: wctx, cancel: cancel, done: make(chan struct{})}
+	return &fileWriter{p: p, ident: t, tbl: p.writeTable(tbl), target: target, id: uuid.New(), ctx: wctx, cancel: cancel, done: make(chan struct{})}
+}
+
+// maxRowGroupBytes bounds the Parquet row group a writer buffers in memory.
+const maxRowGroupBytes = 32 << 20
+
+// writeTable returns tbl with the Parquet row group size lowered to a
+// quarter of the target file size (at most 32 MiB) and the page size to a
+// quarter of that (at most 1 MiB). iceberg-go rolls a file only once the
+// bytes flushed reach the target, and buffers a row group in memory:
+// smaller row groups make files roll near the target and bound the memory
+// of each open file.
+func (p *Provider) writeTable(tbl *table.Table) *table.Table {
+	rg := min(max(p.cfg.targetFileSize/4, 1), maxRowGroupBytes)
+	if cur, err := strconv.ParseInt(tbl.Properties()[table.ParquetRowGroupSizeBytesKey], 10, 64); err == nil && cur > 0 && cur <= rg {
+		return tbl
+	}
+	b, err := table.MetadataBuilderFromBase(tbl.Metadata(), tbl.MetadataLocation())
+	if err != nil {
+		return tbl
+	}
+	// Pages are what flushes bytes within a row group: keep them smaller.
+	page := min(max(rg/4, 1), 1<<20)
+	if err := b.SetProperties(ice.Properties{
+		table.ParquetRowGroupSizeBytesKey: strconv.FormatInt(rg, 10),
+		table.ParquetPageSizeBytesKey:     strconv.FormatInt(page, 10),
+	}); err != nil {
+		return tbl
+	}
+	meta, err := b.Build()
+	if err != nil {
+		return tbl
+	}
+	// Only the writer sees this copy; it is never committed.
+	return table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), tbl.FS, nil)
 }
 
 // run starts writing batches; wait returns the result.

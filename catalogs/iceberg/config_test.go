@@ -1,0 +1,124 @@
+package iceberg
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+func TestParseConfigRejectsBadKeys(t *testing.T) {
+	base := func() map[string]string {
+		return map[string]string{PropURI: "sqlite:///tmp/x.db", PropWarehouse: "file:///tmp/wh"}
+	}
+	cases := []struct {
+		name, key, value string
+	}{
+		{"unknown key", "colour", "blue"},
+		{"catalog type", PropCatalogType, "hive"},
+		{"relative warehouse", PropWarehouse, "file://relative"},
+		{"warehouse scheme", PropWarehouse, "gs://bucket/x"},
+		{"target size", PropTargetFileSize, "big"},
+		{"tiny target size", PropTargetFileSize, "10"},
+		{"retries", PropCommitRetries, "-1"},
+		{"timeout", PropRemoteTimeout, "0"},
+		{"namespace", PropCreateNamespaces, "a..b"},
+		{"uri", PropURI, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			props := base()
+			props[c.key] = c.value
+			_, err := parseConfig(props)
+			if !errors.Is(err, catalogs.ErrInvalidArgument) {
+				t.Fatalf("parseConfig(%s=%q) = %v, want ErrInvalidArgument", c.key, c.value, err)
+			}
+			if !strings.Contains(err.Error(), c.key) {
+				t.Errorf("error %q does not name %q", err, c.key)
+			}
+		})
+	}
+}
+
+func TestParseConfigRESTAndWaits(t *testing.T) {
+	_, err := parseConfig(map[string]string{PropCatalogType: "rest", PropURI: "ftp://x"})
+	if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), PropURI) {
+		t.Errorf("rest with ftp uri: %v", err)
+	}
+	_, err = parseConfig(map[string]string{PropCatalogType: "rest", PropURI: "http://x", PropCredential: "nocolon"})
+	if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), PropCredential) {
+		t.Errorf("credential without colon: %v", err)
+	}
+	cfg, err := parseConfig(map[string]string{PropCatalogType: "rest", PropURI: "https://cat:8181", PropToken: "t",
+		PropCommitMinWait: "5", PropCommitMaxWait: "50", "s3.region": "eu-west-1", PropCreateNamespaces: "a, b.c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.commit.minWait != 5*time.Millisecond || cfg.commit.maxWait != 50*time.Millisecond {
+		t.Errorf("waits = %v, %v", cfg.commit.minWait, cfg.commit.maxWait)
+	}
+	if cfg.passthrough["s3.region"] != "eu-west-1" || cfg.passthrough[PropToken] != "t" {
+		t.Errorf("passthrough = %v", cfg.passthrough)
+	}
+	if _, ok := cfg.passthrough[PropCommitMinWait]; ok {
+		t.Errorf("commit retry keys leak into iceberg-go properties: %v", cfg.passthrough)
+	}
+	if len(cfg.createNamespaces) != 2 || strings.Join(cfg.createNamespaces[1], ".") != "b.c" {
+		t.Errorf("namespaces = %v", cfg.createNamespaces)
+	}
+	_, err = parseConfig(map[string]string{PropURI: "sqlite:///x", PropWarehouse: "/x", PropCommitMinWait: "100", PropCommitMaxWait: "10"})
+	if !errors.Is(err, catalogs.ErrInvalidArgument) {
+		t.Errorf("min wait above max wait: %v", err)
+	}
+}
+
+func TestEmbeddedProperties(t *testing.T) {
+	props, err := EmbeddedProperties("/var/lib/flightgw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		PropCatalogType:      "sql",
+		PropURI:              "sqlite:////var/lib/flightgw/catalog.db",
+		PropWarehouse:        "file:///var/lib/flightgw/warehouse",
+		PropCreateNamespaces: "default",
+	}
+	for k, v := range want {
+		if props[k] != v {
+			t.Errorf("%s = %q, want %q", k, props[k], v)
+		}
+	}
+	if _, err := parseConfig(props); err != nil {
+		t.Errorf("embedded properties do not parse: %v", err)
+	}
+}
+
+func TestSQLTarget(t *testing.T) {
+	cases := []struct{ uri, driver, dialect, dsnPrefix string }{
+		{"sqlite:////data/catalog.db", "sqliteshim", "sqlite", "file:/data/catalog.db?"},
+		{"sqlite:///data/catalog.db", "sqliteshim", "sqlite", "file:/data/catalog.db?"},
+		{"postgresql://u:p@db:5432/lake", "pg", "postgres", "postgres://u:p@db:5432/lake"},
+	}
+	for _, c := range cases {
+		d, dsn, dia, err := sqlTarget(c.uri)
+		if err != nil || d != c.driver || dia != c.dialect || !strings.HasPrefix(dsn, c.dsnPrefix) {
+			t.Errorf("sqlTarget(%q) = %q, %q, %q, %v", c.uri, d, dsn, dia, err)
+		}
+	}
+	for _, bad := range []string{"mysql://x", "sqlite://rel", "sqlite:///x.db?mode=ro"} {
+		if _, _, _, err := sqlTarget(bad); !errors.Is(err, catalogs.ErrInvalidArgument) {
+			t.Errorf("sqlTarget(%q) = %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+}
+
+func TestBackoffBounds(t *testing.T) {
+	for attempt := range 40 {
+		d := backoff(attempt, 10*time.Millisecond, time.Second)
+		if d < 10*time.Millisecond || d > time.Second {
+			t.Fatalf("backoff(%d) = %v outside [10ms, 1s]", attempt, d)
+		}
+	}
+}
