@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // peopleSchema is the schema most tests write.
@@ -54,4 +56,17 @@ func ids(from, n int) []int64 {
 
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}
+
+func mustAny(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	var a anypb.Any
+	if err := a.MarshalFrom(m); err != nil {
+		t.Fatal(err)
+	}
+	b, err := proto.Marshal(&a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

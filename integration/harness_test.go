@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -239,18 +238,6 @@ func (g *gateway) parquetFiles(t *testing.T) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// freePort is unused by the harness itself but handy in tests that need a
-// second listener.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // eventually polls cond for up to d.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -71,6 +72,8 @@ type Timeouts struct {
 	ShutdownGrace duration.Duration `yaml:"shutdown_grace"`
 }
 
+var envRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
+
 // LoadConfig reads a YAML file (path may be empty for none), applies
 // environment overrides and defaults, and validates. Errors name the key
 // at fault.
@@ -82,8 +85,11 @@ func LoadConfig(path string) (*Config, error) {
 			return nil, fmt.Errorf("config: %w", err)
 		}
 		// ${VAR} in the file is replaced from the environment, so secrets
-		// need not be written into it.
-		expanded := os.Expand(string(raw), func(k string) string { return os.Getenv(k) })
+		// need not be written into it. Only the braced form: bcrypt hashes
+		// are full of bare '$'.
+		expanded := envRef.ReplaceAllStringFunc(string(raw), func(m string) string {
+			return os.Getenv(m[2 : len(m)-1])
+		})
 		dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)), yaml.Strict())
 		if err := dec.Decode(cfg); err != nil {
 			return nil, fmt.Errorf("config %s: %s", path, yaml.FormatError(err, false, true))

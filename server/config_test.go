@@ -43,6 +43,7 @@ catalogs:
 auth:
   enabled: true
   signing_key: ${SECRET_KEY}
+  users: [{name: alice, password_hash: "$2a$10$abcdefghijklmnopqrstuuG0ZfBm/XGQXvG1bO0/3kHGoukrDJwyK"}]
   tokens: [{name: etl, realm: sales, sha256: 2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b}]
   token_ttl: 30m
 limits: {max_batch_bytes: 134217728}
@@ -51,6 +52,9 @@ timeouts: {txn_idle: 2m, shutdown_grace: 5s}
 	cfg, err := LoadConfig(p)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg.Auth.Users[0].PasswordHash != "$2a$10$abcdefghijklmnopqrstuuG0ZfBm/XGQXvG1bO0/3kHGoukrDJwyK" {
+		t.Fatalf("bcrypt hash mangled: %q", cfg.Auth.Users[0].PasswordHash)
 	}
 	if cfg.Auth.SigningKey != "from-env" || cfg.Auth.TokenTTL.Duration != 30*time.Minute || cfg.Timeouts.TxnIdle.Duration != 2*time.Minute ||
 		cfg.Catalogs[0].Realm != "sales" || cfg.DefaultCatalog != "prod" || cfg.Limits.MaxBatchBytes != 128<<20 {
