@@ -79,3 +79,25 @@ func Unwrap(b []byte) (version int, payload []byte, err error) {
 	}
 	return version, payload, nil
 }
+
+// Open decodes a payload that is either enveloped (its version is then the envelope's;
+// a non-zero version that disagrees is an error) or raw (written at version, or at
+// DefaultVersion when version is 0).
+func Open(b []byte, version int) (int, []CommitMessage, error) {
+	if IsEnvelope(b) {
+		v, payload, err := Unwrap(b)
+		if err != nil {
+			return 0, nil, err
+		}
+		if version != 0 && version != v {
+			return 0, nil, fmt.Errorf("paimon: envelope holds serializer version %d, but version %d was asked for", v, version)
+		}
+		msgs, err := DecodeList(v, payload)
+		return v, msgs, err
+	}
+	if version == 0 {
+		version = DefaultVersion
+	}
+	msgs, err := DecodeList(version, b)
+	return version, msgs, err
+}
