@@ -1,0 +1,19 @@
+// Package engine runs SQL over catalog tables with an embedded DuckDB.
+//
+// A query is parsed by DuckDB itself (json_serialize_sql); every table it
+// names is resolved by the caller (which enforces realms), scanned through
+// the backend's catalogs.Scanner with the projection and the simple filters
+// the query implies, and handed to DuckDB as an Arrow C stream registered
+// under a private name on a connection that lives for that query alone.
+// The rewritten query runs as a streaming DuckDB result, converted to Arrow
+// one chunk at a time, so no result is ever held whole.
+//
+// DuckDB is locked down when it opens: no external access (no files, no
+// ATTACH, no COPY TO, no extension installs or autoloading) and a locked
+// configuration. Only SELECT statements reach DuckDB at all; every other
+// statement kind is refused by name before it is executed.
+//
+// The package needs the duckdb_arrow build tag (set by mk/query.mk for
+// every make target); without it New returns ErrUnavailable and the
+// gateway runs without SQL.
+package engine

@@ -1,0 +1,256 @@
+//go:build duckdb_arrow
+
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	duck "github.com/duckdb/duckdb-go-bindings"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// Options configure an Engine.
+type Options struct {
+	// MemoryLimit is DuckDB's memory_limit ("2GB", "80%"); empty keeps
+	// DuckDB's default (80% of RAM).
+	MemoryLimit string
+	// TempDir is where DuckDB spills; empty disables spilling, so a query
+	// over the memory limit fails.
+	TempDir string
+	// Threads is DuckDB's worker count; 0 keeps its default (all cores).
+	Threads int
+}
+
+// Engine is an embedded, locked-down DuckDB. It is safe for concurrent
+// use: every query runs on a connection of its own.
+type Engine struct {
+	db   duck.Database
+	opts Options
+}
+
+// lockdown is the configuration DuckDB opens with. lock_configuration
+// comes last in effect: nothing a query says can change any of it.
+func lockdown(opts Options) url.Values {
+	v := url.Values{}
+	v.Set("enable_external_access", "false")
+	v.Set("autoinstall_known_extensions", "false")
+	v.Set("autoload_known_extensions", "false")
+	v.Set("allow_community_extensions", "false")
+	v.Set("allow_unsigned_extensions", "false")
+	// DuckDB's arrow_scan hands pushed-down filters to the stream's
+	// producer and drops them; a plain Arrow C stream ignores them, so a
+	// pushed filter would be lost. The filters are pushed into the
+	// catalog scan by the gateway instead (see pushdown.go).
+	v.Set("disabled_optimizers", "filter_pushdown,join_filter_pushdown")
+	if opts.MemoryLimit != "" {
+		v.Set("memory_limit", opts.MemoryLimit)
+	}
+	if opts.TempDir != "" {
+		v.Set("temp_directory", opts.TempDir)
+	}
+	if opts.Threads > 0 {
+		v.Set("threads", fmt.Sprint(opts.Threads))
+	}
+	v.Set("lock_configuration", "true")
+	return v
+}
+
+// New opens an in-memory DuckDB with the lock-down applied.
+func New(opts Options) (*Engine, error) {
+	if opts.TempDir != "" {
+		if err := os.MkdirAll(opts.TempDir, 0o700); err != nil {
+			return nil, fmt.Errorf("engine: temp_dir %s: %w", opts.TempDir, err)
+		}
+	}
+	var cfg duck.Config
+	if duck.CreateConfig(&cfg) == duck.StateError {
+		return nil, fmt.Errorf("engine: cannot create a duckdb config")
+	}
+	defer duck.DestroyConfig(&cfg)
+	settings := lockdown(opts)
+	// lock_configuration must be set last, after every other option.
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		if k != "lock_configuration" {
+			keys = append(keys, k)
+		}
+	}
+	keys = append(keys, "lock_configuration")
+	for _, k := range keys {
+		if duck.SetConfig(cfg, k, settings.Get(k)) == duck.StateError {
+			return nil, fmt.Errorf("engine: duckdb option %s=%q rejected", k, settings.Get(k))
+		}
+	}
+	e := &Engine{opts: opts}
+	var msg string
+	if duck.OpenExt("", &e.db, cfg, &msg) == duck.StateError {
+		return nil, fmt.Errorf("engine: open duckdb: %s", msg)
+	}
+	return e, nil
+}
+
+// Close closes DuckDB. Queries still running fail.
+func (e *Engine) Close() error {
+	duck.Close(&e.db)
+	return nil
+}
+
+// conn is one DuckDB connection, owned by one query.
+type conn struct {
+	c duck.Connection
+}
+
+func (e *Engine) connect() (*conn, error) {
+	var c duck.Connection
+	if duck.Connect(e.db, &c) == duck.StateError {
+		return nil, fmt.Errorf("engine: cannot connect to duckdb")
+	}
+	return &conn{c: c}, nil
+}
+
+func (c *conn) close() { duck.Disconnect(&c.c) }
+
+// interruptOn interrupts the connection's running query when ctx ends,
+// until the returned stop is called.
+func (c *conn) interruptOn(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-ctx.Done():
+			duck.Interrupt(c.c)
+		case <-done:
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// queryString runs a one-row, one-VARCHAR-column statement with one
+// VARCHAR parameter and returns the value.
+func (c *conn) queryString(query, arg string) (string, error) {
+	var st duck.PreparedStatement
+	defer duck.DestroyPrepare(&st)
+	if duck.Prepare(c.c, query, &st) == duck.StateError {
+		return "", fmt.Errorf("engine: %s", duck.PrepareError(st))
+	}
+	if duck.BindVarchar(st, 1, arg) == duck.StateError {
+		return "", fmt.Errorf("engine: bind: %s", duck.PrepareError(st))
+	}
+	var res duck.Result
+	defer duck.DestroyResult(&res)
+	if duck.ExecutePrepared(st, &res) == duck.StateError {
+		return "", classify(duck.ResultErrorType(&res), duck.ResultError(&res))
+	}
+	rdr, err := newChunkReader(&res)
+	if err != nil {
+		return "", err
+	}
+	defer rdr.release()
+	rec, err := rdr.next()
+	if err != nil {
+		return "", err
+	}
+	if rec == nil || rec.NumRows() == 0 || rec.NumCols() == 0 {
+		return "", fmt.Errorf("engine: %s returned no row", query)
+	}
+	defer rec.Release()
+	col, ok := rec.Column(0).(*array.String)
+	if !ok {
+		return "", fmt.Errorf("engine: %s returned %s, not VARCHAR", query, rec.Column(0).DataType())
+	}
+	return strings.Clone(col.Value(0)), nil // the buffer is freed with rec
+}
+
+// classify turns a DuckDB error into an error of a catalogs kind.
+func classify(t duck.ErrorType, msg string) error {
+	switch t {
+	case duck.ErrorTypeParser, duck.ErrorTypeSyntax, duck.ErrorTypeBinder, duck.ErrorTypeConversion,
+		duck.ErrorTypeMismatchType, duck.ErrorTypeInvalidInput, duck.ErrorTypeOutOfRange, duck.ErrorTypeCatalog,
+		duck.ErrorTypeDivideByZero, duck.ErrorTypeParameterNotResolved, duck.ErrorTypeParameterNotAllowed,
+		duck.ErrorTypeInvalidType, duck.ErrorTypeDecimal, duck.ErrorTypeConstraint, duck.ErrorTypeExpression,
+		duck.ErrorTypeInvalid:
+		return catalogs.Errorf(catalogs.ErrInvalidArgument, "%s", msg)
+	case duck.ErrorTypePermission, duck.ErrorTypeMissingExtension, duck.ErrorTypeAutoload, duck.ErrorTypeSettings:
+		return catalogs.Errorf(catalogs.ErrPermissionDenied, "%s", msg)
+	case duck.ErrorTypeNotImplemented:
+		return errUnsupported("%s", msg)
+	case duck.ErrorTypeOutOfMemory:
+		return fmt.Errorf("%w: %s (raise engine.memory_limit or set engine.temp_dir to spill)", ErrResourceExhausted, msg)
+	case duck.ErrorTypeInterrupt:
+		return fmt.Errorf("%w: %s", context.Canceled, msg)
+	}
+	if strings.Contains(msg, "Out of Memory") {
+		return fmt.Errorf("%w: %s (raise engine.memory_limit or set engine.temp_dir to spill)", ErrResourceExhausted, msg)
+	}
+	return fmt.Errorf("engine: %s", msg)
+}
+
+// chunkReader converts a DuckDB result to Arrow one chunk at a time.
+type chunkReader struct {
+	res    *duck.Result
+	opts   duck.ArrowOptions
+	schema *arrow.Schema
+}
+
+func newChunkReader(res *duck.Result) (*chunkReader, error) {
+	opts := duck.ResultGetArrowOptions(res)
+	n := duck.ColumnCount(res)
+	names := make([]string, n)
+	types := make([]duck.LogicalType, n)
+	for i := range n {
+		names[i] = duck.ColumnName(res, i)
+		types[i] = duck.ColumnLogicalType(res, i)
+	}
+	defer func() {
+		for i := range types {
+			duck.DestroyLogicalType(&types[i])
+		}
+	}()
+	schema, ed := duck.NewArrowSchema(opts, types, names)
+	if err := errorData(ed); err != nil {
+		duck.DestroyArrowOptions(&opts)
+		return nil, fmt.Errorf("engine: result schema: %w", err)
+	}
+	return &chunkReader{res: res, opts: opts, schema: schema}, nil
+}
+
+// next returns the next batch, or nil at the end.
+func (r *chunkReader) next() (arrow.RecordBatch, error) {
+	chunk := duck.FetchChunk(*r.res)
+	if chunk.Ptr == nil {
+		if msg := duck.ResultError(r.res); msg != "" {
+			return nil, classify(duck.ResultErrorType(r.res), msg)
+		}
+		return nil, nil
+	}
+	defer duck.DestroyDataChunk(&chunk)
+	rec, ed := duck.DataChunkToArrowArray(r.opts, r.schema, chunk)
+	if err := errorData(ed); err != nil {
+		return nil, fmt.Errorf("engine: result batch: %w", err)
+	}
+	return rec, nil
+}
+
+func (r *chunkReader) release() { duck.DestroyArrowOptions(&r.opts) }
+
+func errorData(ed duck.ErrorData) error {
+	if ed.Ptr == nil {
+		return nil
+	}
+	defer duck.DestroyErrorData(&ed)
+	if !duck.ErrorDataHasError(ed) {
+		return nil
+	}
+	return classify(duck.ErrorDataErrorType(ed), duck.ErrorDataMessage(ed))
+}

@@ -1,0 +1,78 @@
+//go:build !duckdb_arrow
+
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// ErrNoEngine is returned by New in a build without the duckdb_arrow tag.
+var ErrNoEngine = catalogs.Errorf(catalogs.ErrUnavailable,
+	"SQL engine not built in: build with -tags duckdb_arrow (make build does)")
+
+// Options configure an Engine.
+type Options struct {
+	MemoryLimit string
+	TempDir     string
+	Threads     int
+}
+
+// Engine is absent from this build.
+type Engine struct{}
+
+// New reports ErrNoEngine.
+func New(Options) (*Engine, error) { return nil, ErrNoEngine }
+
+// Close does nothing.
+func (e *Engine) Close() error { return nil }
+
+// Description is what a query returns.
+type Description struct {
+	Schema *arrow.Schema
+	Params *arrow.Schema
+}
+
+// ScanStats reports one table scan of a query.
+type ScanStats struct {
+	Table        catalogs.TableIdent
+	Columns      []string
+	Filters      []catalogs.Filter
+	FilesPlanned int
+	FilesTotal   int
+}
+
+// Describe reports ErrNoEngine.
+func (e *Engine) Describe(context.Context, string, Resolver) (*Description, error) {
+	return nil, ErrNoEngine
+}
+
+// Query reports ErrNoEngine.
+func (e *Engine) Query(context.Context, string, arrow.RecordBatch, Resolver) (*Rows, error) {
+	return nil, ErrNoEngine
+}
+
+// Rows is a query result.
+type Rows struct{}
+
+// Schema is nil.
+func (r *Rows) Schema() *arrow.Schema { return nil }
+
+// Next is false.
+func (r *Rows) Next() bool { return false }
+
+// RecordBatch is nil.
+func (r *Rows) RecordBatch() arrow.RecordBatch { return nil }
+
+// Err is ErrNoEngine.
+func (r *Rows) Err() error { return errors.Join(ErrNoEngine) }
+
+// Scans is empty.
+func (r *Rows) Scans() []ScanStats { return nil }
+
+// Close does nothing.
+func (r *Rows) Close() {}

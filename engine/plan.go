@@ -1,0 +1,262 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// Table is a table resolved for one caller.
+type Table struct {
+	Ident   catalogs.TableIdent
+	Scanner catalogs.Scanner
+	// Schema is the table's Arrow schema.
+	Schema *arrow.Schema
+}
+
+// Resolver resolves a table name as written in a query (catalog and
+// schema may be empty) for the caller. It returns an error wrapping
+// catalogs.ErrNotFound for a table the caller cannot see, so that a table
+// of another realm does not exist for it.
+type Resolver func(catalog, schema, table string) (Table, error)
+
+// scanRef is one table reference of a query: one scan.
+type scanRef struct {
+	table   Table
+	view    string // the private name it is registered under
+	columns []string
+	filters []catalogs.Filter
+	alias   string // how the query qualifies its columns
+	node    map[string]any
+}
+
+// plan is a parsed query whose table references are resolved.
+type plan struct {
+	tree map[string]any
+	refs []*scanRef
+}
+
+// parsed is json_serialize_sql's answer.
+type parsed struct {
+	Error        bool             `json:"error"`
+	ErrorType    string           `json:"error_type"`
+	ErrorMessage string           `json:"error_message"`
+	Statements   []map[string]any `json:"statements"`
+}
+
+// decodeParse turns json_serialize_sql's answer into a tree, or the error
+// it reports. A statement other than a query is refused by its first word.
+func decodeParse(query, js string) (map[string]any, error) {
+	var p parsed
+	dec := json.NewDecoder(strings.NewReader(js))
+	dec.UseNumber()
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("engine: parse tree: %w", err)
+	}
+	if p.Error {
+		if strings.Contains(p.ErrorMessage, "Only SELECT statements") {
+			return nil, errUnsupported("%s statements are not supported (only queries and INSERT)", StatementKind(query))
+		}
+		return nil, errInvalid("%s", p.ErrorMessage)
+	}
+	if len(p.Statements) != 1 {
+		return nil, errInvalid("expected exactly one statement, got %d", len(p.Statements))
+	}
+	return p.Statements[0], nil
+}
+
+// StatementKind is the first keyword of a statement, upper-cased ("SELECT",
+// "INSERT", "DROP"), skipping comments and parentheses.
+func StatementKind(query string) string {
+	s := skipSpace(query)
+	for strings.HasPrefix(s, "(") {
+		s = skipSpace(s[1:])
+	}
+	end := strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_')
+	})
+	if end < 0 {
+		end = len(s)
+	}
+	return strings.ToUpper(s[:end])
+}
+
+// skipSpace skips white space and SQL comments.
+func skipSpace(s string) string {
+	for {
+		s = strings.TrimLeft(s, " \t\r\n\f")
+		switch {
+		case strings.HasPrefix(s, "--"):
+			if i := strings.IndexByte(s, '\n'); i >= 0 {
+				s = s[i+1:]
+			} else {
+				return ""
+			}
+		case strings.HasPrefix(s, "/*"):
+			if i := strings.Index(s[2:], "*/"); i >= 0 {
+				s = s[i+4:]
+			} else {
+				return ""
+			}
+		default:
+			return s
+		}
+	}
+}
+
+// newPlan resolves every table reference of tree and works out each
+// scan's projection and filters. views names the private view of the
+// i-th reference.
+func newPlan(tree map[string]any, resolve Resolver, views func(i int) string) (*plan, error) {
+	p := &plan{tree: tree}
+	ctes := map[string]bool{}
+	star := false
+	cols := map[string]bool{}
+	var walkErr error
+	walk(tree, func(m map[string]any) {
+		switch m["type"] {
+		case "RECURSIVE_CTE_NODE":
+			walkErr = errUnsupported("recursive CTEs are not supported")
+		case "STAR":
+			star = true
+		case "COLUMN_REF":
+			for _, n := range strList(m["column_names"]) {
+				cols[strings.ToLower(n)] = true
+			}
+		case "JOIN":
+			if m["ref_type"] == "NATURAL" {
+				star = true
+			}
+			for _, n := range strList(m["using_columns"]) {
+				cols[strings.ToLower(n)] = true
+			}
+		}
+		if cm, ok := m["cte_map"].(map[string]any); ok {
+			for _, e := range anyList(cm["map"]) {
+				if em, ok := e.(map[string]any); ok {
+					if k, ok := em["key"].(string); ok {
+						ctes[strings.ToLower(k)] = true
+					}
+					// A stream can be read once: a CTE named twice must be
+					// materialized, not inlined twice.
+					if v, ok := em["value"].(map[string]any); ok {
+						v["materialized"] = "CTE_MATERIALIZE_ALWAYS"
+					}
+				}
+			}
+		}
+	})
+	if walkErr != nil {
+		return nil, walkErr
+	}
+	walk(tree, func(m map[string]any) {
+		if walkErr != nil || m["type"] != "BASE_TABLE" {
+			return
+		}
+		if _, ok := m["table_name"].(string); !ok {
+			return
+		}
+		cat, sch, name := str(m["catalog_name"]), str(m["schema_name"]), str(m["table_name"])
+		if cat == "" && sch == "" && ctes[strings.ToLower(name)] {
+			return
+		}
+		if at, ok := m["at_clause"]; ok && at != nil {
+			walkErr = errUnsupported("time travel (AT) on %s is not supported", name)
+			return
+		}
+		t, err := resolve(cat, sch, name)
+		if err != nil {
+			walkErr = err
+			return
+		}
+		ref := &scanRef{table: t, view: views(len(p.refs)), alias: str(m["alias"]), node: m}
+		if ref.alias == "" {
+			ref.alias = name
+		}
+		ref.columns = projection(t.Schema, star, cols)
+		p.refs = append(p.refs, ref)
+	})
+	if walkErr != nil {
+		return nil, walkErr
+	}
+	walk(tree, func(m map[string]any) {
+		if m["type"] == "SELECT_NODE" {
+			pushFilters(m, p.refs)
+		}
+	})
+	for _, r := range p.refs {
+		r.node["table_name"] = r.view
+		r.node["schema_name"] = ""
+		r.node["catalog_name"] = ""
+		r.node["alias"] = r.alias
+	}
+	return p, nil
+}
+
+// projection is the table's columns that the query may use: every column
+// when it has a star, else those whose name appears in a column
+// reference. At least one column is read, so that rows can be counted.
+func projection(s *arrow.Schema, star bool, used map[string]bool) []string {
+	var out []string
+	for _, f := range s.Fields() {
+		if star || used[strings.ToLower(f.Name)] {
+			out = append(out, f.Name)
+		}
+	}
+	if len(out) == 0 && s.NumFields() > 0 {
+		out = []string{s.Field(0).Name}
+	}
+	return out
+}
+
+// marshal renders the rewritten tree for json_deserialize_sql.
+func (p *plan) marshal() (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	doc := map[string]any{"error": false, "statements": []any{p.tree}}
+	if err := enc.Encode(doc); err != nil {
+		return "", fmt.Errorf("engine: rewrite: %w", err)
+	}
+	return buf.String(), nil
+}
+
+// walk calls fn on every object of a JSON tree, parents first.
+func walk(v any, fn func(map[string]any)) {
+	switch t := v.(type) {
+	case map[string]any:
+		fn(t)
+		for _, c := range t {
+			walk(c, fn)
+		}
+	case []any:
+		for _, c := range t {
+			walk(c, fn)
+		}
+	}
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func anyList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func strList(v any) []string {
+	var out []string
+	for _, e := range anyList(v) {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,315 @@
+//go:build duckdb_arrow
+
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	duck "github.com/duckdb/duckdb-go-bindings"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+var debugSQL func(q, js, sql string)
+
+// Description is what a query returns, known before it runs.
+type Description struct {
+	// Schema is the result schema.
+	Schema *arrow.Schema
+	// Params is the schema of its parameters ($1 or ? placeholders), one
+	// field per parameter; empty when it has none.
+	Params *arrow.Schema
+}
+
+// ScanStats reports one table scan of a query.
+type ScanStats struct {
+	Table        catalogs.TableIdent
+	Columns      []string
+	Filters      []catalogs.Filter
+	FilesPlanned int
+	FilesTotal   int
+}
+
+// Describe parses and binds a query without reading any data: its tables
+// are registered as empty streams of their schemas.
+func (e *Engine) Describe(ctx context.Context, query string, resolve Resolver) (*Description, error) {
+	c, err := e.connect()
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	p, sql, err := c.plan(query, resolve)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range p.refs {
+		empty, err := array.NewRecordReader(projectSchema(r.table.Schema, r.columns), nil)
+		if err != nil {
+			return nil, err
+		}
+		release, err := registerStream(c.c, r.view, empty)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	var st duck.PreparedStatement
+	defer duck.DestroyPrepare(&st)
+	if duck.Prepare(c.c, sql, &st) == duck.StateError {
+		return nil, classifyMessage(duck.PrepareError(st))
+	}
+	return describe(c, st)
+}
+
+// describe reads a prepared statement's result and parameter schemas.
+func describe(c *conn, st duck.PreparedStatement) (*Description, error) {
+	var opts duck.ArrowOptions
+	duck.ConnectionGetArrowOptions(c.c, &opts)
+	defer duck.DestroyArrowOptions(&opts)
+	n := duck.PreparedStatementColumnCount(st)
+	names := make([]string, n)
+	types := make([]duck.LogicalType, n)
+	for i := range n {
+		names[i] = duck.PreparedStatementColumnName(st, i)
+		types[i] = duck.PreparedStatementColumnLogicalType(st, i)
+	}
+	defer destroyTypes(types)
+	schema, ed := duck.NewArrowSchema(opts, types, names)
+	if err := errorData(ed); err != nil {
+		return nil, fmt.Errorf("engine: result schema: %w", err)
+	}
+	var params []arrow.Field
+	for i := range duck.NParams(st) {
+		name := fmt.Sprintf("$%d", i+1)
+		dt := arrow.DataType(arrow.BinaryTypes.String) // a parameter DuckDB cannot type
+		lt := duck.ParamLogicalType(st, i+1)
+		if lt.Ptr != nil {
+			if s, ed := duck.NewArrowSchema(opts, []duck.LogicalType{lt}, []string{name}); errorData(ed) == nil && s.NumFields() == 1 {
+				dt = s.Field(0).Type
+			}
+			duck.DestroyLogicalType(&lt)
+		}
+		params = append(params, arrow.Field{Name: name, Type: dt, Nullable: true})
+	}
+	return &Description{Schema: schema, Params: arrow.NewSchema(params, nil)}, nil
+}
+
+func destroyTypes(types []duck.LogicalType) {
+	for i := range types {
+		duck.DestroyLogicalType(&types[i])
+	}
+}
+
+// plan parses query with DuckDB's parser, resolves and rewrites its table
+// references, and returns the SQL to run.
+func (c *conn) plan(query string, resolve Resolver) (*plan, string, error) {
+	js, err := c.queryString("SELECT json_serialize_sql($1::VARCHAR)::VARCHAR", query)
+	if err != nil {
+		return nil, "", err
+	}
+	tree, err := decodeParse(query, js)
+	if err != nil {
+		return nil, "", err
+	}
+	prefix := "__flightgw_" + randomHex(8) + "_"
+	p, err := newPlan(tree, resolve, func(i int) string { return fmt.Sprintf("%s%d", prefix, i) })
+	if err != nil {
+		return nil, "", err
+	}
+	rewritten, err := p.marshal()
+	if err != nil {
+		return nil, "", err
+	}
+	sql, err := c.queryString("SELECT json_deserialize_sql($1::VARCHAR::JSON)", rewritten)
+	if err != nil {
+		return nil, "", fmt.Errorf("engine: rewrite: %w", err)
+	}
+	if debugSQL != nil {
+		debugSQL(query, rewritten, sql)
+	}
+	return p, sql, nil
+}
+
+// Query runs a query and streams its result. params holds the parameter
+// values in its first row (nil for none). The caller must Close the rows.
+func (e *Engine) Query(ctx context.Context, query string, params arrow.RecordBatch, resolve Resolver) (*Rows, error) {
+	c, err := e.connect()
+	if err != nil {
+		return nil, err
+	}
+	r := &Rows{conn: c}
+	if err := r.start(ctx, query, params, resolve); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Rows is a streaming query result. It is not safe for concurrent use.
+type Rows struct {
+	conn     *conn
+	st       duck.PreparedStatement
+	res      duck.Result
+	hasRes   bool
+	rdr      *chunkReader
+	cur      arrow.RecordBatch
+	err      error
+	stop     func()
+	releases []func()
+	scans    []ScanStats
+	once     sync.Once
+}
+
+func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch, resolve Resolver) error {
+	c := r.conn
+	p, sql, err := c.plan(query, resolve)
+	if err != nil {
+		return err
+	}
+	for _, ref := range p.refs {
+		req := catalogs.ScanRequest{Columns: ref.columns, Filters: ref.filters}
+		res, err := ref.table.Scanner.Scan(ctx, ref.table.Ident, req)
+		if err != nil {
+			return err
+		}
+		r.scans = append(r.scans, ScanStats{Table: ref.table.Ident, Columns: ref.columns, Filters: ref.filters,
+			FilesPlanned: res.FilesPlanned, FilesTotal: res.FilesTotal})
+		release, err := registerStream(c.c, ref.view, res.Reader)
+		if err != nil {
+			return err
+		}
+		r.releases = append(r.releases, release)
+	}
+	if duck.Prepare(c.c, sql, &r.st) == duck.StateError {
+		return classifyMessage(duck.PrepareError(r.st))
+	}
+	if err := bindParams(r.st, params); err != nil {
+		return err
+	}
+	var pending duck.PendingResult
+	if duck.PendingPreparedStreaming(r.st, &pending) == duck.StateError {
+		err := classifyMessage(duck.PendingError(pending))
+		duck.DestroyPending(&pending)
+		return err
+	}
+	defer duck.DestroyPending(&pending)
+	r.stop = c.interruptOn(ctx)
+	state := duck.ExecutePending(pending, &r.res)
+	r.hasRes = true
+	if state == duck.StateError {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return classify(duck.ResultErrorType(&r.res), duck.ResultError(&r.res))
+	}
+	rdr, err := newChunkReader(&r.res)
+	if err != nil {
+		return err
+	}
+	r.rdr = rdr
+	return nil
+}
+
+// Schema is the result schema.
+func (r *Rows) Schema() *arrow.Schema { return r.rdr.schema }
+
+// Next advances to the next batch; false at the end or on error.
+func (r *Rows) Next() bool {
+	if r.cur != nil {
+		r.cur.Release()
+		r.cur = nil
+	}
+	if r.err != nil || r.rdr == nil {
+		return false
+	}
+	rec, err := r.rdr.next()
+	if err != nil {
+		r.err = err
+		return false
+	}
+	if rec == nil {
+		return false
+	}
+	r.cur = rec
+	return true
+}
+
+// RecordBatch is the current batch, valid until the next call to Next.
+func (r *Rows) RecordBatch() arrow.RecordBatch { return r.cur }
+
+// Err is the error that ended the stream, if any.
+func (r *Rows) Err() error { return r.err }
+
+// Scans reports the table scans of the query.
+func (r *Rows) Scans() []ScanStats { return r.scans }
+
+// Close stops the query and frees everything it holds. It is safe to call
+// more than once.
+func (r *Rows) Close() {
+	r.once.Do(func() {
+		if r.cur != nil {
+			r.cur.Release()
+			r.cur = nil
+		}
+		if r.stop != nil {
+			r.stop()
+		}
+		if r.rdr != nil {
+			r.rdr.release()
+		}
+		if r.hasRes {
+			duck.DestroyResult(&r.res)
+		}
+		duck.DestroyPrepare(&r.st)
+		for _, rel := range r.releases {
+			rel()
+		}
+		r.conn.close()
+	})
+}
+
+// projectSchema keeps the named columns of s, in s's order.
+func projectSchema(s *arrow.Schema, cols []string) *arrow.Schema {
+	var fields []arrow.Field
+	for _, f := range s.Fields() {
+		if included(cols, f.Name) {
+			fields = append(fields, f)
+		}
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// classifyMessage classifies an error known only by its message, whose
+// prefix names DuckDB's error type ("Binder Error: ...").
+func classifyMessage(msg string) error {
+	prefixes := []struct {
+		p string
+		t duck.ErrorType
+	}{
+		{"Parser Error", duck.ErrorTypeParser}, {"Syntax Error", duck.ErrorTypeSyntax},
+		{"Binder Error", duck.ErrorTypeBinder}, {"Catalog Error", duck.ErrorTypeCatalog},
+		{"Conversion Error", duck.ErrorTypeConversion}, {"Invalid Input Error", duck.ErrorTypeInvalidInput},
+		{"Permission Error", duck.ErrorTypePermission}, {"Not implemented Error", duck.ErrorTypeNotImplemented},
+		{"Out of Memory Error", duck.ErrorTypeOutOfMemory}, {"INTERRUPT Error", duck.ErrorTypeInterrupt},
+		{"Type Error", duck.ErrorTypeMismatchType}, {"Out of Range Error", duck.ErrorTypeOutOfRange},
+	}
+	for _, p := range prefixes {
+		if strings.HasPrefix(msg, p.p) {
+			return classify(p.t, msg)
+		}
+	}
+	return classify(duck.ErrorTypeInvalid, msg)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
