@@ -1,0 +1,103 @@
+package iceberg_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/catalogtest"
+	"github.com/flightgw/flightgw/catalogs/iceberg"
+)
+
+// pyiceberg returns a Python interpreter that has pyiceberg, from
+// FLIGHTGW_PYTHON or the repository's .venv (make iceberg-pyiceberg-check
+// sets it up), or skips the test.
+func pyiceberg(t *testing.T) string {
+	t.Helper()
+	py := os.Getenv("FLIGHTGW_PYTHON")
+	if py == "" {
+		py = filepath.Join("..", "..", ".venv", "bin", "python")
+	}
+	if err := exec.Command(py, "-c", "import pyiceberg.catalog.sql, pyarrow").Run(); err != nil {
+		t.Skipf("no python with pyiceberg at %s (set FLIGHTGW_PYTHON or run make iceberg-pyiceberg-check): %v", py, err)
+	}
+	return py
+}
+
+// TestPyIcebergInterop proves the embedded lake is a catalog pyiceberg's
+// SqlCatalog reads and writes: same catalog name, same iceberg_tables
+// layout, files it can open; and that what pyiceberg appends is visible
+// to the gateway.
+func TestPyIcebergInterop(t *testing.T) {
+	py := pyiceberg(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	p, err := iceberg.OpenEmbedded(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: "people"}
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		t.Fatal(err)
+	}
+	b := catalogtest.Batch(0, 25)
+	defer b.Release()
+	r, err := p.WriteBatch(ctx, id, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.CommitOnce(ctx, id, "from-go", []catalogs.WriteReceipt{r}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, filepath.Join("testdata", "pyiceberg_check.py"), dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Namespaces [][]string `json:"namespaces"`
+		Tables     [][]string `json:"tables"`
+		Rows       int        `json:"rows"`
+		IDs        []int64    `json:"ids"`
+		CommitID   string     `json:"commit_id"`
+		FieldIDs   []int      `json:"field_ids"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("pyiceberg output %q: %v", out, err)
+	}
+	if !slices.ContainsFunc(got.Namespaces, func(ns []string) bool { return slices.Equal(ns, []string{"default"}) }) ||
+		!slices.ContainsFunc(got.Tables, func(tb []string) bool { return slices.Equal(tb, []string{"default", "people"}) }) {
+		t.Errorf("pyiceberg sees namespaces %v, tables %v", got.Namespaces, got.Tables)
+	}
+	if got.Rows != 25 || len(got.IDs) != 25 || got.IDs[24] != 24 || got.CommitID != "from-go" {
+		t.Errorf("pyiceberg read %+v, want 25 rows committed as from-go", got)
+	}
+	spec, err := p.GetTableSpec(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.FieldIDs) != 2 || int32(got.FieldIDs[0]) != spec.SchemaSpec.Fields[0].ID {
+		t.Errorf("pyiceberg field ids %v, gateway %+v", got.FieldIDs, spec.SchemaSpec.Fields)
+	}
+	res, err := p.Scan(ctx, id, catalogs.ScanRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Reader.Release()
+	var n int64
+	for res.Reader.Next() {
+		n += res.Reader.RecordBatch().NumRows()
+	}
+	if n != 28 {
+		t.Errorf("after pyiceberg's append the gateway reads %d rows, want 28", n)
+	}
+}

@@ -1,0 +1,13 @@
+# Iceberg backend (catalogs/iceberg) checks beyond the Go unit tests:
+#   make iceberg-pyiceberg-check  pyiceberg's SqlCatalog reads and appends to the embedded lake
+#   make iceberg-rest-check       the conformance suite against Iceberg's own REST catalog server
+#                                 (RESTCatalogServer from the iceberg-open-api test fixtures)
+ICEBERG_PY := $(CURDIR)/.venv/bin/python
+
+TEST_TARGETS += iceberg-pyiceberg-check
+
+.PHONY: iceberg-pyiceberg-check iceberg-rest-check
+
+# .venv/.installed is built by mk/python.mk (its requirements carry pyiceberg).
+iceberg-pyiceberg-check: .venv/.installed
+	FLIGHTGW_PYTHON=$(ICEBERG_PY) $(GO) test -count=1 -run '^TestPyIcebergInterop$$' -v ./catalogs/iceberg
