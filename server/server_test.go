@@ -1,0 +1,114 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	_ "github.com/flightgw/flightgw/catalogs/iceberg"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestRecoverTurnsPanicIntoInternal(t *testing.T) {
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	_, err := recoverUnary(log)(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/svc/Boom"},
+		func(context.Context, any) (any, error) { panic("kaboom") })
+	if status.Code(err) != codes.Internal || strings.Contains(err.Error(), "kaboom") {
+		t.Fatalf("err = %v (the panic value must not reach the client)", err)
+	}
+	if !strings.Contains(logs.String(), "panic in handler") || !strings.Contains(logs.String(), "kaboom") {
+		t.Fatalf("log = %s", logs.String())
+	}
+	err = recoverStream(log)(nil, nil, &grpc.StreamServerInfo{FullMethod: "/svc/BoomStream"},
+		func(any, grpc.ServerStream) error { panic("stream kaboom") })
+	if status.Code(err) != codes.Internal {
+		t.Fatalf("stream err = %v", err)
+	}
+}
+
+func TestServeHealthAndShutdown(t *testing.T) {
+	t.Setenv("FLIGHTGW_DATA_DIR", t.TempDir())
+	t.Setenv("FLIGHTGW_LISTEN", "127.0.0.1:0")
+	cfg, err := LoadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := s.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(lis) }()
+
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health = %v, %v", resp, err)
+	}
+	// An open transaction is rolled back at shutdown.
+	if _, err := s.txns.Begin("default/anonymous", ""); err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if s.txns.OpenCount() != 0 {
+		t.Fatal("transactions left open after shutdown")
+	}
+	if !strings.Contains(logs.String(), "flightgw stopped") {
+		t.Fatalf("log = %s", logs.String())
+	}
+}
+
+func TestListenRefusesExposureWithoutAuth(t *testing.T) {
+	t.Setenv("FLIGHTGW_DATA_DIR", t.TempDir())
+	t.Setenv("FLIGHTGW_LISTEN", "0.0.0.0:0")
+	cfg, err := LoadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), cfg, slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	if _, err := s.Listen(); err == nil || !strings.Contains(err.Error(), "--insecure") {
+		t.Fatalf("listen on 0.0.0.0 without auth: %v", err)
+	}
+}
