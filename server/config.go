@@ -74,10 +74,14 @@ type Timeouts struct {
 
 var envRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
 
+// Override changes a loaded configuration before defaults and validation:
+// command-line flags use it, so that they win over the environment.
+type Override func(*Config)
+
 // LoadConfig reads a YAML file (path may be empty for none), applies
-// environment overrides and defaults, and validates. Errors name the key
-// at fault.
-func LoadConfig(path string) (*Config, error) {
+// environment overrides, then the given overrides, then defaults, and
+// validates. Errors name the key at fault.
+func LoadConfig(path string, overrides ...Override) (*Config, error) {
 	cfg := &Config{}
 	if path != "" {
 		raw, err := os.ReadFile(path)
@@ -97,6 +101,9 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	if err := cfg.applyEnv(os.LookupEnv); err != nil {
 		return nil, err
+	}
+	for _, o := range overrides {
+		o(cfg)
 	}
 	cfg.applyDefaults()
 	if err := cfg.Validate(); err != nil {

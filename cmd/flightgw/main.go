@@ -93,17 +93,18 @@ func runServe(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "flightgw serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	// Flags win over the environment: set them as the environment does.
-	if *listen != "" {
-		os.Setenv("FLIGHTGW_LISTEN", *listen)
-	}
-	if *dataDir != "" {
-		os.Setenv("FLIGHTGW_DATA_DIR", *dataDir)
-	}
-	if *insecure {
-		os.Setenv("FLIGHTGW_INSECURE", "true")
-	}
-	cfg, err := server.LoadConfig(*configPath)
+	// Flags win over the environment and the file.
+	cfg, err := server.LoadConfig(*configPath, func(c *server.Config) {
+		if *listen != "" {
+			c.Listen = *listen
+		}
+		if *dataDir != "" {
+			c.DataDir = *dataDir
+		}
+		if *insecure {
+			c.Insecure = true
+		}
+	})
 	if err != nil {
 		fmt.Fprintf(stderr, "flightgw: invalid configuration:\n%v\n", err)
 		return 2
