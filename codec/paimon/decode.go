@@ -57,6 +57,7 @@ func DecodeList(version int, data []byte) ([]CommitMessage, error) {
 type decoder struct {
 	version int
 	in      *input
+	mem     arena
 }
 
 func (d *decoder) message(m *CommitMessage) error {
@@ -150,7 +151,7 @@ func (d *decoder) dataFiles(field string, out *[]DataFile) error {
 	for i := range files {
 		r, err := d.record(field, dataFileArity)
 		if err == nil {
-			err = dataFileFromRow(r, &files[i])
+			err = dataFileFromRow(r, &files[i], &d.mem)
 		}
 		if err != nil {
 			return fmt.Errorf("%s[%d]: %w", field, i, err)
@@ -170,7 +171,7 @@ func (d *decoder) indexFiles(field string, out *[]IndexFile) error {
 	for i := range files {
 		r, err := d.record(field, arity)
 		if err == nil {
-			err = indexFileFromRow(d.version, r, &files[i])
+			err = indexFileFromRow(d.version, r, &files[i], &d.mem)
 		}
 		if err != nil {
 			return fmt.Errorf("%s[%d]: %w", field, i, err)
@@ -186,6 +187,7 @@ type fieldReader struct {
 	r     Row
 	names []string
 	err   error
+	mem   *arena
 }
 
 func (f *fieldReader) fail(pos int, err error) {
@@ -232,8 +234,7 @@ func (f *fieldReader) optLong(pos int) *int64 {
 	if f.err != nil || f.r.IsNullAt(pos) {
 		return nil
 	}
-	v := f.long(pos)
-	return &v
+	return f.mem.long(f.long(pos))
 }
 
 func (f *fieldReader) int(pos int) int32 {
@@ -282,11 +283,8 @@ func (f *fieldReader) strings(pos int, nullable bool) []string {
 		return nil
 	}
 	a, err := f.r.Array(pos)
-	if err == nil {
+	if err == nil && a.n > 0 {
 		_, err = a.elem(0, 8)
-		if a.n == 0 {
-			err = nil
-		}
 	}
 	if err != nil {
 		f.fail(pos, err)
@@ -304,7 +302,7 @@ func (f *fieldReader) strings(pos int, nullable bool) []string {
 			f.fail(pos, err)
 			return nil
 		}
-		out[i] = string(b)
+		out[i] = f.mem.str(b)
 	}
 	return out
 }
@@ -318,15 +316,23 @@ func (f *fieldReader) stats(pos int) Stats {
 		f.fail(pos, err)
 		return Stats{}
 	}
-	sf := fieldReader{r: r, names: statsFields}
+	sf := fieldReader{r: r, names: statsFields, mem: f.mem}
 	s := Stats{MinValues: sf.serializedRow(0), MaxValues: sf.serializedRow(1)}
 	if sf.notNull(2) {
 		a, err := r.Array(2)
-		if err == nil {
-			s.NullCounts, err = a.Longs()
+		if err == nil && a.n > 0 {
+			_, err = a.elem(0, 8)
 		}
 		if err != nil {
 			sf.fail(2, err)
+		} else {
+			s.NullCounts = f.mem.ptrs(a.n)
+			h := arrayHeader(a.n)
+			for i := range s.NullCounts {
+				if !a.IsNullAt(i) {
+					s.NullCounts[i] = f.mem.long(int64(le.Uint64(a.data[h+8*i:])))
+				}
+			}
 		}
 	}
 	if sf.err != nil {
@@ -351,8 +357,8 @@ var globalIndexFields = []string{"rowRangeStart", "rowRangeEnd", "indexFieldId",
 var dvFields = []string{"dataFileName", "offset", "length", "cardinality"}
 
 // dataFileFromRow is DataFileMetaSerializer.fromRow.
-func dataFileFromRow(r Row, f *DataFile) error {
-	fr := fieldReader{r: r, names: dataFileFields}
+func dataFileFromRow(r Row, f *DataFile, mem *arena) error {
+	fr := fieldReader{r: r, names: dataFileFields, mem: mem}
 	f.FileName = fr.str(0)
 	f.FileSize = fr.long(1)
 	f.RowCount = fr.long(2)
@@ -373,8 +379,7 @@ func dataFileFromRow(r Row, f *DataFile) error {
 		if v != int8(FileSourceAppend) && v != int8(FileSourceCompact) {
 			fr.fail(15, malformed("file source", "unknown value %d", v))
 		}
-		fs := FileSource(v)
-		f.FileSource = &fs
+		f.FileSource = mem.source(FileSource(v))
 	}
 	f.ValueStatsCols = fr.strings(16, true)
 	f.ExternalPath = fr.optStr(17)
@@ -384,8 +389,8 @@ func dataFileFromRow(r Row, f *DataFile) error {
 }
 
 // indexFileFromRow is IndexFileMetaSerializer.fromRow and its V3/V4 predecessors.
-func indexFileFromRow(version int, r Row, f *IndexFile) error {
-	fr := fieldReader{r: r, names: indexFileFields}
+func indexFileFromRow(version int, r Row, f *IndexFile, mem *arena) error {
+	fr := fieldReader{r: r, names: indexFileFields, mem: mem}
 	f.IndexType = fr.str(0)
 	f.FileName = fr.str(1)
 	f.FileSize = fr.long(2)

@@ -250,8 +250,10 @@ func (a Array) Get(i int, t Type) (any, error) {
 
 // Values reads every element with type t.
 func (a Array) Values(t Type) ([]any, error) {
-	if _, err := a.elem(0, t.elemSize()); err != nil && a.n > 0 {
-		return nil, err
+	if a.n > 0 {
+		if _, err := a.elem(0, t.elemSize()); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]any, a.n)
 	for i := range out {
@@ -266,8 +268,10 @@ func (a Array) Values(t Type) ([]any, error) {
 
 // Longs reads an ARRAY<BIGINT> such as SimpleStats' null counts; nil marks a null.
 func (a Array) Longs() ([]*int64, error) {
-	if _, err := a.elem(0, 8); err != nil && a.n > 0 {
-		return nil, err
+	if a.n > 0 {
+		if _, err := a.elem(0, 8); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]*int64, a.n)
 	vals := make([]int64, a.n)
