@@ -19,13 +19,14 @@ import (
 
 // Defaults of the embedded gateway.
 const (
-	DefaultListen         = "127.0.0.1:32010"
-	DefaultDataDir        = "./data"
-	DefaultCatalogName    = "lake"
-	DefaultSchema         = "default"
-	DefaultMaxBatchBytes  = 256 << 20
-	DefaultShutdownGrace  = 30 * time.Second
-	DefaultTxnIdleTimeout = 10 * time.Minute
+	DefaultListen              = "127.0.0.1:32010"
+	DefaultDataDir             = "./data"
+	DefaultCatalogName         = "lake"
+	DefaultSchema              = "default"
+	DefaultMaxBatchBytes       = 256 << 20
+	DefaultShutdownGrace       = 30 * time.Second
+	DefaultTxnIdleTimeout      = 10 * time.Minute
+	DefaultMaxConcurrentWrites = 8
 )
 
 // Config is the gateway configuration (YAML, see docs/configuration.md).
@@ -62,6 +63,12 @@ type CatalogConfig struct {
 type Limits struct {
 	// MaxBatchBytes is the largest gRPC message (one Arrow batch) accepted.
 	MaxBatchBytes int64 `yaml:"max_batch_bytes"`
+	// MaxConcurrentWrites bounds the DoPut streams (ingests, updates)
+	// running at once; more wait for a slot.
+	MaxConcurrentWrites int `yaml:"max_concurrent_writes"`
+	// MemoryLimit is a soft limit on the gateway's Go heap, in bytes
+	// (runtime/debug.SetMemoryLimit); 0 leaves the Go default (GOMEMLIMIT).
+	MemoryLimit int64 `yaml:"memory_limit"`
 }
 
 // Timeouts of the gateway.
@@ -115,7 +122,7 @@ func LoadConfig(path string, overrides ...Override) (*Config, error) {
 // EnvVars lists the environment variables that override the file.
 var EnvVars = []string{
 	"FLIGHTGW_LISTEN", "FLIGHTGW_DATA_DIR", "FLIGHTGW_INSECURE", "FLIGHTGW_LOG_LEVEL", "FLIGHTGW_LOG_FORMAT",
-	"FLIGHTGW_DEFAULT_CATALOG", "FLIGHTGW_DEFAULT_SCHEMA", "FLIGHTGW_MAX_BATCH_BYTES",
+	"FLIGHTGW_DEFAULT_CATALOG", "FLIGHTGW_DEFAULT_SCHEMA", "FLIGHTGW_MAX_BATCH_BYTES", "FLIGHTGW_MEMORY_LIMIT",
 	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_AUTH_SIGNING_KEY",
 }
 
@@ -137,12 +144,14 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		}
 		c.Insecure = b
 	}
-	if v, ok := lookup("FLIGHTGW_MAX_BATCH_BYTES"); ok {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("FLIGHTGW_MAX_BATCH_BYTES: %q is not an integer", v)
+	for k, p := range map[string]*int64{"FLIGHTGW_MAX_BATCH_BYTES": &c.Limits.MaxBatchBytes, "FLIGHTGW_MEMORY_LIMIT": &c.Limits.MemoryLimit} {
+		if v, ok := lookup(k); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not an integer", k, v)
+			}
+			*p = n
 		}
-		c.Limits.MaxBatchBytes = n
 	}
 	for k, p := range map[string]*duration.Duration{"FLIGHTGW_TXN_IDLE_TIMEOUT": &c.Timeouts.TxnIdle, "FLIGHTGW_SHUTDOWN_GRACE": &c.Timeouts.ShutdownGrace} {
 		if v, ok := lookup(k); ok {
@@ -179,6 +188,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Limits.MaxBatchBytes == 0 {
 		c.Limits.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.Limits.MaxConcurrentWrites == 0 {
+		c.Limits.MaxConcurrentWrites = DefaultMaxConcurrentWrites
 	}
 	if c.Timeouts.TxnIdle == (duration.Duration{}) {
 		c.Timeouts.TxnIdle = duration.Of(DefaultTxnIdleTimeout)
@@ -249,6 +261,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxBatchBytes < 1<<20 || c.Limits.MaxBatchBytes > 2<<30-1 {
 		errs = append(errs, fmt.Errorf("limits.max_batch_bytes: %d is outside 1 MiB .. 2 GiB", c.Limits.MaxBatchBytes))
+	}
+	if c.Limits.MaxConcurrentWrites < 1 {
+		errs = append(errs, fmt.Errorf("limits.max_concurrent_writes: %d is below 1", c.Limits.MaxConcurrentWrites))
+	}
+	if c.Limits.MemoryLimit < 0 {
+		errs = append(errs, fmt.Errorf("limits.memory_limit: negative"))
 	}
 	if err := c.Timeouts.TxnIdle.Check("timeouts.txn_idle"); err != nil {
 		errs = append(errs, err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -42,6 +43,9 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.Limits.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.Limits.MemoryLimit)
+	}
 	authn, err := auth.New(cfg.Auth)
 	if err != nil {
 		return nil, err
@@ -76,7 +80,8 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
 		grpc.ChainUnaryInterceptor(recoverUnary(log), logUnary(log), authn.UnaryInterceptor()),
-		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), authn.StreamInterceptor()),
+		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), authn.StreamInterceptor(),
+			limitStreams("/DoPut", cfg.Limits.MaxConcurrentWrites)),
 	)
 	flight.RegisterFlightServiceServer(s.grpc, handshakeService{flightsql.NewFlightServer(h)})
 	s.health = health.NewServer()
