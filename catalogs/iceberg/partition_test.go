@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -231,5 +232,30 @@ func TestSecurityContext(t *testing.T) {
 	}
 	if _, err := expired.GetSecurityContext(ctx, id); !errors.Is(err, catalogs.ErrUnauthenticated) {
 		t.Errorf("expired credential: %v, want ErrUnauthenticated", err)
+	}
+}
+
+func TestDiscardStaysInsideTheTable(t *testing.T) {
+	p, wh := openLocal(t, nil)
+	ctx := context.Background()
+	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "guarded"}
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(filepath.Dir(wh), "catalog.db")
+	forged := `{"format":"flightgw.iceberg.data-files/v1","table":"lake.default.guarded","files":[{"path":"file://` + victim + `"}]}`
+	err := p.Discard(ctx, id, []catalogs.WriteReceipt{{Metadata: []byte(forged)}})
+	if !errors.Is(err, catalogs.ErrInvalidArgument) {
+		t.Errorf("Discard of a file outside the table = %v, want ErrInvalidArgument", err)
+	}
+	if _, err := listDir(filepath.Dir(victim)); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(victim); err != nil || fi.Size() == 0 {
+		t.Errorf("catalog.db after forged Discard: %v", err)
+	}
+	wrong := `{"format":"flightgw.iceberg.data-files/v1","table":"lake.default.other","files":[]}`
+	if err := p.Discard(ctx, id, []catalogs.WriteReceipt{{Metadata: []byte(wrong)}}); !errors.Is(err, catalogs.ErrInvalidArgument) {
+		t.Errorf("Discard of another table's receipt = %v", err)
 	}
 }

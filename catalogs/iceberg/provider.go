@@ -38,6 +38,7 @@ type Provider struct {
 	cat    catalog.Catalog
 	db     *sql.DB // owned SQL handle, nil for REST
 	remote *remote
+	vendor *vendor // REST catalogs: vended credentials
 	log    *slog.Logger
 }
 
@@ -135,7 +136,14 @@ func (p *Provider) openREST(ctx context.Context) error {
 	if err != nil {
 		return mapErr(err, fmt.Sprintf("catalog %q: connect to rest catalog", p.name))
 	}
-	p.cat = cat
+	v, err := newVendor(p.cfg)
+	if err != nil {
+		if c, ok := cat.(catalog.Closer); ok {
+			_ = c.Close()
+		}
+		return err
+	}
+	p.cat, p.vendor = cat, v
 	return nil
 }
 
