@@ -47,7 +47,7 @@ func restStub(t *testing.T, expiry *atomic.Int64, loads *atomic.Int64) *httptest
 			"storage-credentials": []map[string]any{
 				{"prefix": "s3://other/", "config": map[string]string{"s3.session-token": "wrong"}},
 				{"prefix": "s3://bucket/sales/", "config": map[string]string{
-					"s3.session-token": "vended-" + strconv.FormatInt(loads.Load(), 10),
+					"s3.session-token":               "vended-" + strconv.FormatInt(loads.Load(), 10),
 					"s3.session-token-expires-at-ms": strconv.FormatInt(expiry.Load(), 10)}},
 			},
 		})
