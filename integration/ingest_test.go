@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"errors"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"slices"
 	"sync"
 	"testing"
@@ -174,5 +176,27 @@ func assertADBC(t *testing.T, err error, code adbc.Status, want string) {
 	}
 	if !containsFold(ae.Msg, want) {
 		t.Fatalf("message %q does not name %q", ae.Msg, want)
+	}
+}
+
+func TestLargeBatchesAndTheLimit(t *testing.T) {
+	g := startGateway(t, "limits: {max_batch_bytes: 8388608}\n")
+	c := g.flightClient(t)
+	ctx := context.Background()
+
+	// About 5 MiB: over gRPC's 4 MiB default, under the configured 8 MiB.
+	big := people(t, 0, 200_000)
+	n, err := c.ExecuteIngest(ctx, reader(t, big), modeCreate("big"))
+	if err != nil || n != 200_000 {
+		t.Fatalf("5 MiB batch: n=%d err=%v", n, err)
+	}
+	// About 16 MiB: refused with ResourceExhausted, nothing written.
+	files := g.parquetFiles(t)
+	_, err = c.ExecuteIngest(ctx, reader(t, people(t, 0, 600_000)), modeAppend("big"))
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("16 MiB batch: %v", err)
+	}
+	if rows(g.readTable(t, "big")) != 200_000 || !slices.Equal(g.parquetFiles(t), files) {
+		t.Fatal("an over-limit upload changed the table")
 	}
 }
