@@ -4,10 +4,14 @@
 #                                 (RESTCatalogServer from the iceberg-open-api test fixtures)
 ICEBERG_PY := $(CURDIR)/.venv/bin/python
 
-TEST_TARGETS += iceberg-pyiceberg-check
+TEST_TARGETS += iceberg-pyiceberg-check iceberg-rest-check
 
 .PHONY: iceberg-pyiceberg-check iceberg-rest-check
 
 # .venv/.installed is built by mk/python.mk (its requirements carry pyiceberg).
 iceberg-pyiceberg-check: .venv/.installed
 	FLIGHTGW_PYTHON=$(ICEBERG_PY) $(GO) test -count=1 -run '^TestPyIcebergInterop$$' -v ./catalogs/iceberg
+
+# Needs java 17+, mvn and curl; the server's jars come from Maven Central.
+iceberg-rest-check:
+	GO=$(GO) bash integration/iceberg-rest/run.sh

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -140,4 +141,30 @@ func TestRegistered(t *testing.T) {
 	if c, ok := p.(catalogs.Closer); ok {
 		_ = c.Close()
 	}
+}
+
+// TestConformanceREST runs the suite against a real Iceberg REST catalog:
+// Iceberg's RESTCatalogServer, started by integration/iceberg-rest/run.sh
+// (make iceberg-rest-check), which sets the variables below.
+func TestConformanceREST(t *testing.T) {
+	uri := os.Getenv("FLIGHTGW_ICEBERG_REST_URI")
+	wh := os.Getenv("FLIGHTGW_ICEBERG_REST_WAREHOUSE")
+	if uri == "" || wh == "" {
+		t.Skip("no REST catalog: run make iceberg-rest-check")
+	}
+	var n atomic.Int64
+	catalogtest.Run(t, catalogtest.Harness{New: func(t *testing.T) *catalogtest.Instance {
+		ns := fmt.Sprintf("ns%d_%d", os.Getpid(), n.Add(1))
+		p, err := iceberg.Open(context.Background(), "rest", map[string]string{
+			iceberg.PropCatalogType: iceberg.TypeREST, iceberg.PropURI: uri, iceberg.PropCreateNamespaces: ns,
+		})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		return &catalogtest.Instance{
+			Provider: p, Catalog: "rest", Namespace: []string{ns},
+			ListFiles: func(context.Context) ([]string, error) { return listDir(filepath.Join(wh, ns)) },
+		}
+	}})
 }
