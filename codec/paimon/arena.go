@@ -6,10 +6,15 @@ package paimon
 // of its time allocating. Chunks are never grown in place, so handed-out pointers stay
 // valid; a nil arena allocates each value on its own.
 type arena struct {
+	bytes  []byte
 	i64    []int64
 	p64    []*int64
 	src    []FileSource
 	intern map[string]string
+	// lastArr and lastStrs remember, per field position, the last string array decoded
+	// there: the column lists of consecutive data files are usually identical.
+	lastArr  [dataFileArity][]byte
+	lastStrs [dataFileArity][]string
 }
 
 const arenaChunk = 4096
@@ -71,4 +76,22 @@ func (a *arena) str(b []byte) string {
 	s := string(b)
 	a.intern[s] = s
 	return s
+}
+
+// arenaBytesChunk keeps byte chunks within Go's small-object size classes, which are
+// reused from span caches; one large copy of the input would fault in fresh pages.
+const arenaBytesChunk = 32 << 10
+
+// copyBytes returns a copy of b, capacity capped, carved from a shared chunk.
+func (a *arena) copyBytes(b []byte) []byte {
+	n := len(b)
+	if n > arenaBytesChunk/4 {
+		return append([]byte(nil), b...)
+	}
+	if cap(a.bytes)-len(a.bytes) < n {
+		a.bytes = make([]byte, 0, arenaBytesChunk)
+	}
+	l := len(a.bytes)
+	a.bytes = append(a.bytes, b...)
+	return a.bytes[l : l+n : l+n]
 }

@@ -1,6 +1,7 @@
 package paimon
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 )
@@ -34,9 +35,9 @@ func DecodeList(version int, data []byte) ([]CommitMessage, error) {
 	if err := CheckVersion(version); err != nil {
 		return nil, err
 	}
-	// One copy up front lets every row and string alias it without pinning the caller's
-	// buffer or copying field by field.
-	in := &input{buf: append([]byte(nil), data...)}
+	// Each record is copied once as it is read (decoder.record), so that rows and strings
+	// can alias the copy without pinning or sharing the caller's buffer.
+	in := &input{buf: data}
 	d := decoder{version: version, in: in}
 	n, err := in.readCount("message list", minMessageBytes)
 	if err != nil {
@@ -115,7 +116,7 @@ func (d *decoder) serializedRow(field string) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	return rowFromSerialized(field, b)
+	return rowFromSerialized(field, d.mem.copyBytes(b))
 }
 
 func rowFromSerialized(field string, b []byte) (Row, error) {
@@ -135,7 +136,7 @@ func (d *decoder) record(field string, arity int) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	r, err := NewRow(arity, b)
+	r, err := NewRow(arity, d.mem.copyBytes(b))
 	if err != nil {
 		return Row{}, fmt.Errorf("%s: %w", field, err)
 	}
@@ -290,6 +291,12 @@ func (f *fieldReader) strings(pos int, nullable bool) []string {
 		f.fail(pos, err)
 		return nil
 	}
+	// Consecutive data files usually list the same columns: reuse the strings (never
+	// the slice, which the caller may change).
+	remember := f.mem != nil && pos < dataFileArity && a.n > 0
+	if remember && bytes.Equal(f.mem.lastArr[pos], a.data) {
+		return append([]string(nil), f.mem.lastStrs[pos]...)
+	}
 	out := make([]string, a.n)
 	h := arrayHeader(a.n)
 	for i := range out {
@@ -303,6 +310,9 @@ func (f *fieldReader) strings(pos int, nullable bool) []string {
 			return nil
 		}
 		out[i] = f.mem.str(b)
+	}
+	if remember {
+		f.mem.lastArr[pos], f.mem.lastStrs[pos] = a.data, out
 	}
 	return out
 }
