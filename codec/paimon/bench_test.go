@@ -45,12 +45,11 @@ func TestBenchPayloadRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs[0].Data.NewFiles[0].ValueStatsCols[0] = "changed by the caller"
-		msgs[0].Data.NewFiles[0].ValueStatsCols[0] = "id"
 		again, err := EncodeList(v, msgs)
 		if err != nil || string(again) != string(buf) {
 			t.Fatalf("version %d: round trip differs (err %v)", v, err)
 		}
+		msgs[0].Data.NewFiles[0].ValueStatsCols[0] = "changed by the caller"
 		if got := msgs[0].Data.NewFiles[1].ValueStatsCols[0]; got != "id" {
 			t.Fatalf("a caller's change leaked into another file: %q", got)
 		}
