@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"net"
 
 	"github.com/apache/arrow-go/v18/arrow/flight/session"
 	"google.golang.org/grpc/peer"
@@ -21,7 +22,12 @@ func sessionKey(ctx context.Context) string {
 		return "cookie:" + c.Value
 	}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		return "peer:" + p.Addr.String()
+		return PeerSession(p.Addr)
 	}
 	return ""
 }
+
+// PeerSession is the session key of a client identified by its connection.
+// The server reports the end of such a connection to the transaction
+// manager under this key.
+func PeerSession(addr net.Addr) string { return "peer:" + addr.String() }

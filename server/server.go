@@ -77,6 +77,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 	}
 	maxMsg := int(cfg.Limits.MaxBatchBytes)
 	s.grpc = grpc.NewServer(
+		grpc.StatsHandler(connWatcher{txns: s.txns}),
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
 		grpc.ChainUnaryInterceptor(recoverUnary(log), logUnary(log), authn.UnaryInterceptor()),

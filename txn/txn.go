@@ -57,6 +57,9 @@ type Txn struct {
 	state    State
 	tables   []*Staged // in first-write order
 	lastUsed time.Time
+	// orphanedAt is when the session the transaction is bound to ended
+	// (the client's connection closed); zero while it lives.
+	orphanedAt time.Time
 }
 
 // ID is the transaction id given to the client.
@@ -124,6 +127,12 @@ type endedTxn struct {
 
 // DefaultIdleTimeout is how long an untouched transaction lives.
 const DefaultIdleTimeout = 10 * time.Minute
+
+// OrphanGrace is how long a transaction outlives the end of its session
+// (a closed client connection) without being used by id. A client that
+// reconnects and names the transaction id keeps it; one that went away
+// does not hold staged files for the whole idle timeout.
+const OrphanGrace = time.Minute
 
 // NewManager starts a manager whose reaper rolls back transactions idle for
 // longer than idle (DefaultIdleTimeout when zero). Close stops it.
@@ -333,14 +342,37 @@ func (m *Manager) reap() {
 	}
 }
 
-// expireIdle rolls back transactions idle since before now-idle and forgets
-// tombstones older than an hour.
+// SessionEnded marks the open transactions bound to session as orphaned:
+// unless used by id within OrphanGrace, the reaper rolls them back.
+func (m *Manager) SessionEnded(session string) {
+	if session == "" {
+		return
+	}
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.open {
+		if t.session == session {
+			t.mu.Lock()
+			t.orphanedAt = now
+			t.mu.Unlock()
+		}
+	}
+}
+
+// expireIdle rolls back transactions idle since before now-idle (or
+// orphaned and unused for OrphanGrace) and forgets tombstones older than an
+// hour.
 func (m *Manager) expireIdle(now time.Time) {
 	m.mu.Lock()
 	var stale []*Txn
 	for _, t := range m.open {
 		t.mu.Lock()
-		if now.Sub(t.lastUsed) > m.idle {
+		limit := m.idle
+		if !t.orphanedAt.IsZero() && !t.lastUsed.After(t.orphanedAt) {
+			limit = min(limit, OrphanGrace)
+		}
+		if now.Sub(t.lastUsed) > limit {
 			stale = append(stale, t)
 		}
 		t.mu.Unlock()

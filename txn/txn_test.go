@@ -185,3 +185,24 @@ func TestCloseRollsBackOpen(t *testing.T) {
 		t.Fatalf("begin after close: %v", err)
 	}
 }
+
+func TestOrphanedSessionExpiresEarly(t *testing.T) {
+	m := NewManager(time.Hour, nil)
+	defer m.Close()
+	p := &recorder{committed: map[string][]string{}}
+	a, _ := m.Begin("r/a", "peer:1")
+	b, _ := m.Begin("r/a", "peer:2")
+	a.Add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("a")})
+	b.Add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("b")})
+	m.SessionEnded("peer:1")
+	m.expireIdle(time.Now().Add(OrphanGrace + time.Second))
+	if _, err := m.Get("r/a", a.ID()); !errors.Is(err, catalogs.ErrFailedPrecondition) {
+		t.Fatalf("orphaned transaction still open: %v", err)
+	}
+	if _, err := m.Get("r/a", b.ID()); err != nil {
+		t.Fatalf("live session's transaction expired: %v", err)
+	}
+	if len(p.discarded) != 1 || p.discarded[0] != `"a"` {
+		t.Fatalf("discarded = %v", p.discarded)
+	}
+}
