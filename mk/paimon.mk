@@ -32,17 +32,23 @@ paimon-fixtures:
 
 paimon-bench: paimon-go-payloads
 	@set -euo pipefail; \
+	echo "load average before: $$(cut -d' ' -f1-3 /proc/loadavg)"; \
 	go_out=$$($(GO) test -run '^$$' -bench 'Benchmark(Encode|Decode)List$$' -benchtime 3s -count 5 ./codec/paimon | tee /dev/stderr); \
 	java_out=$$($(PAIMON_MVN) compile exec:java -pl paimon-1.4 \
 	  -Dexec.args="bench $(CURDIR)/$(PAIMON_OUT)/bench_v$(PAIMON_BENCH_VERSION).payload $(PAIMON_BENCH_VERSION)" | tee /dev/stderr); \
-	median() { sort -n | awk '{a[NR]=$$1} END {print a[int((NR+1)/2)]}'; }; \
-	genc=$$(echo "$$go_out" | awk '/^BenchmarkEncodeList/ {print $$3}' | median); \
-	gdec=$$(echo "$$go_out" | awk '/^BenchmarkDecodeList/ {print $$3}' | median); \
-	jenc=$$(echo "$$java_out" | sed -n 's/.*encode_ns=\([0-9]*\).*/\1/p'); \
-	jdec=$$(echo "$$java_out" | sed -n 's/.*decode_ns=\([0-9]*\).*/\1/p'); \
-	awk -v ge=$$genc -v gd=$$gdec -v je=$$jenc -v jd=$$jdec 'BEGIN { \
-	  printf "paimon bench, 10,000 data files (median ns/op): encode Go %.0f Java %.0f  Go/Java %.2f\n", ge, je, ge/je; \
-	  printf "paimon bench, 10,000 data files (median ns/op): decode Go %.0f Java %.0f  Go/Java %.2f\n", gd, jd, gd/jd }'
+	echo "load average after: $$(cut -d' ' -f1-3 /proc/loadavg)"; \
+	stat() { sort -n | awk '{a[NR]=$$1} END {print a[1], a[int((NR+1)/2)]}'; }; \
+	genc=$$(echo "$$go_out" | awk '/^BenchmarkEncodeList/ {print $$3}' | stat); \
+	gdec=$$(echo "$$go_out" | awk '/^BenchmarkDecodeList/ {print $$3}' | stat); \
+	jenc=$$(echo "$$java_out" | sed -n 's/^BENCH java .*encode_min_ns=\([0-9]*\) encode_ns=\([0-9]*\).*/\1 \2/p'); \
+	jdec=$$(echo "$$java_out" | sed -n 's/^BENCH java .*decode_min_ns=\([0-9]*\) decode_ns=\([0-9]*\).*/\1 \2/p'); \
+	for op in encode decode; do \
+	  if [ $$op = encode ]; then g="$$genc"; j="$$jenc"; else g="$$gdec"; j="$$jdec"; fi; \
+	  set -- $$g $$j; \
+	  awk -v op=$$op -v gmin=$$1 -v gmed=$$2 -v jmin=$$3 -v jmed=$$4 'BEGIN { \
+	    printf "paimon bench %s, 10,000 data files: Go median %.1f ms (min %.1f), Java median %.1f ms (min %.1f); Go/Java time: median %.2f, min %.2f\n", \
+	      op, gmed/1e6, gmin/1e6, jmed/1e6, jmin/1e6, gmed/jmed, gmin/jmin }'; \
+	done
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeList$$' -fuzztime $(FUZZTIME) ./codec/paimon

@@ -100,13 +100,14 @@ func (e *encoder) record() {
 // serializedRow is SerializationUtils.serializeBinaryRow(row): arity, then the row.
 func (e *encoder) serializedRow(r Row) []byte {
 	e.tmp = binary.BigEndian.AppendUint32(e.tmp[:0], uint32(r.arity))
-	return append(e.tmp, r.data...)
+	e.tmp = append(e.tmp, r.data...)
+	return e.tmp
 }
 
 func (e *encoder) strings(w *sectionWriter, pos int, ss []string) {
 	e.arr.resetArray(len(ss), 8)
 	for i, s := range ss {
-		e.arr.writeBytes(i, []byte(s))
+		e.arr.writeString(i, s)
 	}
 	w.writeSection(pos, e.arr.buf)
 }
@@ -147,7 +148,7 @@ func (e *encoder) dataFile(f *DataFile) error {
 	}
 	w := &e.row
 	w.resetRow(dataFileArity, RowKindInsert)
-	w.writeBytes(0, []byte(f.FileName))
+	w.writeString(0, f.FileName)
 	w.putLong(1, uint64(f.FileSize))
 	w.putLong(2, uint64(f.RowCount))
 	w.writeBytes(3, e.serializedRow(f.MinKey))
@@ -186,7 +187,7 @@ func (e *encoder) dataFile(f *DataFile) error {
 	if f.ExternalPath == nil {
 		w.setNull(17, 8)
 	} else {
-		w.writeBytes(17, []byte(*f.ExternalPath))
+		w.writeString(17, *f.ExternalPath)
 	}
 	e.optLong(18, f.FirstRowID)
 	if f.WriteCols == nil {
@@ -208,8 +209,8 @@ func (e *encoder) indexFile(f *IndexFile) error {
 	}
 	w := &e.row
 	w.resetRow(indexArity(e.version), RowKindInsert)
-	w.writeBytes(0, []byte(f.IndexType))
-	w.writeBytes(1, []byte(f.FileName))
+	w.writeString(0, f.IndexType)
+	w.writeString(1, f.FileName)
 	w.putLong(2, uint64(f.FileSize))
 	w.putLong(3, uint64(f.RowCount))
 	if f.DVRanges == nil {
@@ -220,7 +221,7 @@ func (e *encoder) indexFile(f *IndexFile) error {
 	if f.ExternalPath == nil {
 		w.setNull(5, 8)
 	} else {
-		w.writeBytes(5, []byte(*f.ExternalPath))
+		w.writeString(5, *f.ExternalPath)
 	}
 	if e.version >= Version11 {
 		if f.GlobalIndex == nil {
@@ -244,7 +245,7 @@ func (e *encoder) dvRanges(f *IndexFile) error {
 		seen[dv.DataFileName] = true
 		n := &e.nested
 		n.resetRow(dvArity, RowKindInsert)
-		n.writeBytes(0, []byte(dv.DataFileName))
+		n.writeString(0, dv.DataFileName)
 		n.putInt(1, uint32(dv.Offset))
 		n.putInt(2, uint32(dv.Length))
 		if dv.Cardinality == nil {

@@ -92,6 +92,24 @@ func (w *sectionWriter) writeBytes(pos int, b []byte) {
 	w.writeSection(pos, b)
 }
 
+// writeString is writeBytes for a string, without converting it to a slice first.
+func (w *sectionWriter) writeString(pos int, s string) {
+	if len(s) <= maxInline {
+		var v uint64
+		for i := 0; i < len(s); i++ {
+			v |= uint64(s[i]) << (8 * i)
+		}
+		w.putLong(pos, v|uint64(0x80|len(s))<<56)
+		return
+	}
+	c := len(w.buf)
+	w.buf = append(w.buf, s...)
+	if pad := roundUp8(len(s)) - len(s); pad > 0 {
+		w.grow(pad)
+	}
+	w.putLong(pos, uint64(c)<<32|uint64(uint32(len(s))))
+}
+
 // writeSection copies b into the variable part and points slot pos at it.
 func (w *sectionWriter) writeSection(pos int, b []byte) {
 	c := len(w.buf)
@@ -276,7 +294,7 @@ func (w *sectionWriter) writeValue(pos int, t Type, v any) error {
 		if !ok {
 			return bad()
 		}
-		w.writeBytes(pos, []byte(s))
+		w.writeString(pos, s)
 	case KindBytes:
 		b, ok := v.([]byte)
 		if !ok {
