@@ -210,7 +210,7 @@ func (r *iterReader) Next() bool {
 	if r.err != nil {
 		return false
 	}
-	rec, err, ok := r.next()
+	rec, err, ok := r.pull()
 	if !ok {
 		return false
 	}
@@ -220,6 +220,16 @@ func (r *iterReader) Next() bool {
 	}
 	r.cur = rec
 	return true
+}
+
+// pull takes the next batch, turning a panic in the scan into an error.
+func (r *iterReader) pull() (rec arrow.RecordBatch, err error, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			rec, err, ok = nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "scan: %v", p), true
+		}
+	}()
+	return r.next()
 }
 
 func (r *iterReader) RecordBatch() arrow.RecordBatch { return r.cur }

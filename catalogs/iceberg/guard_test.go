@@ -1,0 +1,67 @@
+package iceberg
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+func TestGuardRetriesThenOpens(t *testing.T) {
+	r := newRemote("test", remotePolicy{timeout: time.Second, attempts: 3, breakerFailures: 4, breakerOpen: time.Hour})
+	calls := 0
+	down := func(context.Context) (int, error) {
+		calls++
+		return 0, catalogs.Errorf(catalogs.ErrUnavailable, "catalog down")
+	}
+	ctx := context.Background()
+	if _, err := guard(ctx, r, true, down); !errors.Is(err, catalogs.ErrUnavailable) {
+		t.Fatalf("guard = %v", err)
+	}
+	if calls != 3 {
+		t.Fatalf("idempotent call made %d attempts, want 3", calls)
+	}
+	if _, err := guard(ctx, r, false, down); err == nil || calls != 4 {
+		t.Fatalf("non-idempotent call: %v after %d calls, want one attempt", err, calls)
+	}
+	// Four consecutive failures opened the breaker: no more calls go out.
+	_, err := guard(ctx, r, true, down)
+	if calls != 4 {
+		t.Errorf("open breaker let %d calls through", calls-4)
+	}
+	if !errors.Is(err, catalogs.ErrUnavailable) && kindOf(err) != catalogs.ErrUnavailable {
+		t.Errorf("open breaker error %v is not unavailable", err)
+	}
+}
+
+func TestGuardDoesNotRetryAnswers(t *testing.T) {
+	r := newRemote("test", remotePolicy{timeout: time.Second, attempts: 5, breakerFailures: 1, breakerOpen: time.Hour})
+	calls := 0
+	missing := func(context.Context) (int, error) {
+		calls++
+		return 0, catalogs.Errorf(catalogs.ErrNotFound, "no such table")
+	}
+	for range 3 {
+		if _, err := guard(context.Background(), r, true, missing); !errors.Is(err, catalogs.ErrNotFound) {
+			t.Fatalf("guard = %v, want ErrNotFound", err)
+		}
+	}
+	if calls != 3 {
+		t.Errorf("a not-found answer was retried or tripped the breaker: %d calls for 3 requests", calls)
+	}
+}
+
+func TestGuardTimesOutEachAttempt(t *testing.T) {
+	r := newRemote("test", remotePolicy{timeout: time.Millisecond, attempts: 2, breakerFailures: 10, breakerOpen: time.Hour})
+	calls := 0
+	_, err := guard(context.Background(), r, true, func(ctx context.Context) (int, error) {
+		calls++
+		<-ctx.Done() // a call that never answers
+		return 0, ctx.Err()
+	})
+	if !errors.Is(err, context.DeadlineExceeded) || calls != 2 {
+		t.Errorf("hanging call: %v after %d attempts, want deadline exceeded after 2", err, calls)
+	}
+}
