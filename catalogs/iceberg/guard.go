@@ -61,6 +61,12 @@ func guard[T any](ctx context.Context, r *remote, idempotent bool, fn func(conte
 	return res, err
 }
 
+// record counts the outcome of work done outside guard (a stream's
+// writes) in the breaker.
+func (r *remote) record(err error) {
+	_, _ = r.cb.Execute(func() (any, error) { return nil, err })
+}
+
 // backoff is min·2^attempt capped at max, with full jitter in [min, cap].
 func backoff(attempt int, minWait, maxWait time.Duration) time.Duration {
 	ceiling := maxWait

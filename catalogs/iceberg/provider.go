@@ -37,8 +37,12 @@ type Provider struct {
 	cfg    config
 	cat    catalog.Catalog
 	db     *sql.DB // owned SQL handle, nil for REST
-	remote *remote
-	vendor *vendor // REST catalogs: vended credentials
+	remote *remote // the catalog service
+	// storage guards object storage as a whole: data file writes and the
+	// deletes this package makes (iceberg-go's own reads and metadata
+	// writes rely on the storage SDK's retries).
+	storage *remote
+	vendor  *vendor // REST catalogs: vended credentials
 	log    *slog.Logger
 }
 
@@ -67,6 +71,7 @@ func Open(ctx context.Context, name string, props map[string]string) (*Provider,
 		return nil, err
 	}
 	p := &Provider{name: name, cfg: cfg, remote: newRemote("iceberg:"+name, cfg.remote),
+		storage: newRemote("iceberg:"+name+":storage", cfg.remote),
 		log: slog.Default().With("catalog", name, "backend", Type)}
 	switch cfg.catalogType {
 	case TypeSQL:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	ice "github.com/apache/iceberg-go"
+	"github.com/sony/gobreaker/v2"
 
 	"github.com/flightgw/flightgw/catalogs"
 )
@@ -17,6 +18,9 @@ import (
 // batches wait in the session besides those being encoded, which bounds
 // memory whatever the upload's size.
 func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent) (catalogs.WriteStream, error) {
+	if p.storage.cb.State() == gobreaker.StateOpen {
+		return nil, catalogs.Errorf(catalogs.ErrUnavailable, "table %s: object storage unavailable (circuit open)", t)
+	}
 	tbl, err := p.load(ctx, t)
 	if err != nil {
 		return nil, err
@@ -106,6 +110,7 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 	}
 	s.finished = true
 	files, err := s.w.wait()
+	s.w.p.storage.record(err)
 	if err != nil {
 		return nil, err
 	}

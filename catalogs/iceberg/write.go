@@ -66,10 +66,19 @@ func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch 
 		rec.Release()
 		return p.receipt(t, tbl, nil)
 	}
-	w := p.newFileWriter(ctx, t, tbl, target)
-	w.run(func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) })
-	files, err := w.wait()
+	// One attempt (the batch is consumed), bounded by remote.timeout-ms and
+	// counted by the storage breaker.
+	var w *fileWriter
+	files, err := guard(ctx, p.storage, false, func(ctx context.Context) ([]ice.DataFile, error) {
+		w = p.newFileWriter(ctx, t, tbl, target)
+		w.run(func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) })
+		return w.wait()
+	})
 	if err != nil {
+		if w == nil {
+			rec.Release() // the breaker is open: nothing was written
+			err = catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: object storage", t))
+		}
 		return catalogs.WriteReceipt{}, err
 	}
 	r, err := p.receipt(t, tbl, files)
@@ -334,7 +343,7 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 		if err := ctx.Err(); err != nil {
 			return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: discard", t))
 		}
-		_, err := guard(ctx, p.remote, true, func(context.Context) (struct{}, error) {
+		_, err := guard(ctx, p.storage, true, func(context.Context) (struct{}, error) {
 			return struct{}{}, removeFile(fsys, path)
 		})
 		if err != nil {
