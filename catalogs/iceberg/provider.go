@@ -43,7 +43,7 @@ type Provider struct {
 	// writes rely on the storage SDK's retries).
 	storage *remote
 	vendor  *vendor // REST catalogs: vended credentials
-	log    *slog.Logger
+	log     *slog.Logger
 }
 
 // Interfaces the provider implements.
@@ -72,7 +72,7 @@ func Open(ctx context.Context, name string, props map[string]string) (*Provider,
 	}
 	p := &Provider{name: name, cfg: cfg, remote: newRemote("iceberg:"+name, cfg.remote),
 		storage: newRemote("iceberg:"+name+":storage", cfg.remote),
-		log: slog.Default().With("catalog", name, "backend", Type)}
+		log:     slog.Default().With("catalog", name, "backend", Type)}
 	switch cfg.catalogType {
 	case TypeSQL:
 		err = p.openSQL(ctx)
