@@ -5,7 +5,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 
@@ -35,31 +34,37 @@ type Engine struct {
 	opts Options
 }
 
-// lockdown is the configuration DuckDB opens with. lock_configuration
-// comes last in effect: nothing a query says can change any of it.
-func lockdown(opts Options) url.Values {
-	v := url.Values{}
-	v.Set("enable_external_access", "false")
-	v.Set("autoinstall_known_extensions", "false")
-	v.Set("autoload_known_extensions", "false")
-	v.Set("allow_community_extensions", "false")
-	v.Set("allow_unsigned_extensions", "false")
-	// DuckDB's arrow_scan hands pushed-down filters to the stream's
-	// producer and drops them; a plain Arrow C stream ignores them, so a
-	// pushed filter would be lost. The filters are pushed into the
-	// catalog scan by the gateway instead (see pushdown.go).
-	v.Set("disabled_optimizers", "filter_pushdown,join_filter_pushdown")
+// setting is one DuckDB configuration option.
+type setting struct{ name, value string }
+
+// lockdown is the configuration DuckDB opens with, in order: resources
+// first (a temp directory cannot be set once external access is off),
+// then the lock-down, and lock_configuration last, after which nothing a
+// query says can change any of it.
+func lockdown(opts Options) []setting {
+	var s []setting
 	if opts.MemoryLimit != "" {
-		v.Set("memory_limit", opts.MemoryLimit)
+		s = append(s, setting{"memory_limit", opts.MemoryLimit})
 	}
 	if opts.TempDir != "" {
-		v.Set("temp_directory", opts.TempDir)
+		s = append(s, setting{"temp_directory", opts.TempDir})
 	}
 	if opts.Threads > 0 {
-		v.Set("threads", fmt.Sprint(opts.Threads))
+		s = append(s, setting{"threads", fmt.Sprint(opts.Threads)})
 	}
-	v.Set("lock_configuration", "true")
-	return v
+	return append(s,
+		// DuckDB's arrow_scan hands pushed-down filters to the stream's
+		// producer and drops them; a plain Arrow C stream ignores them, so
+		// a pushed filter would be lost. The gateway pushes filters into
+		// the catalog scan itself instead (see pushdown.go).
+		setting{"disabled_optimizers", "filter_pushdown,join_filter_pushdown"},
+		setting{"autoinstall_known_extensions", "false"},
+		setting{"autoload_known_extensions", "false"},
+		setting{"allow_community_extensions", "false"},
+		setting{"allow_unsigned_extensions", "false"},
+		setting{"enable_external_access", "false"},
+		setting{"lock_configuration", "true"},
+	)
 }
 
 // New opens an in-memory DuckDB with the lock-down applied.
@@ -74,18 +79,9 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("engine: cannot create a duckdb config")
 	}
 	defer duck.DestroyConfig(&cfg)
-	settings := lockdown(opts)
-	// lock_configuration must be set last, after every other option.
-	keys := make([]string, 0, len(settings))
-	for k := range settings {
-		if k != "lock_configuration" {
-			keys = append(keys, k)
-		}
-	}
-	keys = append(keys, "lock_configuration")
-	for _, k := range keys {
-		if duck.SetConfig(cfg, k, settings.Get(k)) == duck.StateError {
-			return nil, fmt.Errorf("engine: duckdb option %s=%q rejected", k, settings.Get(k))
+	for _, st := range lockdown(opts) {
+		if duck.SetConfig(cfg, st.name, st.value) == duck.StateError {
+			return nil, fmt.Errorf("engine: duckdb option %s=%q rejected", st.name, st.value)
 		}
 	}
 	e := &Engine{opts: opts}

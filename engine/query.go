@@ -181,7 +181,7 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 		}
 		r.scans = append(r.scans, ScanStats{Table: ref.table.Ident, Columns: ref.columns, Filters: ref.filters,
 			FilesPlanned: res.FilesPlanned, FilesTotal: res.FilesTotal})
-		release, err := registerStream(c.c, ref.view, res.Reader)
+		release, err := registerStream(c.c, ref.view, newPrefetchReader(res.Reader))
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/flightgw/flightgw/auth"
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/engine"
 	"github.com/flightgw/flightgw/txn"
 )
 
@@ -41,6 +43,14 @@ type Options struct {
 	Version    string
 	Log        *slog.Logger
 	Alloc      memory.Allocator
+	// Engine runs SQL queries and INSERT; nil answers them Unimplemented.
+	Engine *engine.Engine
+	// TicketKey signs query tickets (HMAC-SHA256); replicas sharing it
+	// can serve each other's tickets. Empty draws a random key per process.
+	TicketKey []byte
+	// TicketTTL is how long a query ticket is valid (DefaultTicketTTL
+	// when zero).
+	TicketTTL time.Duration
 }
 
 // IdempotencyKeyOption is the CommandStatementIngest option whose value
@@ -58,6 +68,7 @@ type Handler struct {
 	opts     Options
 	catalogs map[string]Catalog
 	log      *slog.Logger
+	sql      sqlState
 }
 
 // New builds a Handler.

@@ -43,6 +43,30 @@ type Config struct {
 	Auth           auth.Config     `yaml:"auth"`
 	Limits         Limits          `yaml:"limits"`
 	Timeouts       Timeouts        `yaml:"timeouts"`
+	Engine         EngineConfig    `yaml:"engine"`
+	Tickets        TicketsConfig   `yaml:"tickets"`
+}
+
+// EngineConfig configures the embedded SQL engine (DuckDB).
+type EngineConfig struct {
+	// MemoryLimit is DuckDB's memory_limit ("1GB", "50%"); empty keeps
+	// DuckDB's default (80% of RAM).
+	MemoryLimit string `yaml:"memory_limit"`
+	// TempDir is where queries over the memory limit spill; it defaults
+	// to <data_dir>/tmp/duckdb.
+	TempDir string `yaml:"temp_dir"`
+	// Threads is DuckDB's worker count; 0 uses every core.
+	Threads int `yaml:"threads"`
+}
+
+// TicketsConfig configures query tickets.
+type TicketsConfig struct {
+	// SigningKey signs query tickets (HMAC-SHA256). Gateway replicas that
+	// share it serve each other's tickets; empty draws a random key at
+	// start.
+	SigningKey string `yaml:"signing_key"`
+	// TTL is how long a ticket stays valid (default 10m).
+	TTL duration.Duration `yaml:"ttl"`
 }
 
 // LogConfig selects the log format and level.
@@ -124,6 +148,7 @@ var EnvVars = []string{
 	"FLIGHTGW_LISTEN", "FLIGHTGW_DATA_DIR", "FLIGHTGW_INSECURE", "FLIGHTGW_LOG_LEVEL", "FLIGHTGW_LOG_FORMAT",
 	"FLIGHTGW_DEFAULT_CATALOG", "FLIGHTGW_DEFAULT_SCHEMA", "FLIGHTGW_MAX_BATCH_BYTES", "FLIGHTGW_MEMORY_LIMIT",
 	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_AUTH_SIGNING_KEY",
+	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -131,6 +156,8 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		"FLIGHTGW_LISTEN": &c.Listen, "FLIGHTGW_DATA_DIR": &c.DataDir, "FLIGHTGW_LOG_LEVEL": &c.Log.Level,
 		"FLIGHTGW_LOG_FORMAT": &c.Log.Format, "FLIGHTGW_DEFAULT_CATALOG": &c.DefaultCatalog,
 		"FLIGHTGW_DEFAULT_SCHEMA": &c.DefaultSchema, "FLIGHTGW_AUTH_SIGNING_KEY": &c.Auth.SigningKey,
+		"FLIGHTGW_ENGINE_MEMORY_LIMIT": &c.Engine.MemoryLimit, "FLIGHTGW_ENGINE_TEMP_DIR": &c.Engine.TempDir,
+		"FLIGHTGW_TICKETS_SIGNING_KEY": &c.Tickets.SigningKey,
 	}
 	for k, p := range str {
 		if v, ok := lookup(k); ok {
@@ -191,6 +218,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Limits.MaxConcurrentWrites == 0 {
 		c.Limits.MaxConcurrentWrites = DefaultMaxConcurrentWrites
+	}
+	if c.Engine.TempDir == "" {
+		c.Engine.TempDir = filepath.Join(c.DataDir, "tmp", "duckdb")
 	}
 	if c.Timeouts.TxnIdle == (duration.Duration{}) {
 		c.Timeouts.TxnIdle = duration.Of(DefaultTxnIdleTimeout)

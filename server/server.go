@@ -19,6 +19,7 @@ import (
 
 	"github.com/flightgw/flightgw/auth"
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/engine"
 	"github.com/flightgw/flightgw/handlers"
 	"github.com/flightgw/flightgw/txn"
 )
@@ -35,6 +36,7 @@ type Server struct {
 	txns     *txn.Manager
 	catalogs []handlers.Catalog
 	auth     *auth.Authenticator
+	engine   *engine.Engine
 }
 
 // New opens the configured catalogs and builds the gRPC server. It does
@@ -61,7 +63,16 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		log.Info("catalog opened", "catalog", cc.Name, "type", cc.Type, "realm", cc.Realm)
 	}
 	s.txns = txn.NewManager(cfg.Timeouts.TxnIdle.Duration, log)
+	s.engine, err = openEngine(cfg, log)
+	if err != nil {
+		s.txns.Close()
+		s.closeCatalogs()
+		return nil, err
+	}
 	h, err := handlers.New(handlers.Options{
+		Engine:         s.engine,
+		TicketKey:      []byte(cfg.Tickets.SigningKey),
+		TicketTTL:      cfg.Tickets.TTL.Duration,
 		Catalogs:       s.catalogs,
 		Txns:           s.txns,
 		DefaultCatalog: cfg.DefaultCatalog,
@@ -185,7 +196,26 @@ func (s *Server) Shutdown() {
 	s.log.Info("flightgw stopped")
 }
 
+// openEngine opens the SQL engine. A build without it (no duckdb_arrow
+// tag) serves without SQL rather than failing.
+func openEngine(cfg *Config, log *slog.Logger) (*engine.Engine, error) {
+	eng, err := engine.New(engine.Options{MemoryLimit: cfg.Engine.MemoryLimit, TempDir: cfg.Engine.TempDir, Threads: cfg.Engine.Threads})
+	if errors.Is(err, catalogs.ErrUnavailable) {
+		log.Warn("SQL engine unavailable; queries are refused", "err", err)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	log.Info("SQL engine ready", "memory_limit", cfg.Engine.MemoryLimit, "temp_dir", cfg.Engine.TempDir)
+	return eng, nil
+}
+
 func (s *Server) closeCatalogs() {
+	if s.engine != nil {
+		_ = s.engine.Close()
+		s.engine = nil
+	}
 	for _, c := range s.catalogs {
 		if cl, ok := c.Provider.(catalogs.Closer); ok {
 			if err := cl.Close(); err != nil {

@@ -1,0 +1,316 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/flightgw/flightgw/auth"
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/engine"
+)
+
+// sqlState is the Handler's state for SQL: the ticket key, running
+// queries, prepared statements and session options. Its zero value is
+// ready to use.
+type sqlState struct {
+	keyOnce sync.Once
+	key     []byte
+
+	mu sync.Mutex
+	// running maps a query id to the cancel of its DoGet.
+	running map[string]context.CancelFunc
+	// cancelled holds query ids cancelled before or while running, until
+	// their tickets expire.
+	cancelled map[string]time.Time
+	prepared  map[string]*prepared
+	sessions  map[string]sessionOptions
+}
+
+// sqlEngine returns the configured engine, or Unimplemented.
+func (h *Handler) sqlEngine() (*engine.Engine, error) {
+	if h.opts.Engine == nil {
+		return nil, status.Error(codes.Unimplemented, "SQL queries are not enabled on this gateway (no engine)")
+	}
+	return h.opts.Engine, nil
+}
+
+// queryStatus maps an engine error to a gRPC status.
+func queryStatus(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, engine.ErrUnsupported):
+		return status.Error(codes.Unimplemented, err.Error())
+	case errors.Is(err, engine.ErrResourceExhausted):
+		return status.Error(codes.ResourceExhausted, err.Error())
+	}
+	return Status(err)
+}
+
+// resolver resolves table names of a query for principal p, with the
+// given default catalog and schema. A catalog of another realm, or one
+// whose backend cannot scan, has no tables for the query.
+func (h *Handler) resolver(ctx context.Context, p auth.Principal, defCatalog, defSchema string) engine.Resolver {
+	return func(cat, schema, name string) (engine.Table, error) {
+		written := name
+		if schema != "" {
+			written = schema + "." + name
+		}
+		if cat != "" {
+			written = cat + "." + written
+		}
+		if cat == "" {
+			cat = defCatalog
+		}
+		if schema == "" {
+			schema = defSchema
+		}
+		c, ok := h.catalogs[cat]
+		if !ok || c.Realm != p.Realm {
+			return engine.Table{}, catalogs.Errorf(catalogs.ErrNotFound, "table %s not found", written)
+		}
+		sc, ok := c.Provider.(catalogs.Scanner)
+		if !ok {
+			return engine.Table{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: catalog %q (%s) cannot be queried", written, c.Name, c.Type)
+		}
+		ident := h.tableIdent(c.Name, schema, name)
+		if err := ident.Validate(); err != nil {
+			return engine.Table{}, err
+		}
+		spec, err := c.Provider.GetTableSpec(ctx, ident)
+		if err != nil {
+			if errors.Is(err, catalogs.ErrNotFound) {
+				return engine.Table{}, catalogs.Errorf(catalogs.ErrNotFound, "table %s not found", written)
+			}
+			return engine.Table{}, err
+		}
+		return engine.Table{Ident: ident, Scanner: sc, Schema: spec.Schema}, nil
+	}
+}
+
+// queryDefaults are the caller's default catalog and schema: its session
+// options, else the configured defaults.
+func (h *Handler) queryDefaults(ctx context.Context, p auth.Principal) (string, string) {
+	o := h.sessionOptions(ctx, p)
+	cat, schema := o.catalog, o.schema
+	if cat == "" {
+		cat = h.opts.DefaultCatalog
+	}
+	if schema == "" {
+		schema = h.opts.DefaultSchema
+	}
+	return cat, schema
+}
+
+// describe binds a query for the caller without reading data.
+func (h *Handler) describe(ctx context.Context, query string) (*engine.Description, auth.Principal, string, string, error) {
+	eng, err := h.sqlEngine()
+	if err != nil {
+		return nil, auth.Principal{}, "", "", err
+	}
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, p, "", "", err
+	}
+	cat, schema := h.queryDefaults(ctx, p)
+	d, err := eng.Describe(ctx, query, h.resolver(ctx, p, cat, schema))
+	if err != nil {
+		return nil, p, "", "", queryStatus(err)
+	}
+	return d, p, cat, schema, nil
+}
+
+// GetFlightInfoStatement answers CommandStatementQuery: the result schema
+// and one endpoint whose ticket is the signed, self-contained query.
+func (h *Handler) GetFlightInfoStatement(ctx context.Context, cmd flightsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	if isInsert(cmd.GetQuery()) {
+		return nil, status.Error(codes.InvalidArgument, "INSERT is an update: execute it with executeUpdate (CommandStatementUpdate)")
+	}
+	d, p, cat, schema, err := h.describe(ctx, cmd.GetQuery())
+	if err != nil {
+		return nil, err
+	}
+	if d.Params.NumFields() > 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "the query has %d parameter(s): use a prepared statement", d.Params.NumFields())
+	}
+	return h.queryInfo(desc, d.Schema, ticket{SQL: cmd.GetQuery(), Catalog: cat, Schema: schema, Owner: p.ID()})
+}
+
+// GetSchemaStatement answers GetSchema for CommandStatementQuery.
+func (h *Handler) GetSchemaStatement(ctx context.Context, cmd flightsql.StatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	d, _, _, _, err := h.describe(ctx, cmd.GetQuery())
+	if err != nil {
+		return nil, err
+	}
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(d.Schema, h.Alloc)}, nil
+}
+
+// queryInfo builds the FlightInfo of a query with a fresh query id.
+func (h *Handler) queryInfo(desc *flight.FlightDescriptor, schema *arrow.Schema, t ticket) (*flight.FlightInfo, error) {
+	t.ID = randomID()
+	t.Expires = time.Now().Add(h.ticketTTL()).Unix()
+	handle, err := h.signTicket(t)
+	if err != nil {
+		return nil, Status(err)
+	}
+	tkt, err := flightsql.CreateStatementQueryTicket(handle)
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &flight.FlightInfo{
+		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}},
+		FlightDescriptor: desc,
+		Schema:           flight.SerializeSchema(schema, h.Alloc),
+		TotalRecords:     -1,
+		TotalBytes:       -1,
+	}, nil
+}
+
+// DoGetStatement runs the query a ticket carries and streams its result.
+func (h *Handler) DoGetStatement(ctx context.Context, tkt flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := h.openTicket(tkt.GetStatementHandle(), p.ID(), time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	params, err := decodeParams(t.Params, h.Alloc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if params != nil {
+		defer params.Release()
+	}
+	return h.runQuery(ctx, p, t.ID, t.SQL, params, t.Catalog, t.Schema, time.Unix(t.Expires, 0))
+}
+
+// runQuery starts a query and streams it batch by batch: a batch is only
+// produced when the previous one has been handed to gRPC, so memory stays
+// bounded whatever the result's size. The query stops when the client
+// goes away or CancelFlightInfo names it.
+func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id, query string, params arrow.RecordBatch,
+	cat, schema string, expires time.Time) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	eng, err := h.sqlEngine()
+	if err != nil {
+		return nil, nil, err
+	}
+	rpcCtx := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	if err := h.track(id, cancel, expires); err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	rows, err := eng.Query(ctx, query, params, h.resolver(ctx, p, cat, schema))
+	if err != nil {
+		h.untrack(id)
+		cancel()
+		h.log.Info("query failed", "query_id", id, "principal", p.Name, "err", err)
+		return nil, nil, queryStatus(err)
+	}
+	for _, s := range rows.Scans() {
+		h.log.Debug("query scan", "query_id", id, "table", s.Table.String(), "columns", len(s.Columns),
+			"filters", len(s.Filters), "files_planned", s.FilesPlanned, "files_total", s.FilesTotal)
+	}
+	ch := make(chan flight.StreamChunk, 1)
+	go func() {
+		defer close(ch)
+		defer cancel()
+		defer h.untrack(id)
+		defer rows.Close()
+		for rows.Next() {
+			b := rows.RecordBatch()
+			b.Retain()
+			select {
+			case ch <- flight.StreamChunk{Data: b}:
+			case <-ctx.Done():
+				b.Release()
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		err := rows.Err()
+		if ctx.Err() != nil {
+			// Cancelled by CancelFlightInfo (the client is still there
+			// to be told) or by the client going away.
+			err = status.Error(codes.Canceled, "query cancelled")
+		}
+		if err != nil {
+			select {
+			case ch <- flight.StreamChunk{Err: queryStatus(err)}:
+			case <-rpcCtx.Done():
+			}
+		}
+	}()
+	return rows.Schema(), ch, nil
+}
+
+// track registers a running query; a query already cancelled is refused.
+func (h *Handler) track(id string, cancel context.CancelFunc, expires time.Time) error {
+	h.sql.mu.Lock()
+	defer h.sql.mu.Unlock()
+	if _, ok := h.sql.cancelled[id]; ok {
+		return status.Error(codes.Canceled, "query cancelled")
+	}
+	if h.sql.running == nil {
+		h.sql.running = map[string]context.CancelFunc{}
+	}
+	h.sql.running[id] = cancel
+	return nil
+}
+
+func (h *Handler) untrack(id string) {
+	h.sql.mu.Lock()
+	defer h.sql.mu.Unlock()
+	delete(h.sql.running, id)
+}
+
+// CancelFlightInfo cancels the queries of a FlightInfo: a running one
+// stops, and its tickets are refused from then on.
+func (h *Handler) CancelFlightInfo(ctx context.Context, req *flight.CancelFlightInfoRequest) (flight.CancelFlightInfoResult, error) {
+	notCancelled := flight.CancelStatusNotCancellable
+	p, err := principal(ctx)
+	if err != nil {
+		return flight.CancelFlightInfoResult{Status: notCancelled}, err
+	}
+	if req.GetInfo() == nil || len(req.GetInfo().GetEndpoint()) == 0 {
+		return flight.CancelFlightInfoResult{Status: notCancelled}, status.Error(codes.InvalidArgument, "cancel: the request has no FlightInfo endpoints")
+	}
+	now := time.Now()
+	for _, ep := range req.GetInfo().GetEndpoint() {
+		q, err := flightsql.GetStatementQueryTicket(ep.GetTicket())
+		if err != nil {
+			return flight.CancelFlightInfoResult{Status: notCancelled}, status.Errorf(codes.InvalidArgument, "cancel: not a query ticket: %v", err)
+		}
+		t, err := h.openTicket(q.GetStatementHandle(), p.ID(), now)
+		if err != nil {
+			return flight.CancelFlightInfoResult{Status: notCancelled}, err
+		}
+		h.sql.mu.Lock()
+		if h.sql.cancelled == nil {
+			h.sql.cancelled = map[string]time.Time{}
+		}
+		for id, exp := range h.sql.cancelled {
+			if now.After(exp) {
+				delete(h.sql.cancelled, id)
+			}
+		}
+		h.sql.cancelled[t.ID] = time.Unix(t.Expires, 0)
+		if cancel, ok := h.sql.running[t.ID]; ok {
+			cancel()
+		}
+		h.sql.mu.Unlock()
+		h.log.Info("query cancelled", "query_id", t.ID, "principal", p.Name)
+	}
+	return flight.CancelFlightInfoResult{Status: flight.CancelStatusCancelled}, nil
+}

@@ -1,0 +1,221 @@
+package handlers
+
+import (
+	"context"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/flightgw/flightgw/auth"
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/engine"
+	"github.com/flightgw/flightgw/txn"
+)
+
+// DoPutCommandStatementUpdate answers CommandStatementUpdate. INSERT INTO
+// t VALUES (...) and INSERT INTO t SELECT ... run their source through the
+// engine and write its batches like a bulk ingest (append), inside the
+// session's transaction when one is open. Other statements are refused
+// by name.
+func (h *Handler) DoPutCommandStatementUpdate(ctx context.Context, cmd flightsql.StatementUpdate) (int64, error) {
+	n, err := h.update(ctx, cmd.GetQuery(), cmd.GetTransactionId(), nil)
+	if err != nil {
+		h.log.Info("update failed", "kind", engine.StatementKind(cmd.GetQuery()), "code", Code(err).String(), "err", err)
+	}
+	return n, err
+}
+
+// update runs an update statement with an optional row of parameters.
+func (h *Handler) update(ctx context.Context, query string, txnID []byte, params arrow.RecordBatch) (int64, error) {
+	if err := refuseNonInsert(query); err != nil {
+		return 0, err
+	}
+	st, err := parseInsert(query)
+	if err != nil {
+		return 0, Status(err)
+	}
+	t, err := h.insertTarget(ctx, st)
+	if err != nil {
+		return 0, err
+	}
+	src, err := h.insertSource(ctx, t, st, params)
+	if err != nil {
+		return 0, err
+	}
+	defer src.close()
+	n, err := h.writeInsert(ctx, t, txnID, src)
+	return n, Status(err)
+}
+
+// refuseNonInsert refuses every update statement but INSERT by name.
+func refuseNonInsert(query string) error {
+	switch kind := engine.StatementKind(query); kind {
+	case "INSERT":
+		return nil
+	case "SELECT", "WITH", "VALUES", "FROM":
+		return status.Errorf(codes.InvalidArgument, "%s is a query, not an update: execute it with executeQuery (CommandStatementQuery)", kind)
+	case "":
+		return status.Error(codes.InvalidArgument, "empty statement")
+	default:
+		return status.Errorf(codes.Unimplemented, "%s statements are not supported: flightgw executes queries and INSERT", kind)
+	}
+}
+
+// insertTable is the resolved target of an INSERT.
+type insertTable struct {
+	p      auth.Principal
+	cat    Catalog
+	ident  catalogs.TableIdent
+	schema *arrow.Schema
+	fields []arrow.Field
+	// catalog and schema defaults for the source query.
+	defCatalog, defSchema string
+}
+
+func (h *Handler) insertTarget(ctx context.Context, st *insertStmt) (*insertTable, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defCat, defSchema := h.queryDefaults(ctx, p)
+	catName, schema := st.catalog, st.schema
+	if catName == "" {
+		catName = defCat
+	}
+	if schema == "" {
+		schema = defSchema
+	}
+	cat, _, err := h.catalog(ctx, catName)
+	if err != nil {
+		return nil, status.Errorf(codes.NotFound, "INSERT: table %s not found", strings.Join([]string{catName, schema, st.table}, "."))
+	}
+	ident := h.tableIdent(cat.Name, schema, st.table)
+	if err := ident.Validate(); err != nil {
+		return nil, Status(err)
+	}
+	spec, err := cat.Provider.GetTableSpec(ctx, ident)
+	if err != nil {
+		return nil, Status(err)
+	}
+	fields, err := st.targetFields(ident, spec.Schema)
+	if err != nil {
+		return nil, Status(err)
+	}
+	return &insertTable{p: p, cat: cat, ident: ident, schema: spec.Schema, fields: fields, defCatalog: defCat, defSchema: defSchema}, nil
+}
+
+// insertSource runs the INSERT's source query, cast to the table's
+// columns.
+func (h *Handler) insertSource(ctx context.Context, t *insertTable, st *insertStmt, params arrow.RecordBatch) (*batchSource, error) {
+	eng, err := h.sqlEngine()
+	if err != nil {
+		return nil, err
+	}
+	q := st.castQuery(t.schema, t.fields)
+	d, err := eng.Describe(ctx, "SELECT * FROM ("+st.source+")", h.resolver(ctx, t.p, t.defCatalog, t.defSchema))
+	if err != nil {
+		return nil, queryStatus(err)
+	}
+	if d.Schema.NumFields() != len(t.fields) {
+		return nil, status.Errorf(codes.InvalidArgument, "INSERT into %s: %d target column(s) but the source has %d", t.ident, len(t.fields), d.Schema.NumFields())
+	}
+	rows, err := eng.Query(ctx, q, params, h.resolver(ctx, t.p, t.defCatalog, t.defSchema))
+	if err != nil {
+		return nil, queryStatus(err)
+	}
+	return &batchSource{schema: rows.Schema(), next: rows.Next, batch: rows.RecordBatch,
+		err: func() error { return queryStatus(rows.Err()) }, close: rows.Close}, nil
+}
+
+// writeInsert writes an INSERT's batches through the bulk-ingest path
+// (planIngest, writeStream, then the transaction or commitIngest).
+func (h *Handler) writeInsert(ctx context.Context, t *insertTable, txnID []byte, src *batchSource) (int64, error) {
+	tx, err := h.ingestTxn(ctx, t.p, txnID)
+	if err != nil {
+		return 0, err
+	}
+	plan, err := h.planIngest(ctx, t.cat, t.ident, nil, t.schema, tx != nil)
+	if err != nil {
+		return 0, err
+	}
+	receipts, rows, err := writeStream(ctx, plan, src)
+	if err != nil {
+		h.abandon(ctx, plan, receipts, tx == nil)
+		return 0, err
+	}
+	if tx != nil {
+		superseded, err := tx.Add(t.ident, plan.provider, txn.Append, receipts)
+		if err != nil {
+			h.abandon(ctx, plan, receipts, false)
+			return 0, err
+		}
+		if err := txn.Discard(context.WithoutCancel(ctx), plan.provider, t.ident, superseded); err != nil {
+			h.log.Warn("discard superseded receipts", "table", t.ident.String(), "err", err)
+		}
+		return rows, nil
+	}
+	if err := h.commitIngest(ctx, plan, "insert-"+randomID(), receipts); err != nil {
+		return 0, err
+	}
+	return rows, nil
+}
+
+// batchSource adapts a stream of batches (an engine result, or parameter
+// batches) to the flight.MessageReader that the ingest path reads.
+type batchSource struct {
+	schema *arrow.Schema
+	next   func() bool
+	batch  func() arrow.RecordBatch
+	err    func() error
+	close  func()
+}
+
+var _ flight.MessageReader = (*batchSource)(nil)
+
+// Schema is the batches' schema.
+func (b *batchSource) Schema() *arrow.Schema { return b.schema }
+
+// Next advances to the next batch.
+func (b *batchSource) Next() bool { return b.next() }
+
+// RecordBatch is the current batch.
+func (b *batchSource) RecordBatch() arrow.RecordBatch { return b.batch() }
+
+// Record is the current batch.
+//
+// Deprecated: use RecordBatch.
+func (b *batchSource) Record() arrow.RecordBatch { return b.batch() }
+
+// Err is the error that ended the stream.
+func (b *batchSource) Err() error { return b.err() }
+
+// Retain does nothing: the source is owned by its creator.
+func (b *batchSource) Retain() {}
+
+// Release does nothing: the source is owned by its creator.
+func (b *batchSource) Release() {}
+
+// Read returns the next batch or io.EOF.
+func (b *batchSource) Read() (arrow.RecordBatch, error) {
+	if b.Next() {
+		return b.RecordBatch(), nil
+	}
+	if err := b.Err(); err != nil {
+		return nil, err
+	}
+	return nil, io.EOF
+}
+
+// Chunk is the current batch as a stream chunk.
+func (b *batchSource) Chunk() flight.StreamChunk { return flight.StreamChunk{Data: b.RecordBatch()} }
+
+// LatestFlightDescriptor is nil: the batches come with none.
+func (b *batchSource) LatestFlightDescriptor() *flight.FlightDescriptor { return nil }
+
+// LatestAppMetadata is nil: the batches come with none.
+func (b *batchSource) LatestAppMetadata() []byte { return nil }
