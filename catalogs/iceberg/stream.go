@@ -36,8 +36,8 @@ func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent) (catal
 	s.w.run(func(yield func(arrow.RecordBatch, error) bool) {
 		for b := range s.in {
 			if !yield(b, nil) {
-				// The writer failed: Write sees it through w.done.
-				b.Release()
+				// The writer failed (WriteRecords released b): Write sees
+				// it through w.done.
 				return
 			}
 		}

@@ -332,9 +332,15 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 	if err != nil {
 		return err
 	}
+	if root == "" {
+		// The table is gone and no warehouse is configured to check the
+		// paths against: delete nothing rather than trust the receipt.
+		p.log.WarnContext(ctx, "discard: table dropped, staged files left", "table", t.String(), "files", len(paths))
+		return nil
+	}
 	for _, path := range paths {
 		// A receipt is data from a client: never delete outside the table.
-		if root == "" || !strings.HasPrefix(path, root+"/") || strings.Contains(path, "/../") {
+		if !strings.HasPrefix(path, root+"/") || strings.Contains(path, "/../") {
 			return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: staged file %s is outside the table's location", t, path)
 		}
 	}
