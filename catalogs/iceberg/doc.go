@@ -1,22 +1,79 @@
 // Package iceberg is the Apache Iceberg backend of flightgw, built on
 // iceberg-go and registered as catalogs type "iceberg".
 //
-// Catalogs: the SQL catalog (SQLite through a pure-Go driver for the
-// embedded default, Postgres by URI) and the REST catalog (bearer token or
-// OAuth2 client credentials). Storage: local files and S3. The catalog is
-// configured with plain string properties (the Prop* constants), reusing
-// iceberg-go's names; OpenEmbedded opens the embedded default lake, which
-// pyiceberg's SqlCatalog can read.
+// # Catalogs and storage
+//
+// The SQL catalog (SQLite through a pure-Go driver for the embedded
+// default, Postgres by URI) and the REST catalog (bearer token or OAuth2
+// client credentials). Storage: local files and S3. The catalog is built
+// from plain string properties (the Prop* constants), which reuse
+// iceberg-go's names and are validated at Open: a bad key is an
+// ErrInvalidArgument naming it.
+//
+//	catalog-type                   sql (default) or rest
+//	uri                            sqlite:////abs/catalog.db, postgres://u:p@host/db, or http(s)://rest
+//	warehouse                      file:///abs/dir or s3://bucket/prefix (required for sql)
+//	token, credential              REST bearer token, or OAuth2 client_id:client_secret
+//	oauth2-server-uri, scope       REST OAuth2 token endpoint and scope
+//	create-namespaces              namespaces created at Open, comma separated, levels dot separated
+//	write.target-file-size-bytes   data file size a stream rolls at (default 128 MiB)
+//	commit.retry.num-retries       conflict retries after the first attempt (default 10)
+//	commit.retry.min-wait-ms       backoff floor (default 50)
+//	commit.retry.max-wait-ms       backoff ceiling, with jitter (default 5000)
+//	commit.retry.total-timeout-ms  give up retrying after (default 60000)
+//	remote.timeout-ms              timeout of one call to the catalog or storage (default 30000)
+//	remote.max-attempts            attempts of an idempotent remote call (default 3)
+//	remote.breaker.failures        consecutive failures that open a breaker (default 5)
+//	remote.breaker.open-ms         how long an open breaker rejects calls (default 30000)
+//	s3.*, client.*, rest.*, gcs.*, adls.*, header.*, table-default.*, table-override.*, jdbc.*
+//	                               passed to iceberg-go unchanged
+//
+// OpenEmbedded (or Open with EmbeddedProperties) opens the embedded default:
+// catalog "lake" in <data-dir>/catalog.db with its warehouse in
+// <data-dir>/warehouse and the namespace "default". It is the layout
+// pyiceberg's SqlCatalog uses (table iceberg_tables keyed by catalog_name),
+// so SqlCatalog("lake", uri="sqlite:////<data-dir>/catalog.db",
+// warehouse="file:///<data-dir>/warehouse") reads and appends to it.
+//
+// # Writes
 //
 // Writes stage Parquet data files that follow the table's partition spec
-// and become visible only at commit. Provider.WriteBatch writes each batch's
-// own files; OpenStream (catalogs.StreamWriter) rolls files at
-// write.target-file-size-bytes across many batches with bounded memory.
-// Receipts carry the staged files encoded with iceberg-go's DataFile codec.
+// and become visible only at commit. Provider.WriteBatch writes each
+// batch's own files (one per partition it touches) and returns their
+// receipt: simple and safe, nothing is buffered between calls. For uploads
+// of many batches, OpenStream (catalogs.StreamWriter) feeds every batch to
+// one writer that rolls files at write.target-file-size-bytes; it holds at
+// most a couple of batches plus one Parquet row group per open file (a
+// quarter of the target size, at most 32 MiB), so memory stays bounded
+// whatever the upload's size. Batches are checked against the table schema
+// (a missing, extra or mistyped column, or a null in a required one, is an
+// ErrInvalidArgument naming the column) and converted where no value
+// changes: narrower integers, large strings, timestamp units (sub-
+// microsecond digits are dropped). A receipt's Metadata is JSON listing
+// the staged files, each encoded with iceberg-go's DataFile codec.
 //
-// Commits append (or, for CommitOverwrite, replace) in one snapshot, record
-// a commit id in the snapshot summary (CommitIDKey) and retry conflicts
-// with exponential backoff and jitter. Calls to the catalog service go
-// through a circuit breaker, a timeout and, when idempotent, a bounded
-// retry.
+// # Commits
+//
+// Commits append (or, for CommitOverwrite, replace) in one snapshot and
+// record a commit id in the snapshot summary (CommitIDKey). A lost
+// compare-and-swap is retried after reloading the table, with exponential
+// backoff and jitter, up to commit.retry.num-retries and
+// commit.retry.total-timeout-ms; CommitOutcome.Retried counts the
+// conflicts. Before every attempt the commit id is looked up, so a commit
+// whose reply was lost is never applied twice.
+//
+// # Security context
+//
+// Encryption comes from table properties: encryption.kms-key-id maps to
+// StorageLevel with that key, encryption.key-metadata.<k> to ClientSide
+// with key_metadata[<k>], anything else to None. Credentials are the
+// storage credentials a REST catalog vends for the table (asked for on
+// every call, never cached), else those of the configuration.
+//
+// # Resilience
+//
+// Calls to the catalog service go through a circuit breaker, a timeout per
+// attempt and, when idempotent, a bounded retry with backoff; data file
+// writes and deletes go through a second breaker for object storage.
+// Panics inside iceberg-go or arrow are turned into errors.
 package iceberg
