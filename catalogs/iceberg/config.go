@@ -151,8 +151,12 @@ func parseConfig(props map[string]string) (config, error) {
 		remote:         remotePolicy{timeout: 30 * time.Second, attempts: 3, breakerFailures: 5, breakerOpen: 30 * time.Second},
 		passthrough:    map[string]string{},
 	}
+	own := map[string]bool{PropTargetFileSize: true, PropCommitRetries: true, PropCommitMinWait: true,
+		PropCommitMaxWait: true, PropCommitTotalTimeout: true, PropRemoteTimeout: true,
+		PropRemoteAttempts: true, PropBreakerFailures: true, PropBreakerOpen: true}
 	for k := range props {
-		if !exactKeys[k] && !hasAnyPrefix(k, passPrefixes) {
+		ours := strings.HasPrefix(k, "remote.") || strings.HasPrefix(k, "commit.retry.")
+		if (ours && !own[k]) || (!exactKeys[k] && !own[k] && !hasAnyPrefix(k, passPrefixes)) {
 			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: unknown key", k)
 		}
 	}

@@ -17,6 +17,8 @@ func TestParseConfigRejectsBadKeys(t *testing.T) {
 		name, key, value string
 	}{
 		{"unknown key", "colour", "blue"},
+		{"misspelt remote key", "remote.timeout", "10"},
+		{"misspelt retry key", "commit.retry.attempts", "3"},
 		{"catalog type", PropCatalogType, "hive"},
 		{"relative warehouse", PropWarehouse, "file://relative"},
 		{"warehouse scheme", PropWarehouse, "gs://bucket/x"},
