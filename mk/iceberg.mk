@@ -2,11 +2,12 @@
 #   make iceberg-pyiceberg-check  pyiceberg's SqlCatalog reads and appends to the embedded lake
 #   make iceberg-rest-check       the conformance suite against Iceberg's own REST catalog server
 #                                 (RESTCatalogServer from the iceberg-open-api test fixtures)
+#   make iceberg-postgres-check   the conformance suite with the SQL catalog on a throwaway PostgreSQL
 ICEBERG_PY := $(CURDIR)/.venv/bin/python
 
-TEST_TARGETS += iceberg-pyiceberg-check iceberg-rest-check
+TEST_TARGETS += iceberg-pyiceberg-check iceberg-rest-check iceberg-postgres-check
 
-.PHONY: iceberg-pyiceberg-check iceberg-rest-check
+.PHONY: iceberg-pyiceberg-check iceberg-rest-check iceberg-postgres-check
 
 # .venv/.installed is built by mk/python.mk (its requirements carry pyiceberg).
 iceberg-pyiceberg-check: .venv/.installed
@@ -15,3 +16,7 @@ iceberg-pyiceberg-check: .venv/.installed
 # Needs java 17+, mvn and curl; the server's jars come from Maven Central.
 iceberg-rest-check:
 	GO=$(GO) bash integration/iceberg-rest/run.sh
+
+# Needs PostgreSQL's server binaries (skipped with a message when absent).
+iceberg-postgres-check:
+	GO=$(GO) bash catalogs/iceberg/testdata/postgres.sh

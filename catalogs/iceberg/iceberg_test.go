@@ -168,3 +168,31 @@ func TestConformanceREST(t *testing.T) {
 		}
 	}})
 }
+
+// TestConformancePostgres runs the suite with the SQL catalog on
+// PostgreSQL, started by testdata/postgres.sh (make
+// iceberg-postgres-check). Each instance is a catalog of its own name in
+// the same database.
+func TestConformancePostgres(t *testing.T) {
+	uri := os.Getenv("FLIGHTGW_ICEBERG_PG_URI")
+	if uri == "" {
+		t.Skip("no PostgreSQL: run make iceberg-postgres-check")
+	}
+	var n atomic.Int64
+	catalogtest.Run(t, catalogtest.Harness{New: func(t *testing.T) *catalogtest.Instance {
+		name := fmt.Sprintf("pg%d_%d", os.Getpid(), n.Add(1))
+		wh := t.TempDir()
+		p, err := iceberg.Open(context.Background(), name, map[string]string{
+			iceberg.PropCatalogType: iceberg.TypeSQL, iceberg.PropURI: uri,
+			iceberg.PropWarehouse: "file://" + wh, iceberg.PropCreateNamespaces: "default",
+		})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		return &catalogtest.Instance{
+			Provider: p, Catalog: name, Namespace: []string{"default"},
+			ListFiles: func(context.Context) ([]string, error) { return listDir(wh) },
+		}
+	}})
+}
