@@ -85,7 +85,7 @@ const arenaBytesChunk = 32 << 10
 // copyBytes returns a copy of b, capacity capped, carved from a shared chunk.
 func (a *arena) copyBytes(b []byte) []byte {
 	n := len(b)
-	if n > arenaBytesChunk/4 {
+	if a == nil || n > arenaBytesChunk/4 {
 		return append([]byte(nil), b...)
 	}
 	if cap(a.bytes)-len(a.bytes) < n {

@@ -35,8 +35,8 @@ func DecodeList(version int, data []byte) ([]CommitMessage, error) {
 	if err := CheckVersion(version); err != nil {
 		return nil, err
 	}
-	// Each record is copied once as it is read (decoder.record), so that rows and strings
-	// can alias the copy without pinning or sharing the caller's buffer.
+	// Records are read in place; only what the result keeps (rows, binaries, strings) is
+	// copied out, so the result neither pins nor shares the caller's buffer.
 	in := &input{buf: data}
 	d := decoder{version: version, in: in}
 	n, err := in.readCount("message list", minMessageBytes)
@@ -136,7 +136,7 @@ func (d *decoder) record(field string, arity int) (Row, error) {
 	if err != nil {
 		return Row{}, err
 	}
-	r, err := NewRow(arity, d.mem.copyBytes(b))
+	r, err := NewRow(arity, b)
 	if err != nil {
 		return Row{}, fmt.Errorf("%s: %w", field, err)
 	}
@@ -253,8 +253,9 @@ func (f *fieldReader) bytes(pos int) []byte {
 	b, err := f.r.Binary(pos)
 	if err != nil {
 		f.fail(pos, err)
+		return nil
 	}
-	return b
+	return f.mem.copyBytes(b)
 }
 
 func (f *fieldReader) serializedRow(pos int) Row {
@@ -266,7 +267,7 @@ func (f *fieldReader) serializedRow(pos int) Row {
 		f.fail(pos, err)
 		return Row{}
 	}
-	r, err := rowFromSerialized("row", b)
+	r, err := rowFromSerialized("row", f.mem.copyBytes(b))
 	if err != nil {
 		f.fail(pos, err)
 	}
