@@ -10,8 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/flightgw/flightgw/engine"
 )
 
 // MaxPreparedStatements bounds the open prepared statements of one
@@ -50,9 +48,6 @@ func (h *Handler) CreatePreparedStatement(ctx context.Context, req flightsql.Act
 			return res, err
 		}
 	} else {
-		if err := refuseNonQuery(st.sql); err != nil {
-			return res, err
-		}
 		d, _, _, _, err := h.describe(ctx, st.sql)
 		if err != nil {
 			return res, err
@@ -73,18 +68,6 @@ func (h *Handler) CreatePreparedStatement(ctx context.Context, req flightsql.Act
 	return flightsql.ActionCreatePreparedStatementResult{
 		Handle: []byte(handle), DatasetSchema: st.dataset, ParameterSchema: st.params, IsUpdate: &isUpdate,
 	}, nil
-}
-
-// refuseNonQuery refuses, by name, what is neither a query nor INSERT.
-func refuseNonQuery(query string) error {
-	switch kind := engine.StatementKind(query); kind {
-	case "SELECT", "WITH", "VALUES", "FROM", "(", "TABLE":
-		return nil
-	case "":
-		return status.Error(codes.InvalidArgument, "empty statement")
-	default:
-		return status.Errorf(codes.Unimplemented, "%s statements are not supported: flightgw executes queries and INSERT", kind)
-	}
 }
 
 func (h *Handler) prepareInsert(ctx context.Context, st *prepared) error {

@@ -32,6 +32,8 @@ type sqlState struct {
 	cancelled map[string]time.Time
 	prepared  map[string]*prepared
 	sessions  map[string]sessionOptions
+	// infoIDs are the standard GetSqlInfo ids registered (set by New).
+	infoIDs []uint32
 }
 
 // sqlEngine returns the configured engine, or Unimplemented.

@@ -54,16 +54,28 @@ func (h *Handler) update(ctx context.Context, query string, txnID []byte, params
 
 // refuseNonInsert refuses every update statement but INSERT by name.
 func refuseNonInsert(query string) error {
-	switch kind := engine.StatementKind(query); kind {
-	case "INSERT":
+	switch kind := engine.StatementKind(query); {
+	case kind == "INSERT":
 		return nil
-	case "SELECT", "WITH", "VALUES", "FROM":
+	case kind == "SELECT" || kind == "WITH" || kind == "VALUES" || kind == "FROM":
 		return status.Errorf(codes.InvalidArgument, "%s is a query, not an update: execute it with executeQuery (CommandStatementQuery)", kind)
-	case "":
+	case kind == "":
 		return status.Error(codes.InvalidArgument, "empty statement")
-	default:
+	case knownStatements[kind]:
 		return status.Errorf(codes.Unimplemented, "%s statements are not supported: flightgw executes queries and INSERT", kind)
+	default:
+		return status.Errorf(codes.InvalidArgument, "syntax error: %q does not start a statement", kind)
 	}
+}
+
+// knownStatements are statement keywords that flightgw does not run.
+var knownStatements = map[string]bool{
+	"UPDATE": true, "DELETE": true, "MERGE": true, "DROP": true, "CREATE": true, "ALTER": true, "TRUNCATE": true,
+	"COPY": true, "ATTACH": true, "DETACH": true, "INSTALL": true, "LOAD": true, "SET": true, "RESET": true,
+	"PRAGMA": true, "CALL": true, "EXPORT": true, "IMPORT": true, "VACUUM": true, "CHECKPOINT": true,
+	"GRANT": true, "REVOKE": true, "BEGIN": true, "START": true, "COMMIT": true, "ROLLBACK": true, "ABORT": true,
+	"USE": true, "DESCRIBE": true, "SHOW": true, "EXPLAIN": true, "SUMMARIZE": true, "PREPARE": true,
+	"EXECUTE": true, "DEALLOCATE": true, "UPSERT": true, "REPLACE": true, "ANALYZE": true,
 }
 
 // insertTable is the resolved target of an INSERT.

@@ -26,10 +26,10 @@ func (h *Handler) registerSQLInfo() error {
 		{flightsql.SqlInfoFlightSqlServerVersion, h.opts.Version},
 		{flightsql.SqlInfoFlightSqlServerArrowVersion, arrow.PkgVersion},
 		{flightsql.SqlInfoFlightSqlServerReadOnly, false},
-		{flightsql.SqlInfoFlightSqlServerSql, false},
+		{flightsql.SqlInfoFlightSqlServerSql, h.opts.Engine != nil},
 		{flightsql.SqlInfoFlightSqlServerSubstrait, false},
 		{flightsql.SqlInfoFlightSqlServerTransaction, int32(flightsql.SqlTransactionTransaction)},
-		{flightsql.SqlInfoFlightSqlServerCancel, false},
+		{flightsql.SqlInfoFlightSqlServerCancel, h.opts.Engine != nil},
 		{flightsql.SqlInfoFlightSqlServerBulkIngestion, true},
 		{flightsql.SqlInfoFlightSqlServerIngestTransactionsSupported, true},
 		{flightsql.SqlInfoTransactionsSupported, true},
@@ -38,10 +38,12 @@ func (h *Handler) registerSQLInfo() error {
 		{flightsql.SqlInfoQuotedIdentifierCase, int32(flightsql.SqlCaseSensitivityCaseInsensitive)},
 		{SqlInfoMaxBatchBytes, h.opts.MaxBatchBytes},
 	}
+	infos = append(infos, sqlSyntaxInfo()...)
 	for _, i := range infos {
 		if err := h.RegisterSqlInfo(i.id, i.val); err != nil {
 			return fmt.Errorf("handlers: sql info %v: %w", i.id, err)
 		}
+		h.sql.noteInfo(i.id)
 	}
 	return nil
 }

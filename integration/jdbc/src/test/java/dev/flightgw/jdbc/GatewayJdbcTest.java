@@ -1,0 +1,235 @@
+package dev.flightgw.jdbc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.File;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DatabaseMetaData;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The Arrow Flight SQL JDBC driver, as DBeaver, Tableau or Superset load
+ * it, against a real gateway: metadata, queries, prepared statements and
+ * INSERT. The gateway is started from FLIGHTGW_BIN on a free port, and the
+ * tables are written by FLIGHTGW_SEED (see seed/main.go for their content).
+ */
+class GatewayJdbcTest {
+  private static Process gateway;
+  private static Path dataDir;
+  private static int port;
+
+  @BeforeAll
+  static void startGateway() throws Exception {
+    String bin = env("FLIGHTGW_BIN");
+    String seed = env("FLIGHTGW_SEED");
+    dataDir = Files.createTempDirectory("flightgw-jdbc");
+    try (ServerSocket s = new ServerSocket(0)) {
+      port = s.getLocalPort();
+    }
+    gateway = new ProcessBuilder(bin, "serve", "--data-dir", dataDir.toString(), "--listen", "127.0.0.1:" + port)
+        .redirectErrorStream(true)
+        .redirectOutput(dataDir.resolve("gateway.log").toFile())
+        .start();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (true) {
+      try (Socket ignored = new Socket("127.0.0.1", port)) {
+        break;
+      } catch (java.io.IOException e) {
+        if (!gateway.isAlive() || System.nanoTime() > deadline) {
+          fail("gateway did not start:\n" + Files.readString(dataDir.resolve("gateway.log")));
+        }
+        Thread.sleep(50);
+      }
+    }
+    Process p = new ProcessBuilder(seed, "grpc://127.0.0.1:" + port).inheritIO().start();
+    assertTrue(p.waitFor(120, TimeUnit.SECONDS), "seed did not finish");
+    assertEquals(0, p.exitValue(), "seed failed");
+  }
+
+  @AfterAll
+  static void stopGateway() throws Exception {
+    if (gateway != null) {
+      gateway.destroy();
+      gateway.waitFor(30, TimeUnit.SECONDS);
+    }
+  }
+
+  private static String env(String name) {
+    String v = System.getenv(name);
+    if (v == null || v.isEmpty() || !new File(v).canExecute()) {
+      throw new IllegalStateException(name + " must name an executable (make test-jdbc sets it)");
+    }
+    return v;
+  }
+
+  private static Connection connect() throws SQLException {
+    return DriverManager.getConnection("jdbc:arrow-flight-sql://127.0.0.1:" + port + "?useEncryption=false");
+  }
+
+  /** Renders every row as "a|b|c" and closes the result set. */
+  private static List<String> rows(ResultSet rs) throws SQLException {
+    try (rs) {
+      return render(rs);
+    }
+  }
+
+  private static List<String> render(ResultSet rs) throws SQLException {
+    List<String> out = new ArrayList<>();
+    int n = rs.getMetaData().getColumnCount();
+    while (rs.next()) {
+      StringBuilder b = new StringBuilder();
+      for (int i = 1; i <= n; i++) {
+        if (i > 1) {
+          b.append('|');
+        }
+        b.append(rs.getString(i));
+      }
+      out.add(b.toString());
+    }
+    return out;
+  }
+
+  private static List<String> query(Connection c, String sql) throws SQLException {
+    try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+      return rows(rs);
+    }
+  }
+
+  /** Methods whose absence the JDBC spec allows; none is expected to fail here. */
+  private static final Set<String> SKIP = Set.of("getConnection", "unwrap", "isWrapperFor");
+
+  @Test
+  void everyMetadataGetterAnswers() throws Exception {
+    try (Connection c = connect()) {
+      DatabaseMetaData md = c.getMetaData();
+      List<String> failures = new ArrayList<>();
+      int called = 0;
+      for (Method m : DatabaseMetaData.class.getMethods()) {
+        if (m.getParameterCount() != 0 || SKIP.contains(m.getName())) {
+          continue;
+        }
+        called++;
+        try {
+          Object v = m.invoke(md);
+          if (v instanceof ResultSet rs) {
+            rows(rs);
+          }
+        } catch (InvocationTargetException e) {
+          failures.add(m.getName() + ": " + e.getCause());
+        }
+      }
+      assertTrue(called > 100, "only " + called + " getters found");
+      assertEquals(List.of(), failures);
+      assertTrue(md.supportsTransactions());
+      assertTrue(md.supportsBatchUpdates());
+      assertEquals("\"", md.getIdentifierQuoteString());
+    }
+  }
+
+  @Test
+  void catalogsSchemasTablesColumnsKeysTypes() throws Exception {
+    try (Connection c = connect()) {
+      DatabaseMetaData md = c.getMetaData();
+      assertEquals(List.of("lake"), rows(md.getCatalogs()).stream().map(r -> r.split("\\|")[0]).toList());
+      assertTrue(rows(md.getSchemas()).stream().anyMatch(r -> r.startsWith("default|lake")), "schemas");
+      List<String> tables = rows(md.getTables(null, null, "%", null));
+      assertTrue(tables.stream().anyMatch(r -> r.startsWith("lake|default|sales|TABLE")), tables.toString());
+      List<String> cols = new ArrayList<>();
+      try (ResultSet rs = md.getColumns("lake", "default", "sales", "%")) {
+        while (rs.next()) {
+          cols.add(rs.getString("COLUMN_NAME") + ":" + rs.getInt("DATA_TYPE"));
+        }
+      }
+      assertEquals(List.of("id:-5", "region:12", "amount:8", "qty:4"), cols);
+      assertEquals(List.of(), rows(md.getPrimaryKeys("lake", "default", "sales")));
+      assertEquals(List.of(), rows(md.getImportedKeys("lake", "default", "sales")));
+      assertEquals(List.of(), rows(md.getExportedKeys("lake", "default", "sales")));
+      assertEquals(List.of(), rows(md.getCrossReference("lake", "default", "sales", "lake", "default", "regions")));
+      // The 18.3 driver answers getTypeInfo from Avatica (no rows) without
+      // asking the server; it must still answer.
+      rows(md.getTypeInfo());
+      assertEquals(List.of("TABLE"), rows(md.getTableTypes()));
+    }
+  }
+
+  @Test
+  void queries() throws Exception {
+    try (Connection c = connect()) {
+      // Sums over id 0..999: amount = 1.5 * id, qty = id % 10.
+      assertEquals(List.of("1000|499500|749250.0|4500"),
+          query(c, "SELECT count(*), sum(id), sum(amount), sum(qty) FROM lake.\"default\".sales"));
+      assertEquals(List.of("apac|333|cho", "eu|334|ann", "us|333|bob"),
+          query(c, "SELECT s.region, count(*), r.manager FROM sales s JOIN regions r ON s.region = r.region "
+              + "GROUP BY s.region, r.manager ORDER BY s.region"));
+      assertEquals(List.of("999", "998", "997"), query(c, "SELECT id FROM sales ORDER BY id DESC LIMIT 3"));
+      assertEquals(List.of("4.5"), query(c, "SELECT avg(qty) FROM \"default\".sales WHERE id < 10"));
+      SQLException e = assertThrows(SQLException.class, () -> query(c, "SELECT * FROM no_such_table"));
+      assertTrue(e.getMessage().contains("no_such_table"), e.getMessage());
+      e = assertThrows(SQLException.class, () -> query(c, "SELEC 1"));
+      assertTrue(e.getMessage().toLowerCase().contains("syntax"), e.getMessage());
+    }
+  }
+
+  @Test
+  void preparedStatementWithParameters() throws Exception {
+    try (Connection c = connect();
+        PreparedStatement ps = c.prepareStatement("SELECT count(*), min(id) FROM sales WHERE region = ? AND id >= ?")) {
+      ps.setString(1, "us");
+      ps.setLong(2, 500);
+      try (ResultSet rs = ps.executeQuery()) {
+        assertEquals(List.of("166|502"), rows(rs));
+      }
+      ps.setString(1, "eu");
+      ps.setLong(2, 990);
+      try (ResultSet rs = ps.executeQuery()) {
+        assertEquals(List.of("4|990"), rows(rs));
+      }
+    }
+  }
+
+  @Test
+  void insertsAndSetCatalog() throws Exception {
+    try (Connection c = connect()) {
+      c.setCatalog("lake");
+      try (Statement s = c.createStatement()) {
+        assertEquals(2, s.executeUpdate("INSERT INTO regions VALUES ('mars', 'zed'), ('moon', 'yan')"));
+        assertThrows(SQLException.class, () -> s.executeUpdate("DELETE FROM regions"));
+      }
+      try (PreparedStatement ps = c.prepareStatement("INSERT INTO regions (region, manager) VALUES (?, ?)")) {
+        for (int i = 0; i < 5; i++) {
+          ps.setString(1, "r" + i);
+          ps.setString(2, "m" + i);
+          ps.addBatch();
+        }
+        int[] counts = ps.executeBatch();
+        int total = 0;
+        for (int n : counts) {
+          total += n;
+        }
+        assertEquals(5, total);
+      }
+      assertEquals(List.of("10"), query(c, "SELECT count(*) FROM regions"));
+      assertEquals(List.of("zed"), query(c, "SELECT manager FROM regions WHERE region = 'mars'"));
+    }
+  }
+}
