@@ -53,11 +53,14 @@ func lockdown(opts Options) []setting {
 		s = append(s, setting{"threads", fmt.Sprint(opts.Threads)})
 	}
 	return append(s,
-		// DuckDB's arrow_scan hands pushed-down filters to the stream's
-		// producer and drops them; a plain Arrow C stream ignores them, so
-		// a pushed filter would be lost. The gateway pushes filters into
-		// the catalog scan itself instead (see pushdown.go).
-		setting{"disabled_optimizers", "filter_pushdown,join_filter_pushdown"},
+		// DuckDB's arrow_scan hands the pushed-down projection and filters
+		// to the stream's producer and trusts it to apply them; through
+		// the C API the producer ignores them, so a pruned column would be
+		// read from the wrong child and a pushed filter would be lost. So
+		// no optimizer may narrow the scan: the stream already carries
+		// only the columns the query names, and the gateway pushes the
+		// filters into the catalog scan itself (see pushdown.go).
+		setting{"disabled_optimizers", "filter_pushdown,join_filter_pushdown,unused_columns,late_materialization"},
 		setting{"autoinstall_known_extensions", "false"},
 		setting{"autoload_known_extensions", "false"},
 		setting{"allow_community_extensions", "false"},

@@ -1,0 +1,120 @@
+"""SQL queries through the ADBC Flight SQL driver, each result compared with
+DuckDB (Python) reading the same Iceberg table's Parquet files directly."""
+
+import datetime as dt
+
+import adbc_driver_flightsql.dbapi as flight_sql
+import adbc_driver_manager
+import duckdb
+import pyarrow as pa
+import pytest
+
+N = 3000
+
+
+def trips(offset: int, n: int) -> pa.Table:
+    ids = list(range(offset, offset + n))
+    cities = ["oslo", "lima", "kyiv", None]
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "city": pa.array([cities[i % 4] for i in ids], pa.string()),
+            "fare": pa.array([None if i % 7 == 0 else i * 0.25 for i in ids], pa.float64()),
+            "riders": pa.array([i % 5 for i in ids], pa.int32()),
+            "day": pa.array([dt.date(2024, 1, 1) + dt.timedelta(days=i % 60) for i in ids], pa.date32()),
+            "ts": pa.array([dt.datetime(2024, 1, 1) + dt.timedelta(minutes=i) for i in ids], pa.timestamp("us")),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def seeded(gateway):
+    """Three ingests (three data files) of the trips table."""
+    with flight_sql.connect(gateway.uri) as c, c.cursor() as cur:
+        for k in range(3):
+            part = trips(k * N // 3, N // 3)
+            cur.adbc_ingest("trips", part, mode="create" if k == 0 else "append")
+        c.commit()
+    return gateway
+
+
+@pytest.fixture(scope="module")
+def direct(seeded):
+    """DuckDB over the Parquet files of the table's current snapshot, found
+    by pyiceberg: the same data, without the gateway."""
+    table = seeded.catalog().load_table(("default", "trips"))
+    files = [t.file.file_path.removeprefix("file://") for t in table.scan().plan_files()]
+    assert len(files) == 3
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW trips AS SELECT * FROM read_parquet({files!r})")
+    yield con
+    con.close()
+
+
+def gateway_rows(conn, sql, params=None):
+    with conn.cursor() as cur:
+        cur.execute(sql, parameters=params)
+        return cur.fetch_arrow_table().to_pylist()
+
+
+def direct_rows(con, sql, params=None):
+    return con.execute(sql, params or []).to_arrow_table().to_pylist()
+
+
+QUERIES = [
+    "SELECT count(*) AS n, sum(fare) AS fares, avg(riders) AS r, min(ts) AS first, max(day) AS last FROM trips",
+    "SELECT city, count(*) AS n, sum(fare) AS f FROM trips GROUP BY city ORDER BY city NULLS LAST",
+    "SELECT id, city, fare FROM trips WHERE fare IS NULL ORDER BY id LIMIT 5",
+    "SELECT id, ts FROM trips WHERE ts >= TIMESTAMP '2024-01-02 10:00:00' AND day < DATE '2024-02-15' ORDER BY id DESC LIMIT 3",
+    "SELECT a.id, b.city FROM trips a JOIN trips b ON a.id = b.id + 1000 WHERE a.riders = 4 ORDER BY a.id LIMIT 4",
+    "SELECT riders, count(DISTINCT city) AS c FROM trips WHERE city IN ('oslo', 'kyiv') GROUP BY ALL ORDER BY riders",
+    "WITH big AS (SELECT * FROM trips WHERE fare > 600) SELECT count(*) AS n, (SELECT max(id) FROM big) AS m FROM big",
+]
+
+
+@pytest.mark.parametrize("sql", QUERIES)
+def test_query_matches_duckdb(seeded, direct, conn, sql):
+    assert gateway_rows(conn, sql) == direct_rows(direct, sql)
+
+
+def test_parameterized_query(seeded, direct, conn):
+    sql = "SELECT count(*) AS n, sum(fare) AS f FROM trips WHERE city = ? AND riders >= ?"
+    for params in [("oslo", 2), ("lima", 0), ("nowhere", 1)]:
+        assert gateway_rows(conn, sql, params) == direct_rows(direct, sql, list(params))
+
+
+def test_get_objects_and_table_schema(seeded, conn):
+    objects = conn.adbc_get_objects(depth="all").read_all().to_pylist()
+    lake = next(o for o in objects if o["catalog_name"] == "lake")
+    schema = next(s for s in lake["catalog_db_schemas"] if s["db_schema_name"] == "default")
+    table = next(t for t in schema["db_schema_tables"] if t["table_name"] == "trips")
+    assert [c["column_name"] for c in table["table_columns"]] == ["id", "city", "fare", "riders", "day", "ts"]
+    got = conn.adbc_get_table_schema("trips", db_schema_filter="default")
+    assert got.names == trips(0, 1).schema.names
+    assert [f.type for f in got] == [f.type for f in trips(0, 1).schema]
+
+
+def test_insert_then_query(seeded, conn):
+    with conn.cursor() as cur:
+        cur.execute("INSERT INTO trips (id, city, riders) VALUES (100000, 'rome', 9)")
+        assert cur.rowcount == 1
+    conn.commit()
+    assert gateway_rows(conn, "SELECT city, riders FROM trips WHERE id = 100000") == [{"city": "rome", "riders": 9}]
+    table = seeded.catalog().load_table(("default", "trips"))
+    assert table.scan(row_filter="id == 100000").to_arrow().num_rows == 1
+
+
+@pytest.mark.parametrize(
+    "sql, fragment",
+    [
+        ("SELEC 1", "syntax"),
+        ("SELECT * FROM no_such_table", "no_such_table"),
+        ("SELECT * FROM read_parquet('/etc/passwd')", "disabled"),
+        ("COPY (SELECT 1) TO '/tmp/flightgw-py-copy.csv'", "COPY"),
+        ("ATTACH '/tmp/flightgw-py.db' AS x", "ATTACH"),
+    ],
+)
+def test_bad_queries_are_refused(seeded, conn, sql, fragment):
+    with pytest.raises(adbc_driver_manager.Error) as err:
+        gateway_rows(conn, sql)
+    assert fragment.lower() in str(err.value).lower()
