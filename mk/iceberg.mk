@@ -3,11 +3,13 @@
 #   make iceberg-rest-check       the conformance suite against Iceberg's own REST catalog server
 #                                 (RESTCatalogServer from the iceberg-open-api test fixtures)
 #   make iceberg-postgres-check   the conformance suite with the SQL catalog on a throwaway PostgreSQL
+#   make iceberg-fuzz             the receipt decoder fuzz target for ICEBERG_FUZZTIME (default 30s)
 ICEBERG_PY := $(CURDIR)/.venv/bin/python
+ICEBERG_FUZZTIME ?= 30s
 
 TEST_TARGETS += iceberg-pyiceberg-check iceberg-rest-check iceberg-postgres-check
 
-.PHONY: iceberg-pyiceberg-check iceberg-rest-check iceberg-postgres-check
+.PHONY: iceberg-pyiceberg-check iceberg-rest-check iceberg-postgres-check iceberg-fuzz
 
 # .venv/.installed is built by mk/python.mk (its requirements carry pyiceberg).
 iceberg-pyiceberg-check: .venv/.installed
@@ -20,3 +22,6 @@ iceberg-rest-check:
 # Needs PostgreSQL's server binaries (skipped with a message when absent).
 iceberg-postgres-check:
 	GO=$(GO) bash catalogs/iceberg/testdata/postgres.sh
+
+iceberg-fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzReceipt$$' -fuzztime $(ICEBERG_FUZZTIME) ./catalogs/iceberg
