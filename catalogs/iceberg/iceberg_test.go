@@ -196,3 +196,36 @@ func TestConformancePostgres(t *testing.T) {
 		}
 	}})
 }
+
+// TestRESTSecurityContext checks that the credential a real REST catalog
+// hands out with a table (run.sh configures RESTCatalogServer to include
+// an S3 session token) is the one GetSecurityContext reports.
+func TestRESTSecurityContext(t *testing.T) {
+	uri := os.Getenv("FLIGHTGW_ICEBERG_REST_URI")
+	if uri == "" {
+		t.Skip("no REST catalog: run make iceberg-rest-check")
+	}
+	ctx := context.Background()
+	ns := fmt.Sprintf("sec%d", os.Getpid())
+	p, err := iceberg.Open(ctx, "rest", map[string]string{
+		iceberg.PropCatalogType: iceberg.TypeREST, iceberg.PropURI: uri, iceberg.PropCreateNamespaces: ns,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	id := catalogs.TableIdent{Catalog: "rest", Namespace: []string{ns}, Name: "secured"}
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		t.Fatal(err)
+	}
+	sec, err := p.GetSecurityContext(ctx, id)
+	if err != nil {
+		t.Fatalf("GetSecurityContext: %v", err)
+	}
+	if got := sec.Credentials.Token.Reveal(); got != "fixture-session-token" {
+		t.Errorf("credential = %q, want the catalog's fixture-session-token", got)
+	}
+	if sec.Encryption.Kind != catalogs.EncryptionNone || sec.Credentials.Scope.Table == nil || sec.Credentials.Scope.Table.Name != "secured" {
+		t.Errorf("security context = %+v", sec)
+	}
+}

@@ -14,8 +14,11 @@ mkdir -p "$work/warehouse" "$here/target"
 mvn -q -B -f "$here/pom.xml" dependency:build-classpath -Dmdep.outputFile="$here/target/classpath.txt"
 
 # RESTCatalogServer reads CATALOG_* variables as catalog properties
-# (CATALOG_REST_PORT is rest.port).
+# (CATALOG_REST_PORT is rest.port; "__" spells "-" and "_" spells "."). With
+# include-credentials it hands its s3.* credentials to clients in each
+# table's config, which GetSecurityContext reports.
 CATALOG_WAREHOUSE="file://$work/warehouse" \
+CATALOG_INCLUDE__CREDENTIALS=true CATALOG_S3_SESSION__TOKEN=fixture-session-token \
 CATALOG_URI="jdbc:sqlite:file:$work/catalog.db" \
 CATALOG_JDBC_USER=user CATALOG_JDBC_PASSWORD=password \
 CATALOG_REST_PORT="$port" \
@@ -43,7 +46,7 @@ curl -sf "http://127.0.0.1:$port/v1/config" >/dev/null || { echo "iceberg-rest: 
 cd "$root"
 status=0
 FLIGHTGW_ICEBERG_REST_URI="http://127.0.0.1:$port" FLIGHTGW_ICEBERG_REST_WAREHOUSE="$work/warehouse" \
-  ${GO:-go} test -count=1 -run '^TestConformanceREST$' -v ./catalogs/iceberg || status=$?
+  ${GO:-go} test -count=1 -run '^(TestConformanceREST|TestRESTSecurityContext)$' -v ./catalogs/iceberg || status=$?
 if [ "$status" -ne 0 ]; then
   echo "--- server log (tail)" >&2
   tail -50 "$work/server.log" >&2
