@@ -2,6 +2,7 @@ package catalogtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -230,7 +231,16 @@ func testInvisibleUntilCommit(t *testing.T, h Harness) {
 	if n := rows(t, in, id); n != 0 {
 		t.Fatalf("rows before commit = %d, want 0", n)
 	}
-	out, err := in.Provider.Commit(context.Background(), id, []catalogs.WriteReceipt{r})
+	// Receipts travel between processes as JSON: commit the decoded copy.
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatalf("receipt JSON: %v", err)
+	}
+	var back catalogs.WriteReceipt
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatalf("receipt JSON: %v", err)
+	}
+	out, err := in.Provider.Commit(context.Background(), id, []catalogs.WriteReceipt{back})
 	if err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
