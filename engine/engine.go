@@ -197,6 +197,7 @@ func classify(t duck.ErrorType, msg string) error {
 
 // chunkReader converts a DuckDB result to Arrow one chunk at a time.
 type chunkReader struct {
+	done   bool // the result has ended: DuckDB errors on a fetch past it
 	res    *duck.Result
 	opts   duck.ArrowOptions
 	schema *arrow.Schema
@@ -226,8 +227,12 @@ func newChunkReader(res *duck.Result) (*chunkReader, error) {
 
 // next returns the next batch, or nil at the end.
 func (r *chunkReader) next() (arrow.RecordBatch, error) {
+	if r.done {
+		return nil, nil
+	}
 	chunk := duck.FetchChunk(*r.res)
 	if chunk.Ptr == nil {
+		r.done = true
 		if msg := duck.ResultError(r.res); msg != "" {
 			return nil, classify(duck.ResultErrorType(r.res), msg)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	duck "github.com/duckdb/duckdb-go-bindings"
 
 	"github.com/flightgw/flightgw/catalogs"
@@ -220,6 +221,10 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 // Schema is the result schema.
 func (r *Rows) Schema() *arrow.Schema { return r.rdr.schema }
 
+// batchRows is the size Rows gathers DuckDB's chunks (2048 rows each)
+// into: fewer, larger batches cost far less to send through Flight.
+const batchRows = 64 * 1024
+
 // Next advances to the next batch; false at the end or on error.
 func (r *Rows) Next() bool {
 	if r.cur != nil {
@@ -229,16 +234,64 @@ func (r *Rows) Next() bool {
 	if r.err != nil || r.rdr == nil {
 		return false
 	}
-	rec, err := r.rdr.next()
-	if err != nil {
-		r.err = err
+	var parts []arrow.RecordBatch
+	var n int64
+	for n < batchRows {
+		rec, err := r.rdr.next()
+		if err != nil {
+			r.err = err
+			break
+		}
+		if rec == nil {
+			break
+		}
+		parts = append(parts, rec)
+		n += rec.NumRows()
+	}
+	if r.err != nil || len(parts) == 0 {
+		for _, p := range parts {
+			p.Release()
+		}
 		return false
 	}
-	if rec == nil {
-		return false
+	r.cur, r.err = concat(r.rdr.schema, parts)
+	return r.err == nil
+}
+
+// concat joins batches into one (the batches are released).
+func concat(schema *arrow.Schema, parts []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(parts) == 1 {
+		return parts[0], nil
 	}
-	r.cur = rec
-	return true
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	cols := make([]arrow.Array, schema.NumFields())
+	var rows int64
+	for _, p := range parts {
+		rows += p.NumRows()
+	}
+	for i := range cols {
+		chunks := make([]arrow.Array, len(parts))
+		for j, p := range parts {
+			chunks[j] = p.Column(i)
+		}
+		c, err := array.Concatenate(chunks, memory.DefaultAllocator)
+		if err != nil {
+			for _, done := range cols[:i] {
+				done.Release()
+			}
+			return nil, fmt.Errorf("engine: result batch: %w", err)
+		}
+		cols[i] = c
+	}
+	out := array.NewRecordBatch(schema, cols, rows)
+	for _, c := range cols {
+		c.Release()
+	}
+	return out, nil
 }
 
 // RecordBatch is the current batch, valid until the next call to Next.

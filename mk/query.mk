@@ -1,13 +1,15 @@
 # SQL engine: the embedded DuckDB needs its Arrow interface, which
 # duckdb-go-bindings only compiles with the duckdb_arrow build tag. Every
-# go command that make runs (build, vet, test) gets it; without it the
-# gateway builds but answers SQL with Unavailable.
+# go command that make runs (build, vet, test, run) gets it; without it the
+# gateway builds but answers SQL with Unimplemented.
 export GOFLAGS := $(strip $(GOFLAGS) -tags=duckdb_arrow)
 
+QUERY_BENCH_ROWS ?= 10000000
 .PHONY: bench-query
-# Query benchmark: aggregate and full-stream latency through the gateway
-# beside in-process DuckDB over the same Parquet files (see docs/sql.md).
+# Query benchmark: aggregate latency and full-stream throughput through the
+# gateway beside in-process DuckDB over the same Parquet files, and the
+# gateway's peak RSS during the stream (see docs/sql.md).
 bench-query: build
-	FLIGHTGW_BIN=$(abspath $(BIN)) $(GO) test -count=1 -run '^$$' -bench BenchmarkQuery -benchtime 3x -timeout 30m ./integration/bench/query/
+	$(GO) run ./integration/bench/query -bin $(BIN) -rows $(QUERY_BENCH_ROWS)
 
 BENCH_TARGETS += bench-query

@@ -1,0 +1,369 @@
+// Command query benchmarks SQL through the gateway against DuckDB reading
+// the same Parquet files in-process, in the same run.
+//
+//	go run -tags duckdb_arrow ./integration/bench/query -bin bin/flightgw [-rows 10000000]
+//
+// It starts a flightgw process on loopback with the embedded Iceberg
+// default in a fresh data dir, bulk-ingests the rows through the ADBC Go
+// driver (id int64, x float64, g int64 = id % 100, tag string), then times,
+// with the median of -runs runs each:
+//
+//  1. aggregate: SELECT g, count(*), sum(x), avg(id) FROM t GROUP BY g,
+//     through ADBC, and by DuckDB in-process over the table's Parquet files
+//     (read_parquet); ratio = in-process latency / gateway latency;
+//  2. full stream: SELECT * FROM t read to the end through ADBC, and the
+//     same query in-process through DuckDB's Arrow interface; ratio =
+//     gateway rows/s / in-process rows/s.
+//
+// It samples the gateway's RSS (VmRSS from /proc) during the full stream
+// and prints its peak, beside the targets (0.8, 0.7, 300 MB).
+package main
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+	adbcflight "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/duckdb/duckdb-go/v2"
+)
+
+const aggQuery = "SELECT g, count(*), sum(x), avg(id) FROM %s GROUP BY g"
+
+func main() {
+	bin := flag.String("bin", "bin/flightgw", "gateway binary")
+	rows := flag.Int64("rows", 10_000_000, "rows in the table")
+	runs := flag.Int("runs", 3, "timed runs of each query")
+	flag.Parse()
+	if err := run(*bin, *rows, *runs); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin string, rows int64, runs int) error {
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "flightgw-query-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	gw, err := startGateway(bin, filepath.Join(tmp, "data"))
+	if err != nil {
+		return err
+	}
+	defer gw.stop()
+
+	db, err := adbcflight.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc://" + gw.addr})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	cnxn, err := db.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer cnxn.Close()
+	start := time.Now()
+	if err := ingest(ctx, cnxn, rows); err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	fmt.Printf("ingested %d rows in %s\n", rows, time.Since(start).Round(time.Millisecond))
+	files, err := parquetFiles(filepath.Join(tmp, "data", "warehouse"))
+	if err != nil {
+		return err
+	}
+
+	ref, err := sql.Open("duckdb", "")
+	if err != nil {
+		return err
+	}
+	defer ref.Close()
+	quoted := make([]string, len(files))
+	for i, f := range files {
+		quoted[i] = "'" + f + "'"
+	}
+	refTable := "read_parquet([" + strings.Join(quoted, ",") + "])"
+
+	// 1. Aggregate latency.
+	gwAgg, err := median(runs, func() (int64, error) { return adbcQuery(ctx, cnxn, fmt.Sprintf(aggQuery, "t")) })
+	if err != nil {
+		return fmt.Errorf("gateway aggregate: %w", err)
+	}
+	refAgg, err := median(runs, func() (int64, error) { return arrowQuery(ctx, ref, fmt.Sprintf(aggQuery, refTable)) })
+	if err != nil {
+		return fmt.Errorf("in-process aggregate: %w", err)
+	}
+
+	// 2. Full-table stream, with the gateway's RSS sampled.
+	peak := gw.watchRSS()
+	gwFull, err := median(runs, func() (int64, error) { return adbcQuery(ctx, cnxn, "SELECT * FROM t") })
+	peakRSS := peak()
+	if err != nil {
+		return fmt.Errorf("gateway stream: %w", err)
+	}
+	refFull, err := median(runs, func() (int64, error) { return arrowQuery(ctx, ref, "SELECT * FROM "+refTable) })
+	if err != nil {
+		return fmt.Errorf("in-process stream: %w", err)
+	}
+
+	fmt.Printf("table: %d rows in %d Parquet file(s)\n", rows, len(files))
+	fmt.Printf("aggregate  gateway %8s  in-process %8s  ratio %.2f (target >= 0.8)\n",
+		gwAgg.Round(time.Millisecond), refAgg.Round(time.Millisecond), refAgg.Seconds()/gwAgg.Seconds())
+	fmt.Printf("stream     gateway %8.0f rows/s  in-process %8.0f rows/s  ratio %.2f (target >= 0.7)\n",
+		float64(rows)/gwFull.Seconds(), float64(rows)/refFull.Seconds(), refFull.Seconds()/gwFull.Seconds())
+	fmt.Printf("gateway peak RSS during the stream: %d MB (target <= 300 MB)\n", peakRSS>>20)
+	return nil
+}
+
+// median runs f n times and returns the median duration; f returns the
+// row count, which must be the same every time.
+func median(n int, f func() (int64, error)) (time.Duration, error) {
+	var ds []time.Duration
+	var rows int64 = -1
+	for range n {
+		start := time.Now()
+		got, err := f()
+		if err != nil {
+			return 0, err
+		}
+		ds = append(ds, time.Since(start))
+		if rows >= 0 && got != rows {
+			return 0, fmt.Errorf("row count changed from %d to %d", rows, got)
+		}
+		rows = got
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], nil
+}
+
+// adbcQuery runs a query through the gateway and reads it to the end.
+func adbcQuery(ctx context.Context, cnxn adbc.Connection, q string) (int64, error) {
+	stmt, err := cnxn.NewStatement()
+	if err != nil {
+		return 0, err
+	}
+	defer stmt.Close()
+	if err := stmt.SetSqlQuery(q); err != nil {
+		return 0, err
+	}
+	rdr, _, err := stmt.ExecuteQuery(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer rdr.Release()
+	var n int64
+	for rdr.Next() {
+		n += rdr.RecordBatch().NumRows()
+	}
+	return n, rdr.Err()
+}
+
+// arrowQuery runs a query in-process through DuckDB's Arrow interface and
+// reads it to the end.
+func arrowQuery(ctx context.Context, db *sql.DB, q string) (int64, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	var n int64
+	err = conn.Raw(func(dc any) error {
+		ar, err := duckdb.NewArrowFromConn(dc.(driver.Conn))
+		if err != nil {
+			return err
+		}
+		rdr, err := ar.QueryContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		defer rdr.Release()
+		for rdr.Next() {
+			n += rdr.RecordBatch().NumRows()
+		}
+		return rdr.Err()
+	})
+	return n, err
+}
+
+// ingest writes the table through ADBC bulk ingest, 256Ki rows a batch.
+func ingest(ctx context.Context, cnxn adbc.Connection, rows int64) error {
+	stmt, err := cnxn.NewStatement()
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	if err := stmt.SetOption(adbc.OptionKeyIngestTargetTable, "t"); err != nil {
+		return err
+	}
+	if err := stmt.SetOption(adbc.OptionKeyIngestMode, adbc.OptionValueIngestModeCreate); err != nil {
+		return err
+	}
+	if err := stmt.BindStream(ctx, &source{total: rows}); err != nil {
+		return err
+	}
+	_, err = stmt.ExecuteUpdate(ctx)
+	return err
+}
+
+var schema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "x", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "g", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "tag", Type: arrow.BinaryTypes.String},
+}, nil)
+
+// source generates the rows batch by batch.
+type source struct {
+	total, next int64
+	cur         arrow.RecordBatch
+}
+
+func (s *source) Schema() *arrow.Schema          { return schema }
+func (s *source) Retain()                        {}
+func (s *source) Release()                       { s.release() }
+func (s *source) RecordBatch() arrow.RecordBatch { return s.cur }
+func (s *source) Record() arrow.RecordBatch      { return s.cur }
+func (s *source) Err() error                     { return nil }
+
+func (s *source) release() {
+	if s.cur != nil {
+		s.cur.Release()
+		s.cur = nil
+	}
+}
+
+func (s *source) Next() bool {
+	s.release()
+	if s.next >= s.total {
+		return false
+	}
+	n := min(int64(1<<18), s.total-s.next)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	ids, xs, gs, tags := b.Field(0).(*array.Int64Builder), b.Field(1).(*array.Float64Builder),
+		b.Field(2).(*array.Int64Builder), b.Field(3).(*array.StringBuilder)
+	for i := s.next; i < s.next+n; i++ {
+		ids.Append(i)
+		xs.Append(float64(i%9973) / 7)
+		gs.Append(i % 100)
+		tags.Append("tag-" + strconv.FormatInt(i%4096, 16))
+	}
+	s.next += n
+	s.cur = b.NewRecordBatch()
+	return true
+}
+
+func parquetFiles(dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+			out = append(out, p)
+		}
+		return err
+	})
+	if err == nil && len(out) == 0 {
+		err = errors.New("no Parquet files in the warehouse")
+	}
+	return out, err
+}
+
+type gateway struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func startGateway(bin, dataDir string) (*gateway, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", addr)
+	cmd.Env = append(os.Environ(), "FLIGHTGW_LOG_LEVEL=warn")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return &gateway{cmd: cmd, addr: addr}, nil
+		}
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return nil, fmt.Errorf("gateway did not listen on %s", addr)
+}
+
+func (g *gateway) stop() {
+	_ = g.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = g.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = g.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// watchRSS samples the gateway's RSS until the returned function is
+// called, which returns the peak.
+func (g *gateway) watchRSS() func() int64 {
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			if r := rss(g.cmd.Process.Pid); r > peak.Load() {
+				peak.Store(r)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		wg.Wait()
+		return peak.Load()
+	}
+}
+
+func rss(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
