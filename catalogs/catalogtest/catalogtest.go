@@ -59,6 +59,7 @@ func Run(t *testing.T, h Harness) {
 		{"CommitOnce", testCommitOnce},
 		{"Overwrite", testOverwrite},
 		{"Stream", testStream},
+		{"Scan", testScan},
 		{"BadInput", testBadInput},
 		{"CreateAndDrop", testCreateAndDrop},
 	}
@@ -580,4 +581,56 @@ func testCreateAndDrop(t *testing.T, h Harness) {
 	_, err = in.Provider.GetTableSpec(ctx, id)
 	wantKind(t, "GetTableSpec(dropped)", err, catalogs.ErrNotFound, id.Name)
 	wantKind(t, "DropTable(dropped)", tm.DropTable(ctx, id), catalogs.ErrNotFound, id.Name)
+}
+
+func testScan(t *testing.T, h Harness) {
+	in, id := setup(t, h, "scanned")
+	sc, ok := in.Provider.(catalogs.Scanner)
+	if !ok {
+		t.Skip("the backend is no Scanner")
+	}
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := in.Provider.Commit(ctx, id, []catalogs.WriteReceipt{write(t, in, id, int64(i)*100, 100)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := sc.Scan(ctx, id, catalogs.ScanRequest{
+		Columns: []string{"name", "id"},
+		Filters: []catalogs.Filter{{Column: "id", Op: catalogs.OpGtEq, Values: []any{int64(250)}}},
+	})
+	if err != nil {
+		t.Fatalf("Scan: %v", err)
+	}
+	defer res.Reader.Release()
+	if got := res.Reader.Schema(); got.NumFields() != 2 || got.Field(0).Name != "name" || got.Field(1).Name != "id" {
+		t.Errorf("projection [name id] gave schema %v: columns must come in the requested order", got)
+	}
+	matching := 0
+	for res.Reader.Next() {
+		b := res.Reader.RecordBatch()
+		if !b.Schema().Equal(res.Reader.Schema()) {
+			t.Errorf("batch schema %v differs from the reader's %v", b.Schema(), res.Reader.Schema())
+		}
+		ids, ok := b.Column(1).(*array.Int64)
+		if !ok {
+			t.Fatalf("column id is %s", b.Column(1).DataType())
+		}
+		for _, v := range ids.Int64Values() {
+			if v >= 250 {
+				matching++
+			}
+		}
+	}
+	if err := res.Reader.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if matching != 50 {
+		t.Errorf("scan with id >= 250 returned %d matching rows, want 50", matching)
+	}
+	if res.FilesTotal < 1 || res.FilesPlanned > res.FilesTotal {
+		t.Errorf("files planned %d of %d", res.FilesPlanned, res.FilesTotal)
+	}
+	_, err = sc.Scan(ctx, id, catalogs.ScanRequest{Columns: []string{"missing"}})
+	wantKind(t, "Scan(unknown column)", err, catalogs.ErrInvalidArgument, "missing")
 }

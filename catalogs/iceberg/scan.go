@@ -67,9 +67,35 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 	if err != nil {
 		return nil, mapErr(err, fmt.Sprintf("table %s: scan", t))
 	}
-	// The reader pulls lazily from the iterator.
+	// The reader pulls lazily from the iterator, in the requested column
+	// order (iceberg-go answers in table order).
 	res.Reader = newIterReader(sc, batches)
+	if order := columnOrder(sc, req.Columns); order != nil {
+		res.Reader.(*iterReader).reorder(order)
+	}
 	return res, nil
+}
+
+// columnOrder returns, for each requested column, its index in sc, or nil
+// when sc already has that order.
+func columnOrder(sc *arrow.Schema, cols []string) []int {
+	if len(cols) == 0 || sc == nil || len(cols) != sc.NumFields() {
+		return nil
+	}
+	order := make([]int, len(cols))
+	same := true
+	for i, c := range cols {
+		idx := sc.FieldIndices(c)
+		if len(idx) != 1 {
+			return nil
+		}
+		order[i] = idx[0]
+		same = same && idx[0] == i
+	}
+	if same {
+		return nil
+	}
+	return order
 }
 
 // filterExpr converts the pushed-down filters into one Iceberg expression.
@@ -178,6 +204,18 @@ type iterReader struct {
 	stop   func()
 	cur    arrow.RecordBatch
 	err    error
+	order  []int // column permutation applied to every batch, nil for none
+}
+
+// reorder makes the reader return columns in the given order of the
+// iterator's schema.
+func (r *iterReader) reorder(order []int) {
+	fields := make([]arrow.Field, len(order))
+	for i, j := range order {
+		fields[i] = r.schema.Field(j)
+	}
+	md := r.schema.Metadata()
+	r.schema, r.order = arrow.NewSchema(fields, &md), order
 }
 
 func newIterReader(sc *arrow.Schema, seq func(func(arrow.RecordBatch, error) bool)) *iterReader {
@@ -217,6 +255,15 @@ func (r *iterReader) Next() bool {
 	if err != nil {
 		r.err = mapErr(err, "scan")
 		return false
+	}
+	if r.order != nil {
+		cols := make([]arrow.Array, len(r.order))
+		for i, j := range r.order {
+			cols[i] = rec.Column(j)
+		}
+		permuted := array.NewRecordBatch(r.schema, cols, rec.NumRows())
+		rec.Release()
+		rec = permuted
 	}
 	r.cur = rec
 	return true
