@@ -39,7 +39,9 @@ func kindOf(err error) error {
 	case errors.Is(err, catalog.ErrNoSuchTable), errors.Is(err, catalog.ErrNoSuchNamespace),
 		errors.Is(err, table.ErrSnapshotNotFound):
 		return catalogs.ErrNotFound
-	case errors.Is(err, catalog.ErrTableAlreadyExists), errors.Is(err, catalog.ErrNamespaceAlreadyExists):
+	case errors.Is(err, catalog.ErrTableAlreadyExists), errors.Is(err, catalog.ErrNamespaceAlreadyExists),
+		strings.Contains(err.Error(), "already referenced by table"):
+		// The last: a receipt committed before (a retried plain Commit).
 		return catalogs.ErrAlreadyExists
 	case isConflict(err):
 		return catalogs.ErrConflict

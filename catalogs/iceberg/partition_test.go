@@ -259,3 +259,38 @@ func TestDiscardStaysInsideTheTable(t *testing.T) {
 		t.Errorf("Discard of another table's receipt = %v", err)
 	}
 }
+
+func TestCommitSameReceiptTwice(t *testing.T) {
+	p, _ := openLocal(t, nil)
+	ctx := context.Background()
+	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "twice"}
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		t.Fatal(err)
+	}
+	b := catalogtest.Batch(0, 10)
+	defer b.Release()
+	r, err := p.WriteBatch(ctx, id, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Commit(ctx, id, []catalogs.WriteReceipt{r}); err != nil {
+		t.Fatal(err)
+	}
+	// A plain Commit retried after a lost reply must not append twice.
+	_, err = p.Commit(ctx, id, []catalogs.WriteReceipt{r})
+	if !errors.Is(err, catalogs.ErrAlreadyExists) || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("second Commit of the same receipt = %v, want ErrAlreadyExists naming the table", err)
+	}
+	res, err := p.Scan(ctx, id, catalogs.ScanRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Reader.Release()
+	var n int64
+	for res.Reader.Next() {
+		n += res.Reader.RecordBatch().NumRows()
+	}
+	if n != 10 {
+		t.Errorf("rows = %d, want 10", n)
+	}
+}
