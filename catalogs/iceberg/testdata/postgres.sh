@@ -7,6 +7,12 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../../.." && pwd)
 port=${ICEBERG_PG_PORT:-15432}
 pgbin=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+if [ ! -x "$pgbin/initdb" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  # make test installs what it needs: PostgreSQL from Debian.
+  echo "iceberg-postgres: installing postgresql from Debian" >&2
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+fi
 if [ ! -x "$pgbin/initdb" ]; then
   echo "iceberg-postgres: SKIPPED, no PostgreSQL server binaries (apt-get install postgresql, or set PGBIN)" >&2
   exit 0
