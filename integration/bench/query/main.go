@@ -1,3 +1,5 @@
+//go:build duckdb_arrow
+
 // Command query benchmarks SQL through the gateway against DuckDB reading
 // the same Parquet files in-process, in the same run.
 //
