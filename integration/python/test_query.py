@@ -58,7 +58,7 @@ def gateway_rows(conn, sql, params=None):
 
 
 def direct_rows(con, sql, params=None):
-    return con.execute(sql, params or []).to_arrow_table().to_pylist()
+    return con.sql(sql, params=params).to_arrow_table().to_pylist()
 
 
 QUERIES = [
