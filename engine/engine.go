@@ -48,6 +48,10 @@ func lockdown(opts Options) []setting {
 	}
 	if opts.TempDir != "" {
 		s = append(s, setting{"temp_directory", opts.TempDir})
+	} else {
+		// DuckDB would otherwise spill into .tmp under the working
+		// directory.
+		s = append(s, setting{"max_temp_directory_size", "0B"})
 	}
 	if opts.Threads > 0 {
 		s = append(s, setting{"threads", fmt.Sprint(opts.Threads)})

@@ -335,3 +335,24 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("stream ended without error after cancel (%d more batches)", n)
 	}
 }
+
+// TestMemoryBudget: a query over memory_limit that cannot spill (a list
+// aggregate) fails with ErrResourceExhausted and a message that says what
+// to raise, and the engine keeps serving.
+func TestMemoryBudget(t *testing.T) {
+	tight, err := New(Options{MemoryLimit: "24MB", Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tight.Close()
+	f := &fixture{eng: tight, resolve: func(_, _, n string) (Table, error) {
+		return Table{}, catalogs.Errorf(catalogs.ErrNotFound, "table %s not found", n)
+	}}
+	_, err = f.rows(t, `SELECT list(md5(i::VARCHAR)) IS NOT NULL FROM range(3000000) t(i)`, nil)
+	if !errors.Is(err, ErrResourceExhausted) || !strings.Contains(err.Error(), "engine.memory_limit") {
+		t.Fatalf("over budget: %v", err)
+	}
+	if got, err := f.rows(t, `SELECT 42`, nil); err != nil || got[0] != "42" {
+		t.Fatalf("engine after an out-of-memory query: %v %v", got, err)
+	}
+}
