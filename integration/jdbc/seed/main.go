@@ -5,7 +5,7 @@
 //	  id 0..999, region eu/us/apac by id%3, amount id*1.5, qty id%10
 //	regions(region VARCHAR, manager VARCHAR): 3 rows
 //
-// Usage: seed grpc://127.0.0.1:PORT
+// Usage: seed grpc://127.0.0.1:PORT [USER PASSWORD]
 package main
 
 import (
@@ -21,11 +21,15 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: seed grpc://HOST:PORT")
+	if len(os.Args) != 2 && len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: seed grpc://HOST:PORT [USER PASSWORD]")
 		os.Exit(2)
 	}
-	if err := run(context.Background(), os.Args[1]); err != nil {
+	opts := map[string]string{adbc.OptionKeyURI: os.Args[1]}
+	if len(os.Args) == 4 {
+		opts[adbc.OptionKeyUsername], opts[adbc.OptionKeyPassword] = os.Args[2], os.Args[3]
+	}
+	if err := run(context.Background(), opts); err != nil {
 		fmt.Fprintln(os.Stderr, "seed:", err)
 		os.Exit(1)
 	}
@@ -33,8 +37,8 @@ func main() {
 
 var regionNames = []string{"eu", "us", "apac"}
 
-func run(ctx context.Context, uri string) error {
-	db, err := adbcflight.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: uri})
+func run(ctx context.Context, opts map[string]string) error {
+	db, err := adbcflight.NewDriver(memory.DefaultAllocator).NewDatabase(opts)
 	if err != nil {
 		return err
 	}
