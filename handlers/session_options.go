@@ -20,6 +20,9 @@ const (
 	SessionOptionSchema  = "schema"
 )
 
+// MaxSessions bounds the sessions whose options the gateway keeps.
+const MaxSessions = 100000
+
 // sessionOptions are one session's settings.
 type sessionOptions struct {
 	catalog string
@@ -83,6 +86,14 @@ func (h *Handler) SetSessionOptions(ctx context.Context, req *flight.SetSessionO
 	h.sql.mu.Lock()
 	if h.sql.sessions == nil {
 		h.sql.sessions = map[string]sessionOptions{}
+	}
+	if len(h.sql.sessions) >= MaxSessions {
+		// Sessions that never close (a client that drops its
+		// connection) must not grow the map without bound: forget one.
+		for k := range h.sql.sessions {
+			delete(h.sql.sessions, k)
+			break
+		}
 	}
 	h.sql.sessions[optionsKey(ctx, p)] = o
 	h.sql.mu.Unlock()
