@@ -30,7 +30,7 @@ func isInsert(query string) bool { return engine.StatementKind(query) == "INSERT
 func parseInsert(query string) (*insertStmt, error) {
 	s := skipSQLSpace(query)
 	for _, kw := range []string{"INSERT", "INTO"} {
-		if len(s) < len(kw) || !strings.EqualFold(s[:len(kw)], kw) {
+		if len(s) < len(kw) || !strings.EqualFold(s[:len(kw)], kw) || len(s) > len(kw) && isIdentChar(s[len(kw)]) {
 			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "INSERT: expected %s near %q", kw, clip(s))
 		}
 		s = skipSQLSpace(s[len(kw):])
@@ -138,6 +138,9 @@ func identifier(s string) (string, string, error) {
 					i++
 					continue
 				}
+				if b.Len() == 0 {
+					return "", "", catalogs.Errorf(catalogs.ErrInvalidArgument, "INSERT: empty quoted identifier")
+				}
 				return b.String(), s[i+1:], nil
 			}
 			b.WriteByte(s[i])
@@ -145,18 +148,18 @@ func identifier(s string) (string, string, error) {
 		return "", "", catalogs.Errorf(catalogs.ErrInvalidArgument, "INSERT: unterminated quoted identifier")
 	}
 	end := 0
-	for end < len(s) {
-		c := s[end]
-		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || end > 0 && (c >= '0' && c <= '9' || c == '$') {
-			end++
-			continue
-		}
-		break
+	for end < len(s) && isIdentChar(s[end]) && (end > 0 || !(s[0] >= '0' && s[0] <= '9' || s[0] == '$')) {
+		end++
 	}
 	if end == 0 {
 		return "", "", catalogs.Errorf(catalogs.ErrInvalidArgument, "INSERT: expected a name near %q", clip(s))
 	}
 	return s[:end], s[end:], nil
+}
+
+// isIdentChar reports whether c can be part of a bare identifier.
+func isIdentChar(c byte) bool {
+	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 func skipSQLSpace(s string) string {
