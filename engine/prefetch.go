@@ -9,12 +9,12 @@ import (
 )
 
 // prefetchReader reads a scan on a goroutine of its own and hands its
-// batches over a channel of depth one. DuckDB pulls batches from its own
+// batches over an unbuffered channel. DuckDB pulls batches from its own
 // threads through the Arrow C stream callbacks; a backend reader may not
 // run there (iceberg-go's uses iter.Pull, whose coroutines cannot switch
 // on a thread locked by a cgo callback). The goroutine also reads the
-// next batch while DuckDB works on the current one; at most two batches
-// are held.
+// next batch while DuckDB works on the current one; besides the batches
+// DuckDB's scan threads hold, the reader holds at most two.
 type prefetchReader struct {
 	src    array.RecordReader
 	schema *arrow.Schema
@@ -29,7 +29,7 @@ type prefetchReader struct {
 var _ array.RecordReader = (*prefetchReader)(nil)
 
 func newPrefetchReader(src array.RecordReader) *prefetchReader {
-	r := &prefetchReader{src: src, schema: src.Schema(), ch: make(chan arrow.RecordBatch, 1), done: make(chan struct{})}
+	r := &prefetchReader{src: src, schema: src.Schema(), ch: make(chan arrow.RecordBatch), done: make(chan struct{})}
 	r.refs.Store(1)
 	r.wg.Add(1)
 	go r.run()
