@@ -1,7 +1,6 @@
 package paimon
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 )
@@ -35,11 +34,8 @@ func DecodeList(version int, data []byte) ([]CommitMessage, error) {
 	if err := CheckVersion(version); err != nil {
 		return nil, err
 	}
-	// Records are read in place; only what the result keeps (rows, binaries, strings) is
-	// copied out, so the result neither pins nor shares the caller's buffer.
-	in := &input{buf: data}
-	d := decoder{version: version, in: in}
-	n, err := in.readCount("message list", minMessageBytes)
+	d := decoder{version: version, in: input{buf: data}}
+	n, err := d.in.readCount("message list", minMessageBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -49,16 +45,22 @@ func DecodeList(version int, data []byte) ([]CommitMessage, error) {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 	}
-	if in.remaining() != 0 {
-		return nil, malformed("message list", "%d trailing bytes after %d messages", in.remaining(), n)
+	if d.in.remaining() != 0 {
+		return nil, malformed("message list", "%d trailing bytes after %d messages", d.in.remaining(), n)
 	}
 	return msgs, nil
 }
 
+// decoder reads the input in place. Each record (and partition) is copied once into the
+// arena as it is read, and everything the result keeps from it (rows, binaries) is a
+// sub-slice of that copy, so the result neither pins nor shares the caller's buffer and
+// no field is copied on its own; strings are copied apart (arena.str).
 type decoder struct {
-	version int
-	in      *input
-	mem     arena
+	version  int
+	in       input
+	mem      arena
+	win      []byte
+	winStart int
 }
 
 func (d *decoder) message(m *CommitMessage) error {
@@ -80,7 +82,7 @@ func (d *decoder) message(m *CommitMessage) error {
 		}
 		m.TotalBuckets = &tb
 	}
-	steps := []struct {
+	steps := [...]struct {
 		name  string
 		files *[]DataFile
 		index *[]IndexFile
@@ -120,6 +122,17 @@ func (d *decoder) serializedRow(field string) (Row, error) {
 }
 
 func rowFromSerialized(field string, b []byte) (Row, error) {
+	// The arity read unsigned: a negative one fails the check and is worded below.
+	if len(b) >= 4 {
+		arity := int(binary.BigEndian.Uint32(b))
+		if arity <= len(b) && fixedPartSize(arity) <= len(b)-4 {
+			return Row{arity: arity, data: b[4:]}, nil
+		}
+	}
+	return rowFromSerializedSlow(field, b)
+}
+
+func rowFromSerializedSlow(field string, b []byte) (Row, error) {
 	if len(b) < 4 {
 		return Row{}, malformed(field, "%d bytes cannot hold the row arity", len(b))
 	}
@@ -131,16 +144,17 @@ func rowFromSerialized(field string, b []byte) (Row, error) {
 }
 
 // record reads one ObjectSerializer record: a length, then a BinaryRow of the schema.
-func (d *decoder) record(field string, arity int) (Row, error) {
+// It returns a reader over the row in place: the fields the result keeps are copied.
+func (d *decoder) record(field string, arity int, names []string) (fieldReader, error) {
 	b, err := d.in.readBytes(field)
 	if err != nil {
-		return Row{}, err
+		return fieldReader{}, err
 	}
 	r, err := NewRow(arity, b)
 	if err != nil {
-		return Row{}, fmt.Errorf("%s: %w", field, err)
+		return fieldReader{}, fmt.Errorf("%s: %w", field, err)
 	}
-	return r, nil
+	return newFieldReader(r, names, &d.mem), nil
 }
 
 func (d *decoder) dataFiles(field string, out *[]DataFile) error {
@@ -150,9 +164,9 @@ func (d *decoder) dataFiles(field string, out *[]DataFile) error {
 	}
 	files := make([]DataFile, n)
 	for i := range files {
-		r, err := d.record(field, dataFileArity)
+		fr, err := d.record(field, dataFileArity, dataFileFields)
 		if err == nil {
-			err = dataFileFromRow(r, &files[i], &d.mem)
+			err = fr.dataFile(&files[i])
 		}
 		if err != nil {
 			return fmt.Errorf("%s[%d]: %w", field, i, err)
@@ -170,9 +184,9 @@ func (d *decoder) indexFiles(field string, out *[]IndexFile) error {
 	}
 	files := make([]IndexFile, n)
 	for i := range files {
-		r, err := d.record(field, arity)
+		fr, err := d.record(field, arity, indexFileFields)
 		if err == nil {
-			err = indexFileFromRow(d.version, r, &files[i], &d.mem)
+			err = fr.indexFile(d.version, &files[i])
 		}
 		if err != nil {
 			return fmt.Errorf("%s[%d]: %w", field, i, err)
@@ -183,12 +197,33 @@ func (d *decoder) indexFiles(field string, out *[]IndexFile) error {
 }
 
 // fieldReader reads a schema row field by field and keeps the first error, naming the
-// field, so that the decoders read top to bottom like the Java fromRow methods.
+// field, so that the decoders read top to bottom like the Java fromRow methods. Schema
+// rows have at most 20 fields: the null bits are the header word's upper 56 bits and
+// field pos's slot is the 8 bytes at 8+8*pos, inside the fixed part NewRow checked.
 type fieldReader struct {
-	r     Row
+	data  []byte
+	nulls uint64
 	names []string
 	err   error
 	mem   *arena
+}
+
+func newFieldReader(r Row, names []string, mem *arena) fieldReader {
+	return fieldReader{data: r.data, nulls: le.Uint64(r.data) >> 8, names: names, mem: mem}
+}
+
+// nested reads the ROW field pos (not null) of the given schema.
+func (f *fieldReader) nested(pos, arity int, names []string) (fieldReader, bool) {
+	b, ok := f.varLen(pos, false)
+	if ok && len(b) < fixedPartSize(arity) {
+		_, err := NewRow(arity, b)
+		f.fail(pos, err)
+		ok = false
+	}
+	if !ok {
+		return fieldReader{}, false
+	}
+	return fieldReader{data: b, nulls: le.Uint64(b) >> 8, names: names, mem: f.mem}, true
 }
 
 func (f *fieldReader) fail(pos int, err error) {
@@ -197,64 +232,95 @@ func (f *fieldReader) fail(pos int, err error) {
 	}
 }
 
+func (f *fieldReader) isNull(pos int) bool { return f.nulls>>pos&1 != 0 }
+
+func (f *fieldReader) slot(pos int) uint64 { return le.Uint64(f.data[8+8*pos:]) }
+
+// present reports whether field pos is to be read: no error so far and not null.
+func (f *fieldReader) present(pos int) bool { return f.err == nil && !f.isNull(pos) }
+
+// notNull reports whether field pos is to be read, failing if it is null: it is
+// NOT NULL in the schema.
 func (f *fieldReader) notNull(pos int) bool {
-	if f.err == nil && f.r.IsNullAt(pos) {
+	if f.err != nil || f.isNull(pos) {
+		return f.failNull(pos)
+	}
+	return true
+}
+
+func (f *fieldReader) failNull(pos int) bool {
+	if f.err == nil {
 		f.fail(pos, fmt.Errorf("null in a NOT NULL field: %w", ErrMalformed))
 	}
-	return f.err == nil
+	return false
 }
+
+// varLen returns the bytes field pos's slot points at: inline ones (if inlineOK) or an
+// offset and size inside the row. The common case, an offset and size in range, is
+// checked here; readVarLen handles the rest and words the errors.
+func (f *fieldReader) varLen(pos int, inlineOK bool) ([]byte, bool) {
+	v := le.Uint64(f.data[8+8*pos:])
+	start, end := v>>32, v>>32+uint64(uint32(v))
+	if v>>63 == 0 && end <= uint64(len(f.data)) {
+		return f.data[start:end:end], true
+	}
+	return f.varLenSlow(pos, inlineOK)
+}
+
+func (f *fieldReader) varLenSlow(pos int, inlineOK bool) ([]byte, bool) {
+	b, err := readVarLen(f.data, 8+8*pos, "field", pos, inlineOK)
+	if err != nil {
+		f.fail(pos, err)
+		return nil, false
+	}
+	return b, true
+}
+
+// binary returns the bytes of a CHAR, VARCHAR or BINARY field, which may be inline.
+func (f *fieldReader) binary(pos int) ([]byte, bool) { return f.varLen(pos, true) }
 
 func (f *fieldReader) str(pos int) string {
 	if !f.notNull(pos) {
 		return ""
 	}
-	s, err := f.r.String(pos)
-	if err != nil {
-		f.fail(pos, err)
-	}
-	return s
+	b, _ := f.binary(pos)
+	return f.mem.str(b)
 }
 
 func (f *fieldReader) optStr(pos int) *string {
-	if f.err != nil || f.r.IsNullAt(pos) {
+	if !f.present(pos) {
 		return nil
 	}
-	s := f.str(pos)
-	return &s
+	return f.mem.strPtr(f.str(pos))
 }
 
 func (f *fieldReader) long(pos int) int64 {
 	if !f.notNull(pos) {
 		return 0
 	}
-	v, _ := f.r.BigInt(pos)
-	return v
+	return int64(f.slot(pos))
 }
 
 func (f *fieldReader) optLong(pos int) *int64 {
-	if f.err != nil || f.r.IsNullAt(pos) {
+	if !f.present(pos) {
 		return nil
 	}
-	return f.mem.long(f.long(pos))
+	return f.mem.long(int64(f.slot(pos)))
 }
 
 func (f *fieldReader) int(pos int) int32 {
 	if !f.notNull(pos) {
 		return 0
 	}
-	v, _ := f.r.Int(pos)
-	return v
+	return int32(uint32(f.slot(pos)))
 }
 
+// bytes returns a nullable BYTES field, a sub-slice of the record's copy.
 func (f *fieldReader) bytes(pos int) []byte {
-	if f.err != nil || f.r.IsNullAt(pos) {
+	if !f.present(pos) {
 		return nil
 	}
-	b, err := f.r.Binary(pos)
-	if err != nil {
-		f.fail(pos, err)
-		return nil
-	}
+	b, _ := f.binary(pos)
 	return f.mem.copyBytes(b)
 }
 
@@ -262,9 +328,8 @@ func (f *fieldReader) serializedRow(pos int) Row {
 	if !f.notNull(pos) {
 		return Row{}
 	}
-	b, err := f.r.Binary(pos)
-	if err != nil {
-		f.fail(pos, err)
+	b, ok := f.binary(pos)
+	if !ok {
 		return Row{}
 	}
 	r, err := rowFromSerialized("row", f.mem.copyBytes(b))
@@ -274,31 +339,50 @@ func (f *fieldReader) serializedRow(pos int) Row {
 	return r
 }
 
+// array returns the ARRAY field pos (not null) with its elements' region checked for
+// elements of the given width (NewArray and Array.elem word the errors).
+func (f *fieldReader) array(pos, width int) (Array, bool) {
+	b, ok := f.varLen(pos, false)
+	if !ok {
+		return Array{}, false
+	}
+	if len(b) >= 4 {
+		n := int64(int32(le.Uint32(b)))
+		if n >= 0 && int64(arrayHeader(int(n)))+n*int64(width) <= int64(len(b)) {
+			return Array{n: int(n), data: b}, true
+		}
+	}
+	a, err := NewArray(b)
+	if err == nil {
+		_, err = a.elem(0, width)
+	}
+	f.fail(pos, err)
+	return Array{}, false
+}
+
 func (f *fieldReader) strings(pos int, nullable bool) []string {
 	if f.err != nil {
 		return nil
 	}
-	if f.r.IsNullAt(pos) {
+	if f.isNull(pos) {
 		if !nullable {
 			f.notNull(pos)
 		}
 		return nil
 	}
-	a, err := f.r.Array(pos)
-	if err == nil && a.n > 0 {
-		_, err = a.elem(0, 8)
-	}
-	if err != nil {
-		f.fail(pos, err)
+	a, ok := f.array(pos, 8)
+	if !ok {
 		return nil
 	}
 	// Consecutive data files usually list the same columns: reuse the strings (never
 	// the slice, which the caller may change).
-	remember := f.mem != nil && pos < dataFileArity && a.n > 0
-	if remember && bytes.Equal(f.mem.lastArr[pos], a.data) {
-		return append([]string(nil), f.mem.lastStrs[pos]...)
+	remember := pos < dataFileArity && a.n > 0
+	if remember && string(f.mem.lastArr[pos]) == string(a.data) {
+		out := f.mem.strings(a.n)
+		copy(out, f.mem.lastStrs[pos])
+		return out
 	}
-	out := make([]string, a.n)
+	out := f.mem.strings(a.n)
 	h := arrayHeader(a.n)
 	for i := range out {
 		if a.IsNullAt(i) {
@@ -318,38 +402,40 @@ func (f *fieldReader) strings(pos int, nullable bool) []string {
 	return out
 }
 
-func (f *fieldReader) stats(pos int) Stats {
+// longs reads an ARRAY<BIGINT> such as the null counts; nil marks a null element.
+func (f *fieldReader) longs(pos int) []*int64 {
+	a, ok := f.array(pos, 8)
+	if !ok {
+		return nil
+	}
+	out, vals := f.mem.ptrs(a.n), f.mem.longs(a.n)
+	elems := a.data[arrayHeader(a.n):]
+	for i := range out {
+		if !a.IsNullAt(i) {
+			vals[i] = int64(le.Uint64(elems[8*i:]))
+			out[i] = &vals[i]
+		}
+	}
+	return out
+}
+
+// stats reads a SimpleStats row into s.
+func (f *fieldReader) stats(pos int, s *Stats) {
 	if !f.notNull(pos) {
-		return Stats{}
+		return
 	}
-	r, err := f.r.Row(pos, statsArity)
-	if err != nil {
-		f.fail(pos, err)
-		return Stats{}
+	sf, ok := f.nested(pos, statsArity, statsFields)
+	if !ok {
+		return
 	}
-	sf := fieldReader{r: r, names: statsFields, mem: f.mem}
-	s := Stats{MinValues: sf.serializedRow(0), MaxValues: sf.serializedRow(1)}
+	s.MinValues = sf.serializedRow(0)
+	s.MaxValues = sf.serializedRow(1)
 	if sf.notNull(2) {
-		a, err := r.Array(2)
-		if err == nil && a.n > 0 {
-			_, err = a.elem(0, 8)
-		}
-		if err != nil {
-			sf.fail(2, err)
-		} else {
-			s.NullCounts = f.mem.ptrs(a.n)
-			h := arrayHeader(a.n)
-			for i := range s.NullCounts {
-				if !a.IsNullAt(i) {
-					s.NullCounts[i] = f.mem.long(int64(le.Uint64(a.data[h+8*i:])))
-				}
-			}
-		}
+		s.NullCounts = sf.longs(2)
 	}
 	if sf.err != nil {
 		f.fail(pos, sf.err)
 	}
-	return s
 }
 
 var dataFileFields = []string{"fileName", "fileSize", "rowCount", "minKey", "maxKey",
@@ -367,16 +453,15 @@ var globalIndexFields = []string{"rowRangeStart", "rowRangeEnd", "indexFieldId",
 
 var dvFields = []string{"dataFileName", "offset", "length", "cardinality"}
 
-// dataFileFromRow is DataFileMetaSerializer.fromRow.
-func dataFileFromRow(r Row, f *DataFile, mem *arena) error {
-	fr := fieldReader{r: r, names: dataFileFields, mem: mem}
+// dataFile is DataFileMetaSerializer.fromRow.
+func (fr *fieldReader) dataFile(f *DataFile) error {
 	f.FileName = fr.str(0)
 	f.FileSize = fr.long(1)
 	f.RowCount = fr.long(2)
 	f.MinKey = fr.serializedRow(3)
 	f.MaxKey = fr.serializedRow(4)
-	f.KeyStats = fr.stats(5)
-	f.ValueStats = fr.stats(6)
+	fr.stats(5, &f.KeyStats)
+	fr.stats(6, &f.ValueStats)
 	f.MinSequenceNumber = fr.long(7)
 	f.MaxSequenceNumber = fr.long(8)
 	f.SchemaID = fr.long(9)
@@ -385,12 +470,12 @@ func dataFileFromRow(r Row, f *DataFile, mem *arena) error {
 	f.CreationTime = fr.optLong(12)
 	f.DeleteRowCount = fr.optLong(13)
 	f.EmbeddedIndex = fr.bytes(14)
-	if fr.err == nil && !r.IsNullAt(15) {
-		v, _ := r.TinyInt(15)
+	if fr.present(15) {
+		v := int8(fr.slot(15))
 		if v != int8(FileSourceAppend) && v != int8(FileSourceCompact) {
 			fr.fail(15, malformed("file source", "unknown value %d", v))
 		}
-		f.FileSource = mem.source(FileSource(v))
+		f.FileSource = fr.mem.source(FileSource(v))
 	}
 	f.ValueStatsCols = fr.strings(16, true)
 	f.ExternalPath = fr.optStr(17)
@@ -399,72 +484,64 @@ func dataFileFromRow(r Row, f *DataFile, mem *arena) error {
 	return fr.err
 }
 
-// indexFileFromRow is IndexFileMetaSerializer.fromRow and its V3/V4 predecessors.
-func indexFileFromRow(version int, r Row, f *IndexFile, mem *arena) error {
-	fr := fieldReader{r: r, names: indexFileFields, mem: mem}
+// indexFile is IndexFileMetaSerializer.fromRow and its V3/V4 predecessors.
+func (fr *fieldReader) indexFile(version int, f *IndexFile) error {
 	f.IndexType = fr.str(0)
 	f.FileName = fr.str(1)
 	f.FileSize = fr.long(2)
 	f.RowCount = fr.long(3)
-	if fr.err == nil && !r.IsNullAt(4) {
-		f.DVRanges = dvRanges(&fr, 4)
+	if fr.present(4) {
+		f.DVRanges = fr.dvRanges(4)
 	}
 	f.ExternalPath = fr.optStr(5)
-	if fr.err == nil && version >= Version11 && !r.IsNullAt(6) {
-		arity := globalArityV11
-		if version >= Version12 {
-			arity = globalArityV12
-		}
-		g, err := r.Row(6, arity)
-		if err != nil {
-			fr.fail(6, err)
-			return fr.err
-		}
-		gr := fieldReader{r: g, names: globalIndexFields}
-		gi := &GlobalIndex{RowRangeStart: gr.long(0), RowRangeEnd: gr.long(1), IndexFieldID: gr.int(2)}
-		if gr.err == nil && !g.IsNullAt(3) {
-			a, err := g.Array(3)
-			if err == nil {
-				gi.ExtraFieldIDs, err = int32s(a)
-			}
-			if err != nil {
-				gr.fail(3, err)
-			}
-		}
-		gi.IndexMeta = gr.bytes(4)
-		if arity == globalArityV12 {
-			gi.SourceMeta = gr.bytes(5)
-		}
-		if gr.err != nil {
-			fr.fail(6, gr.err)
-		}
-		f.GlobalIndex = gi
+	if version >= Version11 && fr.present(6) {
+		f.GlobalIndex = fr.globalIndex(version, 6)
 	}
 	return fr.err
 }
 
-func int32s(a Array) ([]int32, error) {
-	out := make([]int32, a.n)
-	for i := range out {
-		o, err := a.elem(i, 4)
-		if err != nil {
-			return nil, err
-		}
-		if a.IsNullAt(i) {
-			return nil, malformed("array", "null element %d in ARRAY<INT NOT NULL>", i)
-		}
-		out[i] = int32(le.Uint32(a.data[o:]))
+func (fr *fieldReader) globalIndex(version, pos int) *GlobalIndex {
+	arity := globalArityV11
+	if version >= Version12 {
+		arity = globalArityV12
 	}
-	return out, nil
+	gr, ok := fr.nested(pos, arity, globalIndexFields)
+	if !ok {
+		return nil
+	}
+	gi := &GlobalIndex{RowRangeStart: gr.long(0), RowRangeEnd: gr.long(1), IndexFieldID: gr.int(2)}
+	if gr.present(3) {
+		if a, ok := gr.array(3, 4); ok {
+			gi.ExtraFieldIDs = int32s(&gr, 3, a)
+		}
+	}
+	gi.IndexMeta = gr.bytes(4)
+	if arity == globalArityV12 {
+		gi.SourceMeta = gr.bytes(5)
+	}
+	if gr.err != nil {
+		fr.fail(pos, gr.err)
+	}
+	return gi
 }
 
-func dvRanges(fr *fieldReader, pos int) []DeletionVector {
-	a, err := fr.r.Array(pos)
-	if err == nil && a.n > 0 {
-		_, err = a.elem(0, 8)
+// int32s reads an ARRAY<INT NOT NULL> whose elements' region array checked.
+func int32s(fr *fieldReader, pos int, a Array) []int32 {
+	out := make([]int32, a.n)
+	h := arrayHeader(a.n)
+	for i := range out {
+		if a.IsNullAt(i) {
+			fr.fail(pos, malformed("array", "null element %d in ARRAY<INT NOT NULL>", i))
+			return nil
+		}
+		out[i] = int32(le.Uint32(a.data[h+4*i:]))
 	}
-	if err != nil {
-		fr.fail(pos, err)
+	return out
+}
+
+func (fr *fieldReader) dvRanges(pos int) []DeletionVector {
+	a, ok := fr.array(pos, 8)
+	if !ok {
 		return nil
 	}
 	out := make([]DeletionVector, a.n)
@@ -483,7 +560,7 @@ func dvRanges(fr *fieldReader, pos int) []DeletionVector {
 			fr.fail(pos, err)
 			return nil
 		}
-		dr := fieldReader{r: r, names: dvFields}
+		dr := newFieldReader(r, dvFields, fr.mem)
 		out[i] = DeletionVector{DataFileName: dr.str(0), Offset: dr.int(1), Length: dr.int(2), Cardinality: dr.optLong(3)}
 		if dr.err != nil {
 			fr.fail(pos, fmt.Errorf("element %d: %w", i, dr.err))
