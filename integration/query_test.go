@@ -331,3 +331,44 @@ func TestPreparedInsertAndSessionOptions(t *testing.T) {
 		t.Fatalf("session options: %v %v", got, err)
 	}
 }
+
+// TestInsertInTransaction: an INSERT inside a transaction is invisible
+// until the commit, and a rolled-back one never lands.
+func TestInsertInTransaction(t *testing.T) {
+	g := startGateway(t, "")
+	c := g.flightClient(t)
+	ctx := context.Background()
+	cnxn := g.adbcConn(t, nil)
+	if _, err := ingest(t, cnxn, "tx", adbc.OptionValueIngestModeCreate, people(t, 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := c.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := tx.ExecuteUpdate(ctx, `INSERT INTO tx VALUES (7, 'seven', 7.5)`); err != nil || n != 1 {
+		t.Fatalf("insert in transaction: %d %v", n, err)
+	}
+	if got := mustRows(t, cnxn, `SELECT count(*) FROM tx`, nil); got[0] != "1" {
+		t.Fatalf("uncommitted insert visible: %q", got)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRows(t, cnxn, `SELECT count(*) FROM tx WHERE id = 7`, nil); got[0] != "1" {
+		t.Fatalf("committed insert: %q", got)
+	}
+	tx, err = c.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecuteUpdate(ctx, `INSERT INTO tx SELECT id + 100, name, score FROM tx`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := int64Column(t, g.readTable(t, "tx"), "id"); len(got) != 2 {
+		t.Fatalf("after rollback: ids %v", got)
+	}
+}
