@@ -143,18 +143,19 @@ func rowFromSerializedSlow(field string, b []byte) (Row, error) {
 	return r, nil
 }
 
-// record reads one ObjectSerializer record: a length, then a BinaryRow of the schema.
-// It returns a reader over the row in place: the fields the result keeps are copied.
-func (d *decoder) record(field string, arity int, names []string) (fieldReader, error) {
+// record reads one ObjectSerializer record, a length then a BinaryRow of the schema,
+// into fr: a reader over the row in place (the fields the result keeps are copied).
+func (d *decoder) record(field string, arity int, names []string, fr *fieldReader) error {
 	b, err := d.in.readBytes(field)
-	if err != nil {
-		return fieldReader{}, err
+	if err == nil && len(b) < fixedPartSize(arity) {
+		_, err = NewRow(arity, b)
+		err = fmt.Errorf("%s: %w", field, err)
 	}
-	r, err := NewRow(arity, b)
 	if err != nil {
-		return fieldReader{}, fmt.Errorf("%s: %w", field, err)
+		return err
 	}
-	return newFieldReader(r, names, &d.mem), nil
+	*fr = fieldReader{data: b, nulls: le.Uint64(b) >> 8, names: names, mem: &d.mem}
+	return nil
 }
 
 func (d *decoder) dataFiles(field string, out *[]DataFile) error {
@@ -164,7 +165,8 @@ func (d *decoder) dataFiles(field string, out *[]DataFile) error {
 	}
 	files := make([]DataFile, n)
 	for i := range files {
-		fr, err := d.record(field, dataFileArity, dataFileFields)
+		var fr fieldReader
+		err := d.record(field, dataFileArity, dataFileFields, &fr)
 		if err == nil {
 			err = fr.dataFile(&files[i])
 		}
@@ -184,7 +186,8 @@ func (d *decoder) indexFiles(field string, out *[]IndexFile) error {
 	}
 	files := make([]IndexFile, n)
 	for i := range files {
-		fr, err := d.record(field, arity, indexFileFields)
+		var fr fieldReader
+		err := d.record(field, arity, indexFileFields, &fr)
 		if err == nil {
 			err = fr.indexFile(d.version, &files[i])
 		}
@@ -212,18 +215,18 @@ func newFieldReader(r Row, names []string, mem *arena) fieldReader {
 	return fieldReader{data: r.data, nulls: le.Uint64(r.data) >> 8, names: names, mem: mem}
 }
 
-// nested reads the ROW field pos (not null) of the given schema.
-func (f *fieldReader) nested(pos, arity int, names []string) (fieldReader, bool) {
+// nested reads the ROW field pos (not null) of the given schema into nf.
+func (f *fieldReader) nested(pos, arity int, names []string, nf *fieldReader) bool {
 	b, ok := f.varLen(pos, false)
 	if ok && len(b) < fixedPartSize(arity) {
 		_, err := NewRow(arity, b)
 		f.fail(pos, err)
 		ok = false
 	}
-	if !ok {
-		return fieldReader{}, false
+	if ok {
+		*nf = fieldReader{data: b, nulls: le.Uint64(b) >> 8, names: names, mem: f.mem}
 	}
-	return fieldReader{data: b, nulls: le.Uint64(b) >> 8, names: names, mem: f.mem}, true
+	return ok
 }
 
 func (f *fieldReader) fail(pos int, err error) {
@@ -242,10 +245,7 @@ func (f *fieldReader) present(pos int) bool { return f.err == nil && !f.isNull(p
 // notNull reports whether field pos is to be read, failing if it is null: it is
 // NOT NULL in the schema.
 func (f *fieldReader) notNull(pos int) bool {
-	if f.err != nil || f.isNull(pos) {
-		return f.failNull(pos)
-	}
-	return true
+	return f.err == nil && f.nulls>>pos&1 == 0 || f.failNull(pos)
 }
 
 func (f *fieldReader) failNull(pos int) bool {
@@ -260,9 +260,8 @@ func (f *fieldReader) failNull(pos int) bool {
 // checked here; readVarLen handles the rest and words the errors.
 func (f *fieldReader) varLen(pos int, inlineOK bool) ([]byte, bool) {
 	v := le.Uint64(f.data[8+8*pos:])
-	start, end := v>>32, v>>32+uint64(uint32(v))
-	if v>>63 == 0 && end <= uint64(len(f.data)) {
-		return f.data[start:end:end], true
+	if end := v>>32 + v&0xffffffff; end <= uint64(len(f.data)) {
+		return f.data[v>>32 : end : end], true
 	}
 	return f.varLenSlow(pos, inlineOK)
 }
@@ -374,9 +373,12 @@ func (f *fieldReader) strings(pos int, nullable bool) []string {
 	if !ok {
 		return nil
 	}
+	if a.n == 0 {
+		return []string{} // no heap pointer for the collector to follow
+	}
 	// Consecutive data files usually list the same columns: reuse the strings (never
 	// the slice, which the caller may change).
-	remember := pos < dataFileArity && a.n > 0
+	remember := pos < dataFileArity
 	if remember && string(f.mem.lastArr[pos]) == string(a.data) {
 		out := f.mem.strings(a.n)
 		copy(out, f.mem.lastStrs[pos])
@@ -424,8 +426,8 @@ func (f *fieldReader) stats(pos int, s *Stats) {
 	if !f.notNull(pos) {
 		return
 	}
-	sf, ok := f.nested(pos, statsArity, statsFields)
-	if !ok {
+	var sf fieldReader
+	if !f.nested(pos, statsArity, statsFields, &sf) {
 		return
 	}
 	s.MinValues = sf.serializedRow(0)
@@ -505,8 +507,8 @@ func (fr *fieldReader) globalIndex(version, pos int) *GlobalIndex {
 	if version >= Version12 {
 		arity = globalArityV12
 	}
-	gr, ok := fr.nested(pos, arity, globalIndexFields)
-	if !ok {
+	var gr fieldReader
+	if !fr.nested(pos, arity, globalIndexFields, &gr) {
 		return nil
 	}
 	gi := &GlobalIndex{RowRangeStart: gr.long(0), RowRangeEnd: gr.long(1), IndexFieldID: gr.int(2)}
