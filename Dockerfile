@@ -4,7 +4,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=1 go build -o /out/flightgw ./cmd/flightgw
+RUN CGO_ENABLED=1 go build -tags duckdb_arrow -o /out/flightgw ./cmd/flightgw
 
 FROM debian:bookworm-slim
 RUN useradd --system --home /var/lib/flightgw flightgw && mkdir -p /var/lib/flightgw && chown flightgw /var/lib/flightgw
