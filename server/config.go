@@ -45,6 +45,14 @@ type Config struct {
 	Timeouts       Timeouts        `yaml:"timeouts"`
 	Engine         EngineConfig    `yaml:"engine"`
 	Tickets        TicketsConfig   `yaml:"tickets"`
+	Debug          DebugConfig     `yaml:"debug"`
+}
+
+// DebugConfig holds operator diagnostics, off by default.
+type DebugConfig struct {
+	// PprofListen serves net/http/pprof on this loopback address
+	// (e.g. 127.0.0.1:6060); empty serves nothing.
+	PprofListen string `yaml:"pprof_listen"`
 }
 
 // EngineConfig configures the embedded SQL engine (DuckDB).
@@ -148,7 +156,7 @@ var EnvVars = []string{
 	"FLIGHTGW_LISTEN", "FLIGHTGW_DATA_DIR", "FLIGHTGW_INSECURE", "FLIGHTGW_LOG_LEVEL", "FLIGHTGW_LOG_FORMAT",
 	"FLIGHTGW_DEFAULT_CATALOG", "FLIGHTGW_DEFAULT_SCHEMA", "FLIGHTGW_MAX_BATCH_BYTES", "FLIGHTGW_MEMORY_LIMIT",
 	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_AUTH_SIGNING_KEY",
-	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY",
+	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -157,7 +165,7 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		"FLIGHTGW_LOG_FORMAT": &c.Log.Format, "FLIGHTGW_DEFAULT_CATALOG": &c.DefaultCatalog,
 		"FLIGHTGW_DEFAULT_SCHEMA": &c.DefaultSchema, "FLIGHTGW_AUTH_SIGNING_KEY": &c.Auth.SigningKey,
 		"FLIGHTGW_ENGINE_MEMORY_LIMIT": &c.Engine.MemoryLimit, "FLIGHTGW_ENGINE_TEMP_DIR": &c.Engine.TempDir,
-		"FLIGHTGW_TICKETS_SIGNING_KEY": &c.Tickets.SigningKey,
+		"FLIGHTGW_TICKETS_SIGNING_KEY": &c.Tickets.SigningKey, "FLIGHTGW_PPROF_LISTEN": &c.Debug.PprofListen,
 	}
 	for k, p := range str {
 		if v, ok := lookup(k); ok {
@@ -305,6 +313,11 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Timeouts.ShutdownGrace.Check("timeouts.shutdown_grace"); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Debug.PprofListen != "" {
+		if err := checkExposure(c.Debug.PprofListen, false, false); err != nil {
+			errs = append(errs, fmt.Errorf("debug.pprof_listen: must be a loopback address, got %q", c.Debug.PprofListen))
+		}
 	}
 	if err := c.Auth.Validate(); err != nil {
 		errs = append(errs, err)

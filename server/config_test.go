@@ -83,6 +83,7 @@ func TestBadConfigNamesKey(t *testing.T) {
 		"default_catalog: nope\n":                        "default_catalog",
 		"timeouts: {txn_idle: banana}\n":                 "txn_idle",
 		"auth: {users: [{name: a, password_hash: x}]}\n": "auth.users[0].password_hash",
+		"debug: {pprof_listen: \"0.0.0.0:6060\"}\n":      "debug.pprof_listen",
 	} {
 		_, err := LoadConfig(writeConfig(t, body))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -237,6 +237,16 @@ func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		s.closeCatalogs()
 		return err
 	}
+	if cfg.Debug.PprofListen != "" {
+		stop, err := servePprof(cfg.Debug.PprofListen, log)
+		if err != nil {
+			lis.Close()
+			s.txns.Close()
+			s.closeCatalogs()
+			return fmt.Errorf("debug.pprof_listen: %w", err)
+		}
+		defer stop()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(lis) }()
 	select {
