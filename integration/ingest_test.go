@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
 )
@@ -198,5 +199,36 @@ func TestLargeBatchesAndTheLimit(t *testing.T) {
 	}
 	if rows(g.readTable(t, "big")) != 200_000 || !slices.Equal(g.parquetFiles(t), files) {
 		t.Fatal("an over-limit upload changed the table")
+	}
+}
+
+func TestAbandonedTransactionIsRolledBack(t *testing.T) {
+	g := startGateway(t, "timeouts: {txn_idle: 1s}\n")
+	c := g.flightClient(t)
+	ctx := context.Background()
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 1)), modeCreate("abandoned")); err != nil {
+		t.Fatal(err)
+	}
+	files := g.parquetFiles(t)
+	tx, err := c.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := modeAppend("abandoned")
+	o.TransactionId = tx.ID()
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 10, 5)), o); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.parquetFiles(t)) <= len(files) {
+		t.Fatal("the transaction staged no file")
+	}
+	// The client goes quiet; the reaper rolls back and deletes the files.
+	if !eventually(t, 10*time.Second, func() bool { return slices.Equal(g.parquetFiles(t), files) }) {
+		t.Fatalf("staged files of the abandoned transaction remain: %v", g.parquetFiles(t))
+	}
+	err = tx.Commit(ctx)
+	assertStatus(t, err, codes.FailedPrecondition, "expired")
+	if got := rows(g.readTable(t, "abandoned")); got != 1 {
+		t.Fatalf("rows = %d", got)
 	}
 }
