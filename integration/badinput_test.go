@@ -314,3 +314,47 @@ func TestEndTransactionErrors(t *testing.T) {
 	_, err = c.ExecuteIngest(ctx, reader(t, people(t, 9, 1)), o)
 	assertStatus(t, err, codes.NotFound, "transaction")
 }
+
+func TestShutdownDiscardsUnfinishedUploads(t *testing.T) {
+	g := startGateway(t, "timeouts: {shutdown_grace: 1s}\n")
+	c := g.flightClient(t)
+	ctx := context.Background()
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 1)), modeCreate("draining")); err != nil {
+		t.Fatal(err)
+	}
+	files := g.parquetFiles(t)
+
+	// An upload that never ends: a few batches, then silence.
+	stream, err := c.Client.DoPut(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(peopleSchema))
+	w.SetFlightDescriptor(ingestDescriptor(t, "draining"))
+	for i := range 3 {
+		if err := w.Write(people(t, 100+i*1000, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A transaction with staged files, never ended.
+	tx, err := c.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := modeAppend("draining")
+	o.TransactionId = tx.ID()
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 50, 5)), o); err != nil {
+		t.Fatal(err)
+	}
+
+	g.shutdown() // waits out the grace period, then cancels the upload
+	if got := int64Column(t, g.readTable(t, "draining"), "id"); !slices.Equal(got, []int64{0}) {
+		t.Fatalf("unfinished work became visible: %v", got)
+	}
+	if after := g.parquetFiles(t); !slices.Equal(after, files) {
+		t.Fatalf("shutdown left staged files:\nbefore %v\nafter  %v", files, after)
+	}
+	if !strings.Contains(g.logs.String(), "shutdown grace period over") {
+		t.Fatalf("the upload did not hold the shutdown for the grace period:\n%s", g.logs.String())
+	}
+}

@@ -54,6 +54,9 @@ type gateway struct {
 	addr    string
 	dataDir string
 	logs    *syncBuffer
+	// shutdown stops the server as SIGTERM does; it runs at cleanup if the
+	// test has not called it.
+	shutdown func()
 }
 
 // startGateway runs the real server with the embedded default in a fresh
@@ -89,16 +92,22 @@ func startGateway(t *testing.T, yaml string) *gateway {
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(lis) }()
+	var once sync.Once
+	shutdown := func() {
+		once.Do(func() {
+			s.Shutdown()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		})
+	}
 	t.Cleanup(func() {
-		s.Shutdown()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
+		shutdown()
 		if strings.Contains(logs.String(), "panic in handler") {
 			t.Errorf("a handler panicked:\n%s", logs.String())
 		}
 	})
-	return &gateway{addr: lis.Addr().String(), dataDir: dir, logs: logs}
+	return &gateway{addr: lis.Addr().String(), dataDir: dir, logs: logs, shutdown: shutdown}
 }
 
 // adbcConn opens an ADBC Flight SQL connection with extra database options.
