@@ -300,8 +300,11 @@ func (f *fieldReader) optStr(pos int) *string {
 	return f.mem.strPtr(f.str(pos))
 }
 
+// long reads a BIGINT NOT NULL field. Fixed-width reads cannot fail, so unlike the
+// others they go on after an error (what they read is dropped with the record).
 func (f *fieldReader) long(pos int) int64 {
-	if !f.notNull(pos) {
+	if f.isNull(pos) {
+		f.failNull(pos)
 		return 0
 	}
 	return int64(f.slot(pos))
@@ -314,8 +317,10 @@ func (f *fieldReader) optLong(pos int) *int64 {
 	return f.mem.long(int64(f.slot(pos)))
 }
 
+// int reads an INT NOT NULL field, like long.
 func (f *fieldReader) int(pos int) int32 {
-	if !f.notNull(pos) {
+	if f.isNull(pos) {
+		f.failNull(pos)
 		return 0
 	}
 	return int32(uint32(f.slot(pos)))
