@@ -30,8 +30,9 @@ type Options struct {
 // Engine is an embedded, locked-down DuckDB. It is safe for concurrent
 // use: every query runs on a connection of its own.
 type Engine struct {
-	db   duck.Database
-	opts Options
+	db      duck.Database
+	opts    Options
+	natives natives // DuckDBs that read planned Parquet files (native.go)
 }
 
 // setting is one DuckDB configuration option.
@@ -42,21 +43,7 @@ type setting struct{ name, value string }
 // then the lock-down, and lock_configuration last, after which nothing a
 // query says can change any of it.
 func lockdown(opts Options) []setting {
-	var s []setting
-	if opts.MemoryLimit != "" {
-		s = append(s, setting{"memory_limit", opts.MemoryLimit})
-	}
-	if opts.TempDir != "" {
-		s = append(s, setting{"temp_directory", opts.TempDir})
-	} else {
-		// DuckDB would otherwise spill into .tmp under the working
-		// directory.
-		s = append(s, setting{"max_temp_directory_size", "0B"})
-	}
-	if opts.Threads > 0 {
-		s = append(s, setting{"threads", fmt.Sprint(opts.Threads)})
-	}
-	return append(s,
+	return append(resources(opts),
 		// DuckDB's arrow_scan hands the pushed-down projection and filters
 		// to the stream's producer and trusts it to apply them; through
 		// the C API the producer ignores them, so a pruned column would be
@@ -74,6 +61,25 @@ func lockdown(opts Options) []setting {
 	)
 }
 
+// resources are the memory, spill and thread settings from Options.
+func resources(opts Options) []setting {
+	var s []setting
+	if opts.MemoryLimit != "" {
+		s = append(s, setting{"memory_limit", opts.MemoryLimit})
+	}
+	if opts.TempDir != "" {
+		s = append(s, setting{"temp_directory", opts.TempDir})
+	} else {
+		// DuckDB would otherwise spill into .tmp under the working
+		// directory.
+		s = append(s, setting{"max_temp_directory_size", "0B"})
+	}
+	if opts.Threads > 0 {
+		s = append(s, setting{"threads", fmt.Sprint(opts.Threads)})
+	}
+	return s
+}
+
 // New opens an in-memory DuckDB with the lock-down applied.
 func New(opts Options) (*Engine, error) {
 	if opts.TempDir != "" {
@@ -81,26 +87,35 @@ func New(opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("engine: temp_dir %s: %w", opts.TempDir, err)
 		}
 	}
-	var cfg duck.Config
-	if duck.CreateConfig(&cfg) == duck.StateError {
-		return nil, fmt.Errorf("engine: cannot create a duckdb config")
-	}
-	defer duck.DestroyConfig(&cfg)
-	for _, st := range lockdown(opts) {
-		if duck.SetConfig(cfg, st.name, st.value) == duck.StateError {
-			return nil, fmt.Errorf("engine: duckdb option %s=%q rejected", st.name, st.value)
-		}
-	}
 	e := &Engine{opts: opts}
-	var msg string
-	if duck.OpenExt("", &e.db, cfg, &msg) == duck.StateError {
-		return nil, fmt.Errorf("engine: open duckdb: %s", msg)
+	if err := open(&e.db, lockdown(opts)); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
 
+// open opens an in-memory DuckDB with the given configuration.
+func open(db *duck.Database, settings []setting) error {
+	var cfg duck.Config
+	if duck.CreateConfig(&cfg) == duck.StateError {
+		return fmt.Errorf("engine: cannot create a duckdb config")
+	}
+	defer duck.DestroyConfig(&cfg)
+	for _, st := range settings {
+		if duck.SetConfig(cfg, st.name, st.value) == duck.StateError {
+			return fmt.Errorf("engine: duckdb option %s=%q rejected", st.name, st.value)
+		}
+	}
+	var msg string
+	if duck.OpenExt("", db, cfg, &msg) == duck.StateError {
+		return fmt.Errorf("engine: open duckdb: %s", msg)
+	}
+	return nil
+}
+
 // Close closes DuckDB. Queries still running fail.
 func (e *Engine) Close() error {
+	e.natives.close()
 	duck.Close(&e.db)
 	return nil
 }
@@ -110,9 +125,11 @@ type conn struct {
 	c duck.Connection
 }
 
-func (e *Engine) connect() (*conn, error) {
+func (e *Engine) connect() (*conn, error) { return connect(e.db) }
+
+func connect(db duck.Database) (*conn, error) {
 	var c duck.Connection
-	if duck.Connect(e.db, &c) == duck.StateError {
+	if duck.Connect(db, &c) == duck.StateError {
 		return nil, fmt.Errorf("engine: cannot connect to duckdb")
 	}
 	return &conn{c: c}, nil

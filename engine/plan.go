@@ -39,6 +39,10 @@ type scanRef struct {
 type plan struct {
 	tree map[string]any
 	refs []*scanRef
+	// fileSafe is true when the query names nothing DuckDB could take
+	// for a file: it may then run where the planned files are readable
+	// (see native.go).
+	fileSafe bool
 }
 
 // parsed is json_serialize_sql's answer.
@@ -113,7 +117,7 @@ func skipSpace(s string) string {
 // scan's projection and filters. views names the private view of the
 // i-th reference.
 func newPlan(tree map[string]any, resolve Resolver, views func(i int) string) (*plan, error) {
-	p := &plan{tree: tree}
+	p := &plan{tree: tree, fileSafe: true}
 	ctes := map[string]bool{}
 	star := false
 	cols := map[string]bool{}
@@ -122,6 +126,14 @@ func newPlan(tree map[string]any, resolve Resolver, views func(i int) string) (*
 		switch m["type"] {
 		case "RECURSIVE_CTE_NODE":
 			walkErr = errUnsupported("recursive CTEs are not supported")
+		case "TABLE_FUNCTION":
+			if err := checkTableFunction(m); err != nil && walkErr == nil {
+				walkErr = err
+			}
+		case "SHOW_REF":
+			// DESCRIBE/SUMMARIZE name their table outside a table
+			// reference, where DuckDB would take a path for a file.
+			p.fileSafe = false
 		case "STAR":
 			star = true
 		case "COLUMN_REF":
@@ -163,6 +175,12 @@ func newPlan(tree map[string]any, resolve Resolver, views func(i int) string) (*
 		}
 		cat, sch, name := str(m["catalog_name"]), str(m["schema_name"]), str(m["table_name"])
 		if cat == "" && sch == "" && ctes[strings.ToLower(name)] {
+			// Left to DuckDB. Out of the CTE's scope DuckDB would look
+			// the name up itself, and a name like 'x.parquet' is a file
+			// to it: only identifiers may run where files are readable.
+			if !isIdentifier(name) {
+				p.fileSafe = false
+			}
 			return
 		}
 		if at, ok := m["at_clause"]; ok && at != nil {
@@ -196,6 +214,37 @@ func newPlan(tree map[string]any, resolve Resolver, views func(i int) string) (*
 		r.node["alias"] = r.alias
 	}
 	return p, nil
+}
+
+// tableFunctions are the table functions a query may call: they make
+// rows from their arguments and read nothing. Every other one (read_parquet,
+// read_csv, glob, read_text, parquet_metadata, query, ...) is refused, so
+// no file can be named from SQL even where DuckDB may read files.
+var tableFunctions = map[string]bool{"range": true, "generate_series": true, "unnest": true}
+
+// checkTableFunction refuses a table function that is not allowed.
+func checkTableFunction(m map[string]any) error {
+	fn, _ := m["function"].(map[string]any)
+	name := strings.ToLower(str(fn["function_name"]))
+	sch := strings.ToLower(str(fn["schema"]))
+	if fn == nil || fn["type"] != "FUNCTION" || name == "" {
+		return catalogs.Errorf(catalogs.ErrPermissionDenied, "this table function is disabled: queries read catalog tables only")
+	}
+	if !tableFunctions[name] || str(fn["catalog"]) != "" || (sch != "" && sch != "main") {
+		return catalogs.Errorf(catalogs.ErrPermissionDenied,
+			"table function %s is disabled: queries read catalog tables only (file access is disabled)", name)
+	}
+	return nil
+}
+
+// isIdentifier reports whether s is a plain SQL identifier.
+func isIdentifier(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // projection is the table's columns that the query may use: every column

@@ -36,6 +36,9 @@ type ScanStats struct {
 	Filters      []catalogs.Filter
 	FilesPlanned int
 	FilesTotal   int
+	// Native is true when DuckDB read the table's Parquet files itself
+	// (native.go), false when it read the catalog scan's stream.
+	Native bool
 }
 
 // Describe parses and binds a query without reading any data: its tables
@@ -145,7 +148,7 @@ func (e *Engine) Query(ctx context.Context, query string, params arrow.RecordBat
 	if err != nil {
 		return nil, err
 	}
-	r := &Rows{conn: c}
+	r := &Rows{eng: e, conn: c}
 	if err := r.start(ctx, query, params, resolve); err != nil {
 		r.Close()
 		return nil, err
@@ -155,6 +158,7 @@ func (e *Engine) Query(ctx context.Context, query string, params arrow.RecordBat
 
 // Rows is a streaming query result. It is not safe for concurrent use.
 type Rows struct {
+	eng      *Engine
 	conn     *conn
 	st       duck.PreparedStatement
 	res      duck.Result
@@ -174,6 +178,9 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 	if err != nil {
 		return err
 	}
+	if ok, err := r.startNative(ctx, p, sql, params); ok || err != nil {
+		return err
+	}
 	for _, ref := range p.refs {
 		req := catalogs.ScanRequest{Columns: ref.columns, Filters: ref.filters}
 		res, err := ref.table.Scanner.Scan(ctx, ref.table.Ident, req)
@@ -188,6 +195,13 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 		}
 		r.releases = append(r.releases, release)
 	}
+	return r.run(ctx, sql, params)
+}
+
+// run prepares and starts sql, as a streaming result, on the query's
+// connection, whose tables are registered.
+func (r *Rows) run(ctx context.Context, sql string, params arrow.RecordBatch) error {
+	c := r.conn
 	if duck.Prepare(c.c, sql, &r.st) == duck.StateError {
 		return classifyMessage(duck.PrepareError(r.st))
 	}

@@ -1,0 +1,301 @@
+//go:build duckdb_arrow
+
+package engine
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	duck "github.com/duckdb/duckdb-go-bindings"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// The native path: when every table of a query has a plain file plan
+// (catalogs.FilePlanner), DuckDB reads the planned Parquet files itself
+// with read_parquet, its optimizer whole (projection and filter pushdown
+// into the files, parallel row groups), instead of an Arrow stream from
+// the catalog scan.
+//
+// Such a query runs in a DuckDB of its own, opened per set of warehouse
+// roots, that differs from the engine's in two ways only: no optimizer is
+// disabled (no Arrow stream is ever scanned there), and allowed_directories
+// lists those roots, which stay readable with enable_external_access off.
+// What may read them is the gateway alone:
+//   - the files reach DuckDB only in a view the gateway writes on the
+//     query's own connection, under the query's private name;
+//   - user SQL is parsed first, and a table function outside a small
+//     allowlist (range, generate_series, unnest) is refused, so read_parquet,
+//     glob, query and the like never run, wherever they would point;
+//   - every table name of user SQL is resolved for the caller (a path is no
+//     table), and a query whose SQL could still make DuckDB take a name for
+//     a file (DESCRIBE/SUMMARIZE, a non-identifier CTE name) takes the
+//     stream path, where no file is readable.
+
+// maxNatives bounds the DuckDBs opened for root sets; past it, queries of
+// new root sets take the stream path.
+const maxNatives = 16
+
+// natives are the DuckDBs of the native path, by root set.
+type natives struct {
+	mu  sync.Mutex
+	dbs map[string]*duck.Database
+}
+
+// get returns the DuckDB allowed to read roots, opening it on first use;
+// nil when too many are open already.
+func (n *natives) get(opts Options, roots []string) (*duck.Database, error) {
+	key := strings.Join(roots, "\x00")
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if db, ok := n.dbs[key]; ok {
+		return db, nil
+	}
+	if len(n.dbs) >= maxNatives {
+		return nil, nil
+	}
+	db, err := openNative(opts, roots)
+	if err != nil {
+		return nil, err
+	}
+	if n.dbs == nil {
+		n.dbs = map[string]*duck.Database{}
+	}
+	n.dbs[key] = db
+	return db, nil
+}
+
+func (n *natives) close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for k, db := range n.dbs {
+		duck.Close(db)
+		delete(n.dbs, k)
+	}
+}
+
+// openNative opens a DuckDB locked down like the engine's, whose only
+// readable files are under roots. allowed_directories cannot be set
+// through the C API's config, so the lock-down ends with SET statements
+// on a first connection, lock_configuration last.
+func openNative(opts Options, roots []string) (*duck.Database, error) {
+	db := new(duck.Database)
+	err := open(db, append(resources(opts),
+		setting{"autoinstall_known_extensions", "false"},
+		setting{"autoload_known_extensions", "false"},
+		setting{"allow_community_extensions", "false"},
+		setting{"allow_unsigned_extensions", "false"},
+	))
+	if err != nil {
+		return nil, err
+	}
+	c, err := connect(*db)
+	if err != nil {
+		duck.Close(db)
+		return nil, err
+	}
+	defer c.close()
+	dirs := make([]string, len(roots))
+	for i, r := range roots {
+		// A prefix: without the slash /wh would also allow /wh2.
+		dirs[i] = sqlString(r + "/")
+	}
+	for _, st := range []string{
+		"SET allowed_directories = [" + strings.Join(dirs, ", ") + "]",
+		"SET enable_external_access = false",
+		"SET lock_configuration = true",
+	} {
+		if err := c.exec(st); err != nil {
+			duck.Close(db)
+			return nil, fmt.Errorf("engine: native lock-down: %w", err)
+		}
+	}
+	return db, nil
+}
+
+// exec runs a statement that returns nothing of interest.
+func (c *conn) exec(sql string) error {
+	var res duck.Result
+	defer duck.DestroyResult(&res)
+	if duck.Query(c.c, sql, &res) == duck.StateError {
+		return classify(duck.ResultErrorType(&res), duck.ResultError(&res))
+	}
+	return nil
+}
+
+// filePlans asks each table of p for a plain file plan. It returns nil
+// (and no error) when any table has none: the query then takes the
+// stream path.
+func filePlans(ctx context.Context, p *plan) ([]*catalogs.FilePlan, error) {
+	if !p.fileSafe || len(p.refs) == 0 {
+		return nil, nil
+	}
+	out := make([]*catalogs.FilePlan, len(p.refs))
+	for i, ref := range p.refs {
+		fp, ok := ref.table.Scanner.(catalogs.FilePlanner)
+		if !ok {
+			return nil, nil
+		}
+		req := catalogs.ScanRequest{Columns: ref.columns, Filters: ref.filters}
+		plan, err := fp.PlanFiles(ctx, ref.table.Ident, req)
+		if err != nil {
+			return nil, err
+		}
+		if !usable(plan) {
+			return nil, nil
+		}
+		out[i] = plan
+	}
+	return out, nil
+}
+
+// usable checks a plan the engine will hand to DuckDB: plain, with files,
+// all of them clean absolute paths under a root that is not "/".
+func usable(fp *catalogs.FilePlan) bool {
+	if fp == nil || !fp.Plain || len(fp.Files) == 0 {
+		return false
+	}
+	root := fp.Root
+	if !filepath.IsAbs(root) || filepath.Clean(root) != root || root == "/" {
+		return false
+	}
+	for _, f := range fp.Files {
+		if filepath.Clean(f) != f || !strings.HasPrefix(f, root+"/") || strings.ContainsAny(f, "*?[]{}\\\x00") {
+			return false
+		}
+	}
+	return true
+}
+
+// startNative runs the query over the planned files when every table has
+// a usable plan; ok is false when it does not, and nothing was started.
+func (r *Rows) startNative(ctx context.Context, p *plan, sql string, params arrow.RecordBatch) (ok bool, err error) {
+	plans, err := filePlans(ctx, p)
+	if err != nil || plans == nil {
+		return false, err
+	}
+	db, err := r.eng.natives.get(r.eng.opts, roots(plans))
+	if err != nil || db == nil {
+		return false, err
+	}
+	views := make([]string, len(p.refs))
+	for i, ref := range p.refs {
+		types, err := r.conn.streamTypes(ref)
+		if err != nil {
+			return false, err
+		}
+		views[i] = fileView(ref.view, ref.columns, types, plans[i].Files)
+	}
+	nc, err := connect(*db)
+	if err != nil {
+		return false, err
+	}
+	// From here the query is the native connection's.
+	r.conn.close()
+	r.conn = nc
+	for i, v := range views {
+		if err := nc.exec(v); err != nil {
+			return true, fmt.Errorf("engine: read %s: %w", p.refs[i].table.Ident, err)
+		}
+		ref := p.refs[i]
+		r.scans = append(r.scans, ScanStats{Table: ref.table.Ident, Columns: ref.columns, Filters: ref.filters,
+			FilesPlanned: len(plans[i].Files), FilesTotal: plans[i].FilesTotal, Native: true})
+	}
+	return true, r.run(ctx, sql, params)
+}
+
+// streamTypes are the DuckDB types of ref's columns on the stream path:
+// those of its Arrow schema, registered as an empty stream.
+func (c *conn) streamTypes(ref *scanRef) ([]string, error) {
+	probe := ref.view + "_types"
+	empty, err := array.NewRecordReader(projectSchema(ref.table.Schema, ref.columns), nil)
+	if err != nil {
+		return nil, err
+	}
+	release, err := registerStream(c.c, probe, empty)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	defer func() { _ = c.exec("DROP VIEW IF EXISTS " + sqlIdent(probe)) }()
+	var res duck.Result
+	defer duck.DestroyResult(&res)
+	if duck.Query(c.c, "DESCRIBE SELECT * FROM "+sqlIdent(probe), &res) == duck.StateError {
+		return nil, classify(duck.ResultErrorType(&res), duck.ResultError(&res))
+	}
+	rdr, err := newChunkReader(&res)
+	if err != nil {
+		return nil, err
+	}
+	defer rdr.release()
+	byName := map[string]string{}
+	for {
+		rec, err := rdr.next()
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			break
+		}
+		names, ok1 := rec.Column(0).(*array.String)
+		types, ok2 := rec.Column(1).(*array.String)
+		for i := 0; ok1 && ok2 && i < names.Len(); i++ {
+			byName[strings.Clone(names.Value(i))] = strings.Clone(types.Value(i))
+		}
+		rec.Release()
+	}
+	out := make([]string, len(ref.columns))
+	for i, col := range ref.columns {
+		if out[i] = byName[col]; out[i] == "" {
+			return nil, fmt.Errorf("engine: no type for column %s of %s", col, ref.table.Ident)
+		}
+	}
+	return out, nil
+}
+
+// roots is the sorted set of the plans' roots.
+func roots(plans []*catalogs.FilePlan) []string {
+	var out []string
+	for _, fp := range plans {
+		if !slices.Contains(out, fp.Root) {
+			out = append(out, fp.Root)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fileView is the view the gateway writes for one table reference: its
+// columns, cast to the types the stream path would give them (a cast to
+// the type a column already has is dropped by DuckDB's binder, so
+// pushdown into the files is kept), read from exactly the planned files.
+func fileView(name string, cols []string, types []string, files []string) string {
+	var b strings.Builder
+	b.WriteString("CREATE TEMP VIEW " + sqlIdent(name) + " AS SELECT ")
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "CAST(%s AS %s) AS %s", sqlIdent(c), types[i], sqlIdent(c))
+	}
+	b.WriteString(" FROM read_parquet([")
+	for i, f := range files {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(sqlString(f))
+	}
+	// Iceberg paths look like hive partitions (col=value/): DuckDB must not
+	// make columns of them.
+	b.WriteString("], hive_partitioning = false, union_by_name = false)")
+	return b.String()
+}
+
+func sqlIdent(s string) string  { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+func sqlString(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
