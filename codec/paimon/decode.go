@@ -340,11 +340,14 @@ func (f *fieldReader) serializedRow(pos int) Row {
 	if !ok {
 		return Row{}
 	}
-	r, err := rowFromSerialized("row", f.mem.copyBytes(b))
-	if err != nil {
-		f.fail(pos, err)
+	if len(b) >= 4 {
+		if arity := int(binary.BigEndian.Uint32(b)); arity <= len(b) && fixedPartSize(arity) <= len(b)-4 {
+			return Row{arity: arity, data: f.mem.copyBytes(b[4:])}
+		}
 	}
-	return r
+	_, err := rowFromSerializedSlow("row", b)
+	f.fail(pos, err)
+	return Row{}
 }
 
 // array returns the ARRAY field pos (not null) with its elements' region checked for
