@@ -263,7 +263,7 @@ func (f *fieldReader) failNull(pos int) bool {
 // its top bit set, so its "offset" is at least 2^31 and never in range: rows come from
 // int32-framed records.
 func (f *fieldReader) varLen(pos int, inlineOK bool) ([]byte, bool) {
-	v := le.Uint64(f.data[8+8*pos:])
+	v := f.slot(pos)
 	if end := v>>32 + v&0xffffffff; end <= uint64(len(f.data)) {
 		return f.data[v>>32 : end : end], true
 	}
