@@ -107,6 +107,9 @@ func openNative(opts Options, roots []string) (*duck.Database, error) {
 		dirs[i] = sqlString(r + "/")
 	}
 	for _, st := range []string{
+		// DuckDB would otherwise keep the bytes it read from the files in
+		// its buffer pool; they are read once per query and stream out.
+		"SET enable_external_file_cache = false",
 		"SET allowed_directories = [" + strings.Join(dirs, ", ") + "]",
 		"SET enable_external_access = false",
 		"SET lock_configuration = true",
