@@ -38,7 +38,8 @@ func BenchmarkDecodeList(b *testing.B) {
 }
 
 // TestBenchPayloadRoundTrip keeps the benchmark honest: what it decodes re-encodes to
-// the same bytes, so the arena's shared chunks and reused names hold the right values.
+// the same bytes, so the arena's shared chunks and reused column lists hold the right
+// values.
 func TestBenchPayloadRoundTrip(t *testing.T) {
 	for _, v := range SupportedVersions {
 		buf, err := EncodeList(v, benchMessages(2_000))
