@@ -210,7 +210,11 @@ func (r *Rows) startNative(ctx context.Context, p *plan, sql string, params arro
 		r.scans = append(r.scans, ScanStats{Table: ref.table.Ident, Columns: ref.columns, Filters: ref.filters,
 			FilesPlanned: len(plans[i].Files), FilesTotal: plans[i].FilesTotal, Native: true})
 	}
-	return true, r.run(ctx, sql, params)
+	if err := r.run(ctx, sql, params); err != nil {
+		return true, err
+	}
+	r.readAhead()
+	return true, nil
 }
 
 // streamTypes are the DuckDB types of ref's columns on the stream path:

@@ -344,3 +344,34 @@ func TestNativeDirectories(t *testing.T) {
 		}
 	}
 }
+
+// TestNativeStopsEarly: a native query closed or cancelled after its first
+// batch stops (its batches are gathered ahead on a goroutine).
+func TestNativeStopsEarly(t *testing.T) {
+	f := newNativeFixture(t)
+	const q = `SELECT s.id, i FROM sales s, range(100000000) t(i)`
+	r, err := f.eng.Query(context.Background(), q, nil, f.resolver(f.plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Next() || !r.Scans()[0].Native {
+		t.Fatalf("first batch: %v, native %v", r.Err(), r.Scans()[0].Native)
+	}
+	r.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err = f.eng.Query(ctx, q, nil, f.resolver(f.plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !r.Next() {
+		t.Fatalf("first batch: %v", r.Err())
+	}
+	cancel()
+	for r.Next() {
+	}
+	if !errors.Is(r.Err(), context.Canceled) {
+		t.Fatalf("after cancel: %v, want canceled", r.Err())
+	}
+}

@@ -169,6 +169,7 @@ type Rows struct {
 	stop     func()
 	releases []func()
 	scans    []ScanStats
+	ahead    *ahead // reads the next batch while the caller sends this one
 	once     sync.Once
 }
 
@@ -248,13 +249,32 @@ func (r *Rows) Next() bool {
 	if r.err != nil || r.rdr == nil {
 		return false
 	}
+	var rec arrow.RecordBatch
+	if r.ahead != nil {
+		b, ok := <-r.ahead.batches
+		if !ok {
+			return false
+		}
+		rec, r.err = b.rec, b.err
+	} else {
+		rec, r.err = r.gather()
+	}
+	r.cur = rec
+	return rec != nil && r.err == nil
+}
+
+// gather reads up to batchRows rows of the result into one batch; nil at
+// the end.
+func (r *Rows) gather() (arrow.RecordBatch, error) {
 	var parts []arrow.RecordBatch
 	var n int64
 	for n < batchRows {
 		rec, err := r.rdr.next()
 		if err != nil {
-			r.err = err
-			break
+			for _, p := range parts {
+				p.Release()
+			}
+			return nil, err
 		}
 		if rec == nil {
 			break
@@ -262,14 +282,10 @@ func (r *Rows) Next() bool {
 		parts = append(parts, rec)
 		n += rec.NumRows()
 	}
-	if r.err != nil || len(parts) == 0 {
-		for _, p := range parts {
-			p.Release()
-		}
-		return false
+	if len(parts) == 0 {
+		return nil, nil
 	}
-	r.cur, r.err = concat(r.rdr.schema, parts)
-	return r.err == nil
+	return concat(r.rdr.schema, parts)
 }
 
 // concat joins batches into one (the batches are released).
@@ -325,6 +341,7 @@ func (r *Rows) Close() {
 			r.cur.Release()
 			r.cur = nil
 		}
+		r.ahead.stop()
 		if r.stop != nil {
 			r.stop()
 		}
