@@ -183,9 +183,12 @@ func (r *Rows) startNative(ctx context.Context, p *plan, sql string, params arro
 	if err != nil || plans == nil {
 		return false, err
 	}
+	// Past this point a failure falls back to the stream path, which
+	// answers the query either way (a DuckDB that cannot open, a column
+	// DuckDB cannot cast to its stream type, a file gone since planning).
 	db, err := r.eng.natives.get(r.eng.opts, roots(plans))
 	if err != nil || db == nil {
-		return false, err
+		return false, nil
 	}
 	views := make([]string, len(p.refs))
 	for i, ref := range p.refs {
@@ -197,16 +200,18 @@ func (r *Rows) startNative(ctx context.Context, p *plan, sql string, params arro
 	}
 	nc, err := connect(*db)
 	if err != nil {
-		return false, err
+		return false, nil
+	}
+	for _, v := range views {
+		if err := nc.exec(v); err != nil {
+			nc.close()
+			return false, nil
+		}
 	}
 	// From here the query is the native connection's.
 	r.conn.close()
 	r.conn = nc
-	for i, v := range views {
-		if err := nc.exec(v); err != nil {
-			return true, fmt.Errorf("engine: read %s: %w", p.refs[i].table.Ident, err)
-		}
-		ref := p.refs[i]
+	for i, ref := range p.refs {
 		r.scans = append(r.scans, ScanStats{Table: ref.table.Ident, Columns: ref.columns, Filters: ref.filters,
 			FilesPlanned: len(plans[i].Files), FilesTotal: plans[i].FilesTotal, Native: true})
 	}

@@ -237,6 +237,13 @@ func TestNativeFallback(t *testing.T) {
 			t.Errorf("scan of %s is native in a query with a table that is not plain", s.Table)
 		}
 	}
+	// A plan DuckDB cannot read (a file gone since planning) falls back.
+	gone := &planScanner{memScanner: f.scan, root: f.root, plain: true,
+		files: map[string][]string{"sales": {filepath.Join(f.root, "sales", "data", "gone.parquet")}}}
+	res, err := f.run(t, gone, `SELECT count(*) FROM sales`, nil)
+	if err != nil || strings.Join(res.rows, "") != "4" || res.scans[0].Native {
+		t.Fatalf("unreadable plan: %+v, %v; want the stream path's answer", res, err)
+	}
 	// A plan is used only when it is safe to hand to DuckDB as it is.
 	bad := []*catalogs.FilePlan{
 		{Plain: true, Root: f.root},
