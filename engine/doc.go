@@ -8,9 +8,16 @@
 // The rewritten query runs as a streaming DuckDB result, converted to Arrow
 // one chunk at a time, so no result is ever held whole.
 //
-// DuckDB is locked down when it opens: no external access (no files, no
-// ATTACH, no COPY TO, no extension installs or autoloading) and a locked
-// configuration. Only SELECT statements reach DuckDB at all; every other
+// When every table of a query has a plain file plan (catalogs.FilePlanner),
+// the private names are instead views over DuckDB's read_parquet of exactly
+// the planned files, and the query runs in a second DuckDB whose optimizer
+// is whole and whose only readable directories are those tables' warehouse
+// roots (native.go). User SQL can name no file on either path: table
+// functions outside a small allowlist are refused in the parse tree.
+//
+// DuckDB is locked down when it opens: no external access (no files but
+// the native DuckDB's warehouse roots, no ATTACH, no COPY TO, no extension
+// installs or autoloading) and a locked configuration. Only SELECT statements reach DuckDB at all; every other
 // statement kind is refused by name before it is executed.
 //
 // The package needs the duckdb_arrow build tag (set by mk/query.mk for
