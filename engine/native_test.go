@@ -298,6 +298,8 @@ func TestNativeRefusesFiles(t *testing.T) {
 		// there is no such table.
 		{`SELECT * FROM '` + own + `'`, catalogs.ErrNotFound},
 		{`SELECT * FROM sales, "` + other + `"`, catalogs.ErrNotFound},
+		{`SUMMARIZE '` + own + `'`, catalogs.ErrNotFound},
+		{`SELECT * FROM (DESCRIBE '` + other + `'), sales`, catalogs.ErrNotFound},
 	}
 	for _, c := range cases {
 		t.Run(c.q, func(t *testing.T) {
