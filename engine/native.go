@@ -45,12 +45,32 @@ const maxNatives = 16
 // natives are the DuckDBs of the native path, by root set.
 type natives struct {
 	mu  sync.Mutex
-	dbs map[string]*duck.Database
+	dbs map[string]*nativeDB
 }
+
+// nativeDB is one native DuckDB and its idle connections.
+type nativeDB struct {
+	db duck.Database
+	// pool holds connections made before the lock, each with a larger
+	// streaming buffer than DuckDB's default (a setting of the
+	// connection, which the locked configuration keeps from being set
+	// later): with ~1MB DuckDB's workers stall on a full buffer between
+	// fetches.
+	pool   chan *conn
+	mu     sync.Mutex
+	closed bool
+}
+
+// nativeConns is the number of pooled connections of a native DuckDB; a
+// query finding none idle gets a fresh one with DuckDB's default buffer.
+const nativeConns = 8
+
+// streamingBuffer is the streaming_buffer_size of pooled connections.
+const streamingBuffer = "16MB"
 
 // get returns the DuckDB allowed to read roots, opening it on first use;
 // nil when too many are open already.
-func (n *natives) get(opts Options, roots []string) (*duck.Database, error) {
+func (n *natives) get(opts Options, roots []string) (*nativeDB, error) {
 	key := strings.Join(roots, "\x00")
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -65,7 +85,7 @@ func (n *natives) get(opts Options, roots []string) (*duck.Database, error) {
 		return nil, err
 	}
 	if n.dbs == nil {
-		n.dbs = map[string]*duck.Database{}
+		n.dbs = map[string]*nativeDB{}
 	}
 	n.dbs[key] = db
 	return db, nil
@@ -75,7 +95,7 @@ func (n *natives) close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for k, db := range n.dbs {
-		duck.Close(db)
+		db.close()
 		delete(n.dbs, k)
 	}
 }
@@ -83,10 +103,11 @@ func (n *natives) close() {
 // openNative opens a DuckDB locked down like the engine's, whose only
 // readable files are under roots. allowed_directories cannot be set
 // through the C API's config, so the lock-down ends with SET statements
-// on a first connection, lock_configuration last.
-func openNative(opts Options, roots []string) (*duck.Database, error) {
-	db := new(duck.Database)
-	err := open(db, append(resources(opts),
+// on a first connection, lock_configuration last; the pooled connections
+// are made just before it.
+func openNative(opts Options, roots []string) (*nativeDB, error) {
+	n := &nativeDB{pool: make(chan *conn, nativeConns)}
+	err := open(&n.db, append(resources(opts),
 		setting{"autoinstall_known_extensions", "false"},
 		setting{"autoload_known_extensions", "false"},
 		setting{"allow_community_extensions", "false"},
@@ -95,9 +116,9 @@ func openNative(opts Options, roots []string) (*duck.Database, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := connect(*db)
+	c, err := connect(n.db)
 	if err != nil {
-		duck.Close(db)
+		n.close()
 		return nil, err
 	}
 	defer c.close()
@@ -112,14 +133,76 @@ func openNative(opts Options, roots []string) (*duck.Database, error) {
 		"SET enable_external_file_cache = false",
 		"SET allowed_directories = [" + strings.Join(dirs, ", ") + "]",
 		"SET enable_external_access = false",
-		"SET lock_configuration = true",
 	} {
 		if err := c.exec(st); err != nil {
-			duck.Close(db)
+			n.close()
 			return nil, fmt.Errorf("engine: native lock-down: %w", err)
 		}
 	}
-	return db, nil
+	for range nativeConns {
+		pc, err := connect(n.db)
+		if err == nil {
+			err = pc.exec("SET streaming_buffer_size = " + sqlString(streamingBuffer))
+		}
+		if err != nil {
+			n.close()
+			return nil, fmt.Errorf("engine: native connection: %w", err)
+		}
+		n.pool <- pc
+	}
+	if err := c.exec("SET lock_configuration = true"); err != nil {
+		n.close()
+		return nil, fmt.Errorf("engine: native lock-down: %w", err)
+	}
+	return n, nil
+}
+
+// conn returns an idle pooled connection, or a new one.
+func (n *nativeDB) conn() (*conn, error) {
+	select {
+	case c := <-n.pool:
+		return c, nil
+	default:
+		return connect(n.db)
+	}
+}
+
+// put takes back a query's connection once its result is destroyed: the
+// query's views are dropped and the connection pooled, or closed when
+// that fails or the pool is full.
+func (n *nativeDB) put(c *conn, views []string) {
+	for _, v := range views {
+		if err := c.exec("DROP VIEW IF EXISTS " + sqlIdent(v)); err != nil {
+			c.close()
+			return
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		c.close()
+		return
+	}
+	select {
+	case n.pool <- c:
+	default:
+		c.close()
+	}
+}
+
+func (n *nativeDB) close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.closed = true
+	for {
+		select {
+		case c := <-n.pool:
+			c.close()
+		default:
+			duck.Close(&n.db)
+			return
+		}
+	}
 }
 
 // exec runs a statement that returns nothing of interest.
@@ -198,19 +281,22 @@ func (r *Rows) startNative(ctx context.Context, p *plan, sql string, params arro
 		}
 		views[i] = fileView(ref.view, ref.columns, types, plans[i].Files)
 	}
-	nc, err := connect(*db)
+	nc, err := db.conn()
 	if err != nil {
 		return false, nil
 	}
-	for _, v := range views {
+	names := make([]string, len(p.refs))
+	for i, v := range views {
+		names[i] = p.refs[i].view
 		if err := nc.exec(v); err != nil {
-			nc.close()
+			db.put(nc, names[:i+1])
 			return false, nil
 		}
 	}
-	// From here the query is the native connection's.
+	// From here the query is the native connection's; Close gives it back.
 	r.conn.close()
 	r.conn = nc
+	r.native, r.views = db, names
 	for i, ref := range p.refs {
 		r.scans = append(r.scans, ScanStats{Table: ref.table.Ident, Columns: ref.columns, Filters: ref.filters,
 			FilesPlanned: len(plans[i].Files), FilesTotal: plans[i].FilesTotal, Native: true})

@@ -328,11 +328,23 @@ func TestNativeDirectories(t *testing.T) {
 	if err != nil || db == nil {
 		t.Fatalf("native db: %v", err)
 	}
-	c, err := connect(*db)
+	pooled, err := db.conn() // made before the lock
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.close()
+	defer pooled.close()
+	fresh, err := connect(db.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.close()
+	for _, c := range []*conn{pooled, fresh} {
+		nativeFence(t, f, c, sibling)
+	}
+}
+
+func nativeFence(t *testing.T, f *nativeFixture, c *conn, sibling string) {
+	t.Helper()
 	if err := c.exec(`SELECT * FROM read_parquet(` + sqlString(f.plain.files["sales"][0]) + `)`); err != nil {
 		t.Fatalf("a file under the root: %v", err)
 	}
@@ -382,5 +394,27 @@ func TestNativeStopsEarly(t *testing.T) {
 	}
 	if !errors.Is(r.Err(), context.Canceled) {
 		t.Fatalf("after cancel: %v, want canceled", r.Err())
+	}
+	r.Close()
+
+	// The pooled connections serve the next queries, with no view left
+	// of the earlier ones.
+	for range nativeConns + 2 {
+		res, err := f.run(t, f.plain, `SELECT count(*) FROM sales`, nil)
+		if err != nil || strings.Join(res.rows, "") != "4" || !res.scans[0].Native {
+			t.Fatalf("query after an interrupted one: %+v, %v", res, err)
+		}
+	}
+	db, err := f.eng.natives.get(f.eng.opts, []string{f.root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range len(db.pool) {
+		c, _ := db.conn()
+		n, err := c.queryString(`SELECT count(*)::VARCHAR FROM duckdb_views() WHERE starts_with(view_name, $1)`, "__flightgw_")
+		if err != nil || n != "0" {
+			t.Errorf("a pooled connection has %s views left (%v)", n, err)
+		}
+		db.put(c, nil)
 	}
 }

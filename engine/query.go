@@ -169,7 +169,9 @@ type Rows struct {
 	stop     func()
 	releases []func()
 	scans    []ScanStats
-	ahead    *ahead // reads the next batch while the caller sends this one
+	ahead    *ahead    // reads the next batch while the caller sends this one
+	native   *nativeDB // the pool conn returns to, on the native path
+	views    []string  // the views of conn to drop then
 	once     sync.Once
 }
 
@@ -354,6 +356,10 @@ func (r *Rows) Close() {
 		duck.DestroyPrepare(&r.st)
 		for _, rel := range r.releases {
 			rel()
+		}
+		if r.native != nil {
+			r.native.put(r.conn, r.views)
+			return
 		}
 		r.conn.close()
 	})
