@@ -27,6 +27,7 @@ const (
 	DefaultShutdownGrace       = 30 * time.Second
 	DefaultTxnIdleTimeout      = 10 * time.Minute
 	DefaultMaxConcurrentWrites = 8
+	DefaultGCPercent           = 30
 )
 
 // Config is the gateway configuration (YAML, see docs/configuration.md).
@@ -101,6 +102,12 @@ type Limits struct {
 	// MemoryLimit is a soft limit on the gateway's Go heap, in bytes
 	// (runtime/debug.SetMemoryLimit); 0 leaves the Go default (GOMEMLIMIT).
 	MemoryLimit int64 `yaml:"memory_limit"`
+	// GCPercent is the Go GC target (runtime/debug.SetGCPercent): the heap
+	// may grow this many percent over the live data before a collection.
+	// The gateway's live data is bounded per request (a batch, the open
+	// files), so a target below Go's 100 keeps the peak close to it for a
+	// little more GC work. A GOGC environment variable wins.
+	GCPercent int `yaml:"gc_percent"`
 }
 
 // Timeouts of the gateway.
@@ -157,6 +164,7 @@ var EnvVars = []string{
 	"FLIGHTGW_DEFAULT_CATALOG", "FLIGHTGW_DEFAULT_SCHEMA", "FLIGHTGW_MAX_BATCH_BYTES", "FLIGHTGW_MEMORY_LIMIT",
 	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_AUTH_SIGNING_KEY",
 	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
+	"FLIGHTGW_GC_PERCENT",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -187,6 +195,13 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 			}
 			*p = n
 		}
+	}
+	if v, ok := lookup("FLIGHTGW_GC_PERCENT"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("FLIGHTGW_GC_PERCENT: %q is not an integer", v)
+		}
+		c.Limits.GCPercent = n
 	}
 	for k, p := range map[string]*duration.Duration{"FLIGHTGW_TXN_IDLE_TIMEOUT": &c.Timeouts.TxnIdle, "FLIGHTGW_SHUTDOWN_GRACE": &c.Timeouts.ShutdownGrace} {
 		if v, ok := lookup(k); ok {
@@ -223,6 +238,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Limits.MaxBatchBytes == 0 {
 		c.Limits.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.Limits.GCPercent == 0 {
+		c.Limits.GCPercent = DefaultGCPercent
 	}
 	if c.Limits.MaxConcurrentWrites == 0 {
 		c.Limits.MaxConcurrentWrites = DefaultMaxConcurrentWrites
@@ -302,6 +320,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxConcurrentWrites < 1 {
 		errs = append(errs, fmt.Errorf("limits.max_concurrent_writes: %d is below 1", c.Limits.MaxConcurrentWrites))
+	}
+	if c.Limits.GCPercent < 10 || c.Limits.GCPercent > 1000 {
+		errs = append(errs, fmt.Errorf("limits.gc_percent: %d is outside 10 .. 1000", c.Limits.GCPercent))
 	}
 	if c.Limits.MemoryLimit < 0 {
 		errs = append(errs, fmt.Errorf("limits.memory_limit: negative"))

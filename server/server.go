@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -47,6 +48,9 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 	}
 	if cfg.Limits.MemoryLimit > 0 {
 		debug.SetMemoryLimit(cfg.Limits.MemoryLimit)
+	}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(cfg.Limits.GCPercent)
 	}
 	authn, err := auth.New(cfg.Auth)
 	if err != nil {
