@@ -157,12 +157,7 @@ func TestMalformedAndAbandonedStreams(t *testing.T) {
 	files := g.parquetFiles(t)
 
 	t.Run("malformed IPC", func(t *testing.T) {
-		stream, err := c.Client.DoPut(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := flight.NewRecordWriter(stream, ipc.WithSchema(peopleSchema))
-		w.SetFlightDescriptor(ingestDescriptor(t, "streams"))
+		stream, w := openUpload(t, ctx, c, "streams")
 		if err := w.Write(people(t, 10, 3)); err != nil {
 			t.Fatal(err)
 		}
@@ -171,14 +166,7 @@ func TestMalformedAndAbandonedStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 		stream.CloseSend()
-		var last error
-		for {
-			if _, err := stream.Recv(); err != nil {
-				last = err
-				break
-			}
-		}
-		assertStatus(t, last, codes.InvalidArgument, "streams")
+		assertStatus(t, lastError(stream), codes.InvalidArgument, "streams")
 	})
 
 	t.Run("truncated body", func(t *testing.T) {
@@ -197,26 +185,14 @@ func TestMalformedAndAbandonedStreams(t *testing.T) {
 			stream.Send(m)
 		}
 		stream.CloseSend()
-		var last error
-		for {
-			if _, err := stream.Recv(); err != nil {
-				last = err
-				break
-			}
-		}
-		if status.Code(last) != codes.InvalidArgument {
-			t.Fatalf("truncated body: %v", last)
+		if err := lastError(stream); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("truncated body: %v", err)
 		}
 	})
 
 	t.Run("client disconnects mid-stream", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
-		stream, err := c.Client.DoPut(cctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := flight.NewRecordWriter(stream, ipc.WithSchema(peopleSchema))
-		w.SetFlightDescriptor(ingestDescriptor(t, "streams"))
+		_, w := openUpload(t, cctx, c, "streams")
 		for i := range 5 {
 			if err := w.Write(people(t, 100+i*100, 100)); err != nil {
 				t.Fatal(err)
@@ -234,6 +210,29 @@ func TestMalformedAndAbandonedStreams(t *testing.T) {
 	}
 	if !eventually(t, 10*time.Second, func() bool { return slices.Equal(g.parquetFiles(t), files) }) {
 		t.Fatalf("staged files left behind:\nbefore %v\nafter  %v", files, g.parquetFiles(t))
+	}
+}
+
+// openUpload starts a raw DoPut of a CommandStatementIngest (append) into
+// table and returns the stream and an IPC writer on it.
+func openUpload(t *testing.T, ctx context.Context, c *flightsql.Client, table string) (flight.FlightService_DoPutClient, *flight.Writer) {
+	t.Helper()
+	stream, err := c.Client.DoPut(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(peopleSchema))
+	w.SetFlightDescriptor(ingestDescriptor(t, table))
+	return stream, w
+}
+
+// lastError drains the server's replies and returns the error that ends
+// them.
+func lastError(stream flight.FlightService_DoPutClient) error {
+	for {
+		if _, err := stream.Recv(); err != nil {
+			return err
+		}
 	}
 }
 
@@ -325,12 +324,7 @@ func TestShutdownDiscardsUnfinishedUploads(t *testing.T) {
 	files := g.parquetFiles(t)
 
 	// An upload that never ends: a few batches, then silence.
-	stream, err := c.Client.DoPut(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := flight.NewRecordWriter(stream, ipc.WithSchema(peopleSchema))
-	w.SetFlightDescriptor(ingestDescriptor(t, "draining"))
+	_, w := openUpload(t, ctx, c, "draining")
 	for i := range 3 {
 		if err := w.Write(people(t, 100+i*1000, 1000)); err != nil {
 			t.Fatal(err)
