@@ -33,9 +33,9 @@ paimon-fixtures:
 paimon-bench: paimon-go-payloads
 	@set -euo pipefail; \
 	echo "load average before: $$(cut -d' ' -f1-3 /proc/loadavg)"; \
-	go_out=$$($(GO) test -run '^$$' -bench 'Benchmark(Encode|Decode)List$$' -benchtime 3s -count 5 ./codec/paimon | tee /dev/stderr); \
+	go_out=$$($(GO) test -run '^$$' -bench 'Benchmark(Encode|Decode)List$$' -benchtime 3s -count 5 ./codec/paimon); echo "$$go_out"; \
 	java_out=$$($(PAIMON_MVN) compile exec:java -pl paimon-1.4 \
-	  -Dexec.args="bench $(CURDIR)/$(PAIMON_OUT)/bench_v$(PAIMON_BENCH_VERSION).payload $(PAIMON_BENCH_VERSION)" | tee /dev/stderr); \
+	  -Dexec.args="bench $(CURDIR)/$(PAIMON_OUT)/bench_v$(PAIMON_BENCH_VERSION).payload $(PAIMON_BENCH_VERSION)"); echo "$$java_out"; \
 	echo "load average after: $$(cut -d' ' -f1-3 /proc/loadavg)"; \
 	stat() { sort -n | awk '{a[NR]=$$1} END {print a[1], a[int((NR+1)/2)]}'; }; \
 	genc=$$(echo "$$go_out" | awk '/^BenchmarkEncodeList/ {print $$3}' | stat); \
