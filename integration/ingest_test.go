@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"errors"
+	adbcflight "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"slices"
@@ -229,6 +231,42 @@ func TestAbandonedTransactionIsRolledBack(t *testing.T) {
 	err = tx.Commit(ctx)
 	assertStatus(t, err, codes.FailedPrecondition, "expired")
 	if got := rows(g.readTable(t, "abandoned")); got != 1 {
+		t.Fatalf("rows = %d", got)
+	}
+}
+
+func TestClosedConnectionRollsBackItsTransaction(t *testing.T) {
+	g := startGateway(t, "timeouts: {txn_orphan_grace: 1s}\n")
+	if _, err := ingest(t, g.adbcConn(t, nil), "orphan", adbc.OptionValueIngestModeCreate, people(t, 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	files := g.parquetFiles(t)
+
+	ctx := context.Background()
+	db, err := adbcflight.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc://" + g.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnxn, err := db.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cnxn.(adbc.PostInitOptions).SetOption(adbc.OptionKeyAutoCommit, adbc.OptionValueDisabled); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ingest(t, cnxn, "orphan", adbc.OptionValueIngestModeAppend, people(t, 10, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.parquetFiles(t)) <= len(files) {
+		t.Fatal("the transaction staged no file")
+	}
+	// The client goes away without committing or rolling back.
+	cnxn.Close()
+	db.Close()
+	if !eventually(t, 10*time.Second, func() bool { return slices.Equal(g.parquetFiles(t), files) }) {
+		t.Fatalf("the closed connection's transaction kept its staged files: %v", g.parquetFiles(t))
+	}
+	if got := rows(g.readTable(t, "orphan")); got != 1 {
 		t.Fatalf("rows = %d", got)
 	}
 }

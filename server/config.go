@@ -114,6 +114,9 @@ type Limits struct {
 type Timeouts struct {
 	// TxnIdle rolls back a transaction untouched for this long.
 	TxnIdle duration.Duration `yaml:"txn_idle"`
+	// TxnOrphanGrace rolls back a transaction this long after the client
+	// connection it is bound to closed, unless it is used by id meanwhile.
+	TxnOrphanGrace duration.Duration `yaml:"txn_orphan_grace"`
 	// ShutdownGrace is how long in-flight calls may run after SIGTERM.
 	ShutdownGrace duration.Duration `yaml:"shutdown_grace"`
 }
@@ -331,6 +334,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	} else if c.Timeouts.TxnIdle.Duration < time.Second {
 		errs = append(errs, fmt.Errorf("timeouts.txn_idle: %v is below 1s", c.Timeouts.TxnIdle))
+	}
+	if err := c.Timeouts.TxnOrphanGrace.Check("timeouts.txn_orphan_grace"); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Timeouts.ShutdownGrace.Check("timeouts.shutdown_grace"); err != nil {
 		errs = append(errs, err)

@@ -66,7 +66,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		s.catalogs = append(s.catalogs, handlers.Catalog{Name: cc.Name, Type: cc.Type, Realm: cc.Realm, Provider: p})
 		log.Info("catalog opened", "catalog", cc.Name, "type", cc.Type, "realm", cc.Realm)
 	}
-	s.txns = txn.NewManager(cfg.Timeouts.TxnIdle.Duration, log)
+	s.txns = txn.NewManager(cfg.Timeouts.TxnIdle.Duration, log, txn.WithOrphanGrace(cfg.Timeouts.TxnOrphanGrace.Duration))
 	s.engine, err = openEngine(cfg, log)
 	if err != nil {
 		s.txns.Close()

@@ -110,6 +110,7 @@ func (t *Txn) finish(state State) ([]*Staged, error) {
 // Manager creates, finds and ends transactions.
 type Manager struct {
 	idle   time.Duration
+	orphan time.Duration
 	log    *slog.Logger
 	mu     sync.Mutex
 	open   map[string]*Txn
@@ -128,23 +129,39 @@ type endedTxn struct {
 // DefaultIdleTimeout is how long an untouched transaction lives.
 const DefaultIdleTimeout = 10 * time.Minute
 
-// OrphanGrace is how long a transaction outlives the end of its session
-// (a closed client connection) without being used by id. A client that
-// reconnects and names the transaction id keeps it; one that went away
+// DefaultOrphanGrace is how long a transaction outlives the end of its
+// session (a closed client connection) without being used by id. A client
+// that reconnects and names the transaction id keeps it; one that went away
 // does not hold staged files for the whole idle timeout.
-const OrphanGrace = time.Minute
+const DefaultOrphanGrace = time.Minute
+
+// Option configures a Manager.
+type Option func(*Manager)
+
+// WithOrphanGrace sets how long a transaction outlives its session
+// (DefaultOrphanGrace when not positive).
+func WithOrphanGrace(d time.Duration) Option {
+	return func(m *Manager) {
+		if d > 0 {
+			m.orphan = d
+		}
+	}
+}
 
 // NewManager starts a manager whose reaper rolls back transactions idle for
 // longer than idle (DefaultIdleTimeout when zero). Close stops it.
-func NewManager(idle time.Duration, log *slog.Logger) *Manager {
+func NewManager(idle time.Duration, log *slog.Logger, opts ...Option) *Manager {
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	m := &Manager{idle: idle, log: log, open: map[string]*Txn{}, ended: map[string]endedTxn{},
+	m := &Manager{idle: idle, orphan: DefaultOrphanGrace, log: log, open: map[string]*Txn{}, ended: map[string]endedTxn{},
 		stop: make(chan struct{}), done: make(chan struct{})}
+	for _, o := range opts {
+		o(m)
+	}
 	go m.reap()
 	return m
 }
@@ -330,7 +347,7 @@ func (m *Manager) OpenCount() int {
 
 func (m *Manager) reap() {
 	defer close(m.done)
-	tick := time.NewTicker(min(m.idle/4, 30*time.Second))
+	tick := time.NewTicker(min(m.idle/4, m.orphan/4, 30*time.Second))
 	defer tick.Stop()
 	for {
 		select {
@@ -343,7 +360,7 @@ func (m *Manager) reap() {
 }
 
 // SessionEnded marks the open transactions bound to session as orphaned:
-// unless used by id within OrphanGrace, the reaper rolls them back.
+// unless used by id within the orphan grace, the reaper rolls them back.
 func (m *Manager) SessionEnded(session string) {
 	if session == "" {
 		return
@@ -361,7 +378,7 @@ func (m *Manager) SessionEnded(session string) {
 }
 
 // expireIdle rolls back transactions idle since before now-idle (or
-// orphaned and unused for OrphanGrace) and forgets tombstones older than an
+// orphaned and unused for the orphan grace) and forgets tombstones older than an
 // hour.
 func (m *Manager) expireIdle(now time.Time) {
 	m.mu.Lock()
@@ -370,7 +387,7 @@ func (m *Manager) expireIdle(now time.Time) {
 		t.mu.Lock()
 		limit := m.idle
 		if !t.orphanedAt.IsZero() && !t.lastUsed.After(t.orphanedAt) {
-			limit = min(limit, OrphanGrace)
+			limit = min(limit, m.orphan)
 		}
 		if now.Sub(t.lastUsed) > limit {
 			stale = append(stale, t)

@@ -195,7 +195,7 @@ func TestOrphanedSessionExpiresEarly(t *testing.T) {
 	a.Add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("a")})
 	b.Add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("b")})
 	m.SessionEnded("peer:1")
-	m.expireIdle(time.Now().Add(OrphanGrace + time.Second))
+	m.expireIdle(time.Now().Add(DefaultOrphanGrace + time.Second))
 	if _, err := m.Get("r/a", a.ID()); !errors.Is(err, catalogs.ErrFailedPrecondition) {
 		t.Fatalf("orphaned transaction still open: %v", err)
 	}
