@@ -15,18 +15,6 @@ import (
 	"github.com/flightgw/flightgw/catalogs"
 )
 
-// Options configure an Engine.
-type Options struct {
-	// MemoryLimit is DuckDB's memory_limit ("2GB", "80%"); empty keeps
-	// DuckDB's default (80% of RAM).
-	MemoryLimit string
-	// TempDir is where DuckDB spills; empty disables spilling, so a query
-	// over the memory limit fails.
-	TempDir string
-	// Threads is DuckDB's worker count; 0 keeps its default (all cores).
-	Threads int
-}
-
 // Engine is an embedded, locked-down DuckDB. It is safe for concurrent
 // use: every query runs on a connection of its own.
 type Engine struct {

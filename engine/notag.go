@@ -15,13 +15,6 @@ import (
 var ErrNoEngine = catalogs.Errorf(catalogs.ErrUnavailable,
 	"SQL engine not built in: build with -tags duckdb_arrow (make build does)")
 
-// Options configure an Engine.
-type Options struct {
-	MemoryLimit string
-	TempDir     string
-	Threads     int
-}
-
 // Engine is absent from this build.
 type Engine struct{}
 
@@ -30,21 +23,6 @@ func New(Options) (*Engine, error) { return nil, ErrNoEngine }
 
 // Close does nothing.
 func (e *Engine) Close() error { return nil }
-
-// Description is what a query returns.
-type Description struct {
-	Schema *arrow.Schema
-	Params *arrow.Schema
-}
-
-// ScanStats reports one table scan of a query.
-type ScanStats struct {
-	Table        catalogs.TableIdent
-	Columns      []string
-	Filters      []catalogs.Filter
-	FilesPlanned int
-	FilesTotal   int
-}
 
 // Describe reports ErrNoEngine.
 func (e *Engine) Describe(context.Context, string, Resolver) (*Description, error) {

@@ -20,27 +20,6 @@ import (
 
 var debugSQL func(q, js, sql string)
 
-// Description is what a query returns, known before it runs.
-type Description struct {
-	// Schema is the result schema.
-	Schema *arrow.Schema
-	// Params is the schema of its parameters ($1 or ? placeholders), one
-	// field per parameter; empty when it has none.
-	Params *arrow.Schema
-}
-
-// ScanStats reports one table scan of a query.
-type ScanStats struct {
-	Table        catalogs.TableIdent
-	Columns      []string
-	Filters      []catalogs.Filter
-	FilesPlanned int
-	FilesTotal   int
-	// Native is true when DuckDB read the table's Parquet files itself
-	// (native.go), false when it read the catalog scan's stream.
-	Native bool
-}
-
 // Describe parses and binds a query without reading any data: its tables
 // are registered as empty streams of their schemas.
 func (e *Engine) Describe(ctx context.Context, query string, resolve Resolver) (*Description, error) {

@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// The types below are shared by the DuckDB build (duckdb_arrow tag) and
+// the build without it (notag.go), so the two cannot drift apart.
+
+// Options configure an Engine.
+type Options struct {
+	// MemoryLimit is DuckDB's memory_limit ("2GB", "80%"); empty keeps
+	// DuckDB's default (80% of RAM).
+	MemoryLimit string
+	// TempDir is where DuckDB spills; empty disables spilling, so a query
+	// over the memory limit fails.
+	TempDir string
+	// Threads is DuckDB's worker count; 0 keeps its default (all cores).
+	Threads int
+}
+
+// Description is what a query returns, known before it runs.
+type Description struct {
+	// Schema is the result schema.
+	Schema *arrow.Schema
+	// Params is the schema of its parameters ($1 or ? placeholders), one
+	// field per parameter; empty when it has none.
+	Params *arrow.Schema
+}
+
+// ScanStats reports one table scan of a query.
+type ScanStats struct {
+	Table        catalogs.TableIdent
+	Columns      []string
+	Filters      []catalogs.Filter
+	FilesPlanned int
+	FilesTotal   int
+	// Native is true when DuckDB read the table's Parquet files itself
+	// (native.go), false when it read the catalog scan's stream.
+	Native bool
+}
