@@ -34,18 +34,8 @@ func querySchema(t *testing.T, cnxn adbc.Connection, q string) (*arrow.Schema, [
 		t.Fatalf("%s: %v", q, err)
 	}
 	defer rdr.Release()
-	var out []string
-	for rdr.Next() {
-		b := rdr.RecordBatch()
-		for i := range int(b.NumRows()) {
-			cells := make([]string, b.NumCols())
-			for j, c := range b.Columns() {
-				cells[j] = c.ValueStr(i)
-			}
-			out = append(out, strings.Join(cells, "|"))
-		}
-	}
-	if err := rdr.Err(); err != nil {
+	out, err := renderRows(rdr)
+	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
 	return rdr.Schema(), out

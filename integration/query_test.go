@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
@@ -45,6 +46,11 @@ func queryRows(t *testing.T, cnxn adbc.Connection, q string, params arrow.Record
 		return nil, err
 	}
 	defer rdr.Release()
+	return renderRows(rdr)
+}
+
+// renderRows reads a result whole, each row rendered as "a|b|c".
+func renderRows(rdr array.RecordReader) ([]string, error) {
 	var out []string
 	for rdr.Next() {
 		b := rdr.RecordBatch()
