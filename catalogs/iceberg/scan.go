@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 	"time"
 
@@ -31,7 +32,6 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 				return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: column %q does not exist", t, c)
 			}
 		}
-		opts = append(opts, table.WithSelectedFields(req.Columns...))
 	}
 	filter, err := filterExpr(tbl.Schema(), req.Filters)
 	if err != nil {
@@ -45,6 +45,18 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 			return nil, catalogs.Errorf(catalogs.ErrNotFound, "table %s: snapshot %d does not exist", t, *req.SnapshotID)
 		}
 		opts = append(opts, table.WithSnapshotID(*req.SnapshotID))
+	}
+	// A projection that no column of some data file matches makes the
+	// Parquet reader fail; an anchor column read along keeps every file's
+	// row count and is dropped from the batches below.
+	anchor := ""
+	if req.Columns != nil {
+		sel := req.Columns
+		anchor = anchorColumn(tbl.Metadata(), scanSchema(tbl.Metadata(), snap, req.SnapshotID != nil), req.Columns)
+		if anchor != "" {
+			sel = append(slices.Clip(req.Columns), anchor)
+		}
+		opts = append(opts, table.WithSelectedFields(sel...))
 	}
 	res := &catalogs.ScanResult{}
 	if snap != nil && snap.Summary != nil {
@@ -68,32 +80,58 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 		return nil, mapErr(err, fmt.Sprintf("table %s: scan", t))
 	}
 	// The reader pulls lazily from the iterator, in the requested column
-	// order (iceberg-go answers in table order).
+	// order (iceberg-go answers in table order) and without the anchor.
 	res.Reader = newIterReader(sc, batches)
-	if order := columnOrder(sc, req.Columns); order != nil {
+	if order := columnOrder(sc, req.Columns, anchor); order != nil {
 		res.Reader.(*iterReader).reorder(order)
 	}
 	return res, nil
 }
 
-// columnOrder returns, for each requested column, its index in sc, or nil
-// when sc already has that order.
-func columnOrder(sc *arrow.Schema, cols []string) []int {
-	if len(cols) == 0 || sc == nil || len(cols) != sc.NumFields() {
+// columnOrder returns the indices in sc of the columns the reader returns:
+// each requested column once, in the requested order, without the anchor
+// column the scan added. It is nil when sc is already that projection.
+func columnOrder(sc *arrow.Schema, cols []string, anchor string) []int {
+	if cols == nil || sc == nil {
 		return nil
 	}
-	order := make([]int, len(cols))
-	same := true
-	for i, c := range cols {
+	order := make([]int, 0, len(cols))
+	seen := make(map[int]bool, len(cols))
+	for _, c := range cols {
 		idx := sc.FieldIndices(c)
 		if len(idx) != 1 {
+			// Not a top-level name of sc (a nested path): keep iceberg-go's
+			// columns, less the anchor.
+			return without(sc, anchor)
+		}
+		if !seen[idx[0]] {
+			seen[idx[0]] = true
+			order = append(order, idx[0])
+		}
+	}
+	if len(order) == sc.NumFields() {
+		same := true
+		for i, j := range order {
+			same = same && i == j
+		}
+		if same {
 			return nil
 		}
-		order[i] = idx[0]
-		same = same && idx[0] == i
 	}
-	if same {
+	return order
+}
+
+// without returns the indices of sc's fields other than name, or nil when
+// name is "" or not in sc.
+func without(sc *arrow.Schema, name string) []int {
+	if name == "" || !sc.HasField(name) {
 		return nil
+	}
+	order := []int{}
+	for i, f := range sc.Fields() {
+		if f.Name != name {
+			order = append(order, i)
+		}
 	}
 	return order
 }
