@@ -21,6 +21,7 @@ type Engine struct {
 	db      duck.Database
 	opts    Options
 	natives natives // DuckDBs that read planned Parquet files (native.go)
+	pool    *bufferPool // the buffers of result batches (pool.go)
 }
 
 // setting is one DuckDB configuration option.
@@ -75,7 +76,7 @@ func New(opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("engine: temp_dir %s: %w", opts.TempDir, err)
 		}
 	}
-	e := &Engine{opts: opts}
+	e := &Engine{opts: opts, pool: newBufferPool(defaultPoolBytes)}
 	if err := open(&e.db, lockdown(opts)); err != nil {
 		return nil, err
 	}
@@ -210,6 +211,7 @@ type chunkReader struct {
 	res    *duck.Result
 	opts   duck.ArrowOptions
 	schema *arrow.Schema
+	types  []duck.Type // DuckDB's type of each column
 }
 
 func newChunkReader(res *duck.Result) (*chunkReader, error) {
@@ -217,9 +219,11 @@ func newChunkReader(res *duck.Result) (*chunkReader, error) {
 	n := duck.ColumnCount(res)
 	names := make([]string, n)
 	types := make([]duck.LogicalType, n)
+	ids := make([]duck.Type, n)
 	for i := range n {
 		names[i] = duck.ColumnName(res, i)
 		types[i] = duck.ColumnLogicalType(res, i)
+		ids[i] = duck.ColumnType(res, i)
 	}
 	defer func() {
 		for i := range types {
@@ -231,21 +235,31 @@ func newChunkReader(res *duck.Result) (*chunkReader, error) {
 		duck.DestroyArrowOptions(&opts)
 		return nil, fmt.Errorf("engine: result schema: %w", err)
 	}
-	return &chunkReader{res: res, opts: opts, schema: schema}, nil
+	return &chunkReader{res: res, opts: opts, schema: schema, types: ids}, nil
+}
+
+// fetch returns the next chunk of the result, which the caller destroys;
+// ok is false at the end.
+func (r *chunkReader) fetch() (chunk duck.DataChunk, ok bool, err error) {
+	if r.done {
+		return chunk, false, nil
+	}
+	chunk = duck.FetchChunk(*r.res)
+	if chunk.Ptr == nil {
+		r.done = true
+		if msg := duck.ResultError(r.res); msg != "" {
+			return chunk, false, classify(duck.ResultErrorType(r.res), msg)
+		}
+		return chunk, false, nil
+	}
+	return chunk, true, nil
 }
 
 // next returns the next batch, or nil at the end.
 func (r *chunkReader) next() (arrow.RecordBatch, error) {
-	if r.done {
-		return nil, nil
-	}
-	chunk := duck.FetchChunk(*r.res)
-	if chunk.Ptr == nil {
-		r.done = true
-		if msg := duck.ResultError(r.res); msg != "" {
-			return nil, classify(duck.ResultErrorType(r.res), msg)
-		}
-		return nil, nil
+	chunk, ok, err := r.fetch()
+	if !ok {
+		return nil, err
 	}
 	defer duck.DestroyDataChunk(&chunk)
 	rec, ed := duck.DataChunkToArrowArray(r.opts, r.schema, chunk)

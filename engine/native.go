@@ -66,7 +66,7 @@ type nativeDB struct {
 const nativeConns = 8
 
 // streamingBuffer is the streaming_buffer_size of pooled connections.
-const streamingBuffer = "16MB"
+const streamingBuffer = "32MB"
 
 // get returns the DuckDB allowed to read roots, opening it on first use;
 // nil when too many are open already.

@@ -143,6 +143,7 @@ type Rows struct {
 	res      duck.Result
 	hasRes   bool
 	rdr      *chunkReader
+	fast     *fastBatcher // nil when a column needs DuckDB's conversion
 	cur      arrow.RecordBatch
 	err      error
 	stop     func()
@@ -211,6 +212,9 @@ func (r *Rows) run(ctx context.Context, sql string, params arrow.RecordBatch) er
 		return err
 	}
 	r.rdr = rdr
+	if fastBatches {
+		r.fast = newFastBatcher(r.eng.pool, rdr.schema, rdr.types)
+	}
 	return nil
 }
 
@@ -247,6 +251,9 @@ func (r *Rows) Next() bool {
 // gather reads up to batchRows rows of the result into one batch; nil at
 // the end.
 func (r *Rows) gather() (arrow.RecordBatch, error) {
+	if r.fast != nil {
+		return r.gatherFast()
+	}
 	var parts []arrow.RecordBatch
 	var n int64
 	for n < batchRows {
@@ -266,11 +273,39 @@ func (r *Rows) gather() (arrow.RecordBatch, error) {
 	if len(parts) == 0 {
 		return nil, nil
 	}
-	return concat(r.rdr.schema, parts)
+	return concat(r.eng.pool, r.rdr.schema, parts)
 }
 
-// concat joins batches into one (the batches are released).
-func concat(schema *arrow.Schema, parts []arrow.RecordBatch) (arrow.RecordBatch, error) {
+// gatherFast gathers the next batch straight from DuckDB's vectors.
+func (r *Rows) gatherFast() (arrow.RecordBatch, error) {
+	for r.fast.room(vectorSize) {
+		chunk, ok, err := r.rdr.fetch()
+		if err != nil {
+			r.fast.release()
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		err = r.fast.append(chunk, int(duck.DataChunkGetSize(chunk)))
+		duck.DestroyDataChunk(&chunk)
+		if err != nil {
+			r.fast.release()
+			return nil, err
+		}
+	}
+	return r.fast.finish(), nil
+}
+
+// fastBatches turns the fast path on; tests turn it off to compare.
+var fastBatches = true
+
+// vectorSize is the most rows a DuckDB chunk holds.
+var vectorSize = int(duck.VectorSize())
+
+// concat joins batches into one, in buffers from mem (the batches are
+// released).
+func concat(mem memory.Allocator, schema *arrow.Schema, parts []arrow.RecordBatch) (arrow.RecordBatch, error) {
 	if len(parts) == 1 {
 		return parts[0], nil
 	}
@@ -289,7 +324,7 @@ func concat(schema *arrow.Schema, parts []arrow.RecordBatch) (arrow.RecordBatch,
 		for j, p := range parts {
 			chunks[j] = p.Column(i)
 		}
-		c, err := array.Concatenate(chunks, memory.DefaultAllocator)
+		c, err := array.Concatenate(chunks, mem)
 		if err != nil {
 			for _, done := range cols[:i] {
 				done.Release()
@@ -323,6 +358,9 @@ func (r *Rows) Close() {
 			r.cur = nil
 		}
 		r.ahead.stop()
+		if r.fast != nil {
+			r.fast.release()
+		}
 		if r.stop != nil {
 			r.stop()
 		}
