@@ -20,7 +20,7 @@ import (
 type Engine struct {
 	db      duck.Database
 	opts    Options
-	natives natives // DuckDBs that read planned Parquet files (native.go)
+	natives natives     // DuckDBs that read planned Parquet files (native.go)
 	pool    *bufferPool // the buffers of result batches (pool.go)
 }
 
