@@ -22,6 +22,9 @@ type Engine struct {
 	opts    Options
 	natives natives     // DuckDBs that read planned Parquet files (native.go)
 	pool    *bufferPool // the buffers of result batches (pool.go)
+	// keywords are DuckDB's keywords, which it quotes when it prints a
+	// name (names.go).
+	keywords map[string]bool
 }
 
 // setting is one DuckDB configuration option.
@@ -80,6 +83,12 @@ func New(opts Options) (*Engine, error) {
 	if err := open(&e.db, lockdown(opts)); err != nil {
 		return nil, err
 	}
+	kw, err := e.loadKeywords()
+	if err != nil {
+		duck.Close(&e.db)
+		return nil, err
+	}
+	e.keywords = kw
 	return e, nil
 }
 

@@ -33,6 +33,10 @@ type scanRef struct {
 	filters []catalogs.Filter
 	alias   string // how the query qualifies its columns
 	node    map[string]any
+	// written is the reference as the query wrote it (catalog and schema
+	// may be empty); explicitAlias tells whether it had an alias.
+	written       [3]string
+	explicitAlias bool
 }
 
 // plan is a parsed query whose table references are resolved.
@@ -192,7 +196,8 @@ func newPlan(tree map[string]any, resolve Resolver, views func(i int) string) (*
 			walkErr = err
 			return
 		}
-		ref := &scanRef{table: t, view: views(len(p.refs)), alias: str(m["alias"]), node: m}
+		ref := &scanRef{table: t, view: views(len(p.refs)), alias: str(m["alias"]), node: m,
+			written: [3]string{cat, sch, name}, explicitAlias: str(m["alias"]) != ""}
 		if ref.alias == "" {
 			ref.alias = name
 		}

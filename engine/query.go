@@ -48,7 +48,12 @@ func (e *Engine) Describe(ctx context.Context, query string, resolve Resolver) (
 	if duck.Prepare(c.c, sql, &st) == duck.StateError {
 		return nil, classifyMessage(duck.PrepareError(st))
 	}
-	return describe(c, st)
+	d, err := describe(c, st)
+	if err != nil {
+		return nil, err
+	}
+	d.Schema = e.publicNames(p, d.Schema)
+	return d, nil
 }
 
 // describe reads a prepared statement's result and parameter schemas.
@@ -144,6 +149,7 @@ type Rows struct {
 	hasRes   bool
 	rdr      *chunkReader
 	fast     *fastBatcher // nil when a column needs DuckDB's conversion
+	plan     *plan
 	cur      arrow.RecordBatch
 	err      error
 	stop     func()
@@ -161,6 +167,7 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 	if err != nil {
 		return err
 	}
+	r.plan = p
 	if ok, err := r.startNative(ctx, p, sql, params); ok || err != nil {
 		return err
 	}
@@ -211,6 +218,7 @@ func (r *Rows) run(ctx context.Context, sql string, params arrow.RecordBatch) er
 	if err != nil {
 		return err
 	}
+	rdr.schema = r.eng.publicNames(r.plan, rdr.schema)
 	r.rdr = rdr
 	if fastBatches {
 		r.fast = newFastBatcher(r.eng.pool, rdr.schema, rdr.types)
