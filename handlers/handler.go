@@ -51,6 +51,12 @@ type Options struct {
 	// TicketTTL is how long a query ticket is valid (DefaultTicketTTL
 	// when zero).
 	TicketTTL time.Duration
+	// StatementTimeout stops a query (or an INSERT's source query) that
+	// runs longer; zero for none. Reported in GetSqlInfo.
+	StatementTimeout time.Duration
+	// TxnTimeout is reported in GetSqlInfo as the transaction timeout:
+	// the idle time after which a transaction is rolled back.
+	TxnTimeout time.Duration
 }
 
 // IdempotencyKeyOption is the CommandStatementIngest option whose value

@@ -207,7 +207,7 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id, query stri
 		return nil, nil, err
 	}
 	rpcCtx := ctx
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := h.statementContext(ctx)
 	if err := h.track(id, cancel, expires); err != nil {
 		cancel()
 		return nil, nil, err
@@ -215,6 +215,9 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id, query stri
 	rows, err := eng.Query(ctx, query, params, h.resolver(ctx, p, cat, schema))
 	if err != nil {
 		h.untrack(id)
+		if st := h.timedOut(ctx, "query "+id); st != nil {
+			err = st
+		}
 		cancel()
 		h.log.Info("query failed", "query_id", id, "principal", p.Name, "err", err)
 		return nil, nil, queryStatus(err)
@@ -242,7 +245,10 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id, query stri
 			}
 		}
 		err := rows.Err()
-		if ctx.Err() != nil {
+		if st := h.timedOut(ctx, "query "+id); st != nil {
+			err = st
+			h.log.Info("query timed out", "query_id", id, "principal", p.Name, "timeout", h.opts.StatementTimeout)
+		} else if ctx.Err() != nil {
 			// Cancelled by CancelFlightInfo (the client is still there
 			// to be told) or by the client going away.
 			err = status.Error(codes.Canceled, "query cancelled")
@@ -255,6 +261,28 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id, query stri
 		}
 	}()
 	return rows.Schema(), ch, nil
+}
+
+// errStatementTimeout is the cause of a query context that outlived
+// Options.StatementTimeout.
+var errStatementTimeout = errors.New("statement timeout")
+
+// statementContext is the context a query runs in: ctx, cancellable, and
+// bounded by the statement timeout when one is set.
+func (h *Handler) statementContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.opts.StatementTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, h.opts.StatementTimeout, errStatementTimeout)
+}
+
+// timedOut is the DeadlineExceeded status of a statement whose context
+// ran past the statement timeout; nil otherwise.
+func (h *Handler) timedOut(ctx context.Context, what string) error {
+	if !errors.Is(context.Cause(ctx), errStatementTimeout) {
+		return nil
+	}
+	return status.Errorf(codes.DeadlineExceeded, "%s ran past the statement timeout of %s (timeouts.statement)", what, h.opts.StatementTimeout)
 }
 
 // track registers a running query; a query already cancelled is refused.

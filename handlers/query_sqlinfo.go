@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"math"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -48,8 +50,6 @@ type sqlInfoEntry = struct {
 func sqlSyntaxInfo() []sqlInfoEntry {
 	none := int64(0) // no known limit
 	return []sqlInfoEntry{
-		{flightsql.SqlInfoFlightSqlServerStatementTimeout, int32(0)},
-		{flightsql.SqlInfoFlightSqlServerTransactionTimeout, int32(0)},
 		{flightsql.SqlInfoDDLCatalog, false},
 		{flightsql.SqlInfoDDLSchema, false},
 		{flightsql.SqlInfoDDLTable, false}, // tables are created by bulk ingest, not CREATE TABLE
@@ -132,4 +132,13 @@ func sqlSyntaxInfo() []sqlInfoEntry {
 		{flightsql.SqlInfoLocatorsUpdateCopy, false},
 		{flightsql.SqlInfoStoredFunctionsUsingCallSyntaxSupported, false},
 	}
+}
+
+// millis is a timeout as GetSqlInfo reports it: int32 milliseconds, 0 for
+// none, the largest int32 for anything longer.
+func millis(d time.Duration) int32 {
+	if d <= 0 {
+		return 0
+	}
+	return int32(min(d.Milliseconds(), math.MaxInt32))
 }

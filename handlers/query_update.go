@@ -136,12 +136,27 @@ func (h *Handler) insertSource(ctx context.Context, t *insertTable, st *insertSt
 	if d.Schema.NumFields() != len(t.fields) {
 		return nil, status.Errorf(codes.InvalidArgument, "INSERT into %s: %d target column(s) but the source has %d", t.ident, len(t.fields), d.Schema.NumFields())
 	}
-	rows, err := eng.Query(ctx, q, params, h.resolver(ctx, t.p, t.defCatalog, t.defSchema))
+	qctx, cancel := h.statementContext(ctx)
+	what := "INSERT into " + t.ident.String()
+	rows, err := eng.Query(qctx, q, params, h.resolver(qctx, t.p, t.defCatalog, t.defSchema))
 	if err != nil {
+		defer cancel()
+		if st := h.timedOut(qctx, what); st != nil {
+			return nil, st
+		}
 		return nil, queryStatus(err)
 	}
 	return &batchSource{schema: rows.Schema(), next: rows.Next, batch: rows.RecordBatch,
-		err: func() error { return queryStatus(rows.Err()) }, close: rows.Close}, nil
+		err: func() error {
+			if err := rows.Err(); err != nil {
+				if st := h.timedOut(qctx, what); st != nil {
+					return st
+				}
+				return queryStatus(err)
+			}
+			return nil
+		},
+		close: func() { rows.Close(); cancel() }}, nil
 }
 
 // writeInsert writes an INSERT's batches through the bulk-ingest path

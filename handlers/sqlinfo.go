@@ -38,6 +38,9 @@ func (h *Handler) registerSQLInfo() error {
 		{flightsql.SqlInfoQuotedIdentifierCase, int32(flightsql.SqlCaseSensitivityCaseInsensitive)},
 		{SqlInfoMaxBatchBytes, h.opts.MaxBatchBytes},
 	}
+	infos = append(infos,
+		sqlInfoEntry{flightsql.SqlInfoFlightSqlServerStatementTimeout, millis(h.opts.StatementTimeout)},
+		sqlInfoEntry{flightsql.SqlInfoFlightSqlServerTransactionTimeout, millis(h.opts.TxnTimeout)})
 	infos = append(infos, sqlSyntaxInfo()...)
 	for _, i := range infos {
 		if err := h.RegisterSqlInfo(i.id, i.val); err != nil {

@@ -98,25 +98,7 @@ func TestMetadata(t *testing.T) {
 		flightsql.SqlInfoFlightSqlServerTransaction, flightsql.SqlInfoFlightSqlServerBulkIngestion,
 		flightsql.SqlInfoFlightSqlServerIngestTransactionsSupported, handlers.SqlInfoMaxBatchBytes,
 	})))
-	vals := map[uint32]any{}
-	for _, b := range info {
-		names := b.Column(0).(*array.Uint32)
-		u := b.Column(1).(*array.DenseUnion)
-		for i := range names.Len() {
-			child := u.Field(u.ChildID(i))
-			off := int(u.ValueOffset(i))
-			switch a := child.(type) {
-			case *array.String:
-				vals[names.Value(i)] = a.Value(off)
-			case *array.Boolean:
-				vals[names.Value(i)] = a.Value(off)
-			case *array.Int64:
-				vals[names.Value(i)] = a.Value(off)
-			case *array.Int32:
-				vals[names.Value(i)] = a.Value(off)
-			}
-		}
-	}
+	vals := sqlInfoValues(info)
 	want := map[uint32]any{
 		uint32(flightsql.SqlInfoFlightSqlServerName):                        "flightgw",
 		uint32(flightsql.SqlInfoFlightSqlServerReadOnly):                    false,
@@ -166,4 +148,29 @@ func countRows(bs []arrow.RecordBatch) int64 {
 		n += b.NumRows()
 	}
 	return n
+}
+
+// sqlInfoValues maps the ids of a GetSqlInfo result to their scalar
+// values (strings, booleans, int32 and int64).
+func sqlInfoValues(info []arrow.RecordBatch) map[uint32]any {
+	vals := map[uint32]any{}
+	for _, b := range info {
+		names := b.Column(0).(*array.Uint32)
+		u := b.Column(1).(*array.DenseUnion)
+		for i := range names.Len() {
+			child := u.Field(u.ChildID(i))
+			off := int(u.ValueOffset(i))
+			switch a := child.(type) {
+			case *array.String:
+				vals[names.Value(i)] = a.Value(off)
+			case *array.Boolean:
+				vals[names.Value(i)] = a.Value(off)
+			case *array.Int64:
+				vals[names.Value(i)] = a.Value(off)
+			case *array.Int32:
+				vals[names.Value(i)] = a.Value(off)
+			}
+		}
+	}
+	return vals
 }

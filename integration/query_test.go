@@ -297,6 +297,47 @@ func TestQueryCancel(t *testing.T) {
 	}
 }
 
+// TestQueryStatementTimeout: with timeouts.statement set, GetSqlInfo
+// reports it, and a query or an INSERT's source query running longer is
+// stopped with DeadlineExceeded, while a quick one still runs.
+func TestQueryStatementTimeout(t *testing.T) {
+	g := startGateway(t, "timeouts:\n  statement: 400ms\n  txn_idle: 90s\n")
+	c, ctx := g.flightClient(t), context.Background()
+	vals := sqlInfoValues(collect(t, ctx, c, infoOK(t)(c.GetSqlInfo(ctx, []flightsql.SqlInfo{
+		flightsql.SqlInfoFlightSqlServerStatementTimeout, flightsql.SqlInfoFlightSqlServerTransactionTimeout}))))
+	if vals[uint32(flightsql.SqlInfoFlightSqlServerStatementTimeout)] != int32(400) ||
+		vals[uint32(flightsql.SqlInfoFlightSqlServerTransactionTimeout)] != int32(90000) {
+		t.Errorf("sql info timeouts: %v", vals)
+	}
+
+	const slow = `SELECT count(*) FROM range(1000000000000) t(i) WHERE i % 7 = 3`
+	start := time.Now()
+	info, err := c.Execute(ctx, slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err == nil {
+		for rdr.Next() {
+		}
+		err = rdr.Err()
+		rdr.Release()
+	}
+	assertStatus(t, err, codes.DeadlineExceeded, "statement timeout of 400ms")
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the timed-out query took %s", took)
+	}
+
+	if _, err := ingest(t, g.adbcConn(t, nil), "people", adbc.OptionValueIngestModeCreate, people(t, 0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ExecuteUpdate(ctx, `INSERT INTO people SELECT count(*), 'x', 1.5 FROM range(1000000000000) t(i) WHERE i % 7 = 3`)
+	assertStatus(t, err, codes.DeadlineExceeded, "INSERT into lake.default.people ran past the statement timeout")
+	if _, got := querySchema(t, g.adbcConn(t, nil), `SELECT count(*) FROM people`); len(got) != 1 || got[0] != "10" {
+		t.Errorf("rows after the timed-out INSERT: %q", got)
+	}
+}
+
 func TestPreparedInsertAndSessionOptions(t *testing.T) {
 	g := startGateway(t, "")
 	c := g.flightClient(t)

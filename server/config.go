@@ -119,6 +119,10 @@ type Timeouts struct {
 	TxnOrphanGrace duration.Duration `yaml:"txn_orphan_grace"`
 	// ShutdownGrace is how long in-flight calls may run after SIGTERM.
 	ShutdownGrace duration.Duration `yaml:"shutdown_grace"`
+	// Statement stops a SQL query (and an INSERT's source query) running
+	// longer, with DeadlineExceeded; zero, the default, for none. A
+	// client's own gRPC deadline applies as well.
+	Statement duration.Duration `yaml:"statement"`
 }
 
 var envRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
@@ -165,7 +169,7 @@ func LoadConfig(path string, overrides ...Override) (*Config, error) {
 var EnvVars = []string{
 	"FLIGHTGW_LISTEN", "FLIGHTGW_DATA_DIR", "FLIGHTGW_INSECURE", "FLIGHTGW_LOG_LEVEL", "FLIGHTGW_LOG_FORMAT",
 	"FLIGHTGW_DEFAULT_CATALOG", "FLIGHTGW_DEFAULT_SCHEMA", "FLIGHTGW_MAX_BATCH_BYTES", "FLIGHTGW_MEMORY_LIMIT",
-	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_AUTH_SIGNING_KEY",
+	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_STATEMENT_TIMEOUT", "FLIGHTGW_AUTH_SIGNING_KEY",
 	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
 	"FLIGHTGW_GC_PERCENT",
 }
@@ -206,7 +210,8 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		}
 		c.Limits.GCPercent = n
 	}
-	for k, p := range map[string]*duration.Duration{"FLIGHTGW_TXN_IDLE_TIMEOUT": &c.Timeouts.TxnIdle, "FLIGHTGW_SHUTDOWN_GRACE": &c.Timeouts.ShutdownGrace} {
+	for k, p := range map[string]*duration.Duration{"FLIGHTGW_TXN_IDLE_TIMEOUT": &c.Timeouts.TxnIdle, "FLIGHTGW_SHUTDOWN_GRACE": &c.Timeouts.ShutdownGrace,
+		"FLIGHTGW_STATEMENT_TIMEOUT": &c.Timeouts.Statement} {
 		if v, ok := lookup(k); ok {
 			_ = p.UnmarshalText([]byte(v))
 			if err := p.Check(k); err != nil {
@@ -339,6 +344,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Timeouts.ShutdownGrace.Check("timeouts.shutdown_grace"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Timeouts.Statement.Check("timeouts.statement"); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Debug.PprofListen != "" {

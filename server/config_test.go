@@ -65,11 +65,12 @@ timeouts: {txn_idle: 2m, shutdown_grace: 5s}
 func TestEnvOverrides(t *testing.T) {
 	t.Setenv("FLIGHTGW_LISTEN", "127.0.0.1:1")
 	t.Setenv("FLIGHTGW_TXN_IDLE_TIMEOUT", "90s")
-	cfg, err := LoadConfig(writeConfig(t, "listen: 127.0.0.1:2\n"))
+	t.Setenv("FLIGHTGW_STATEMENT_TIMEOUT", "5m")
+	cfg, err := LoadConfig(writeConfig(t, "listen: 127.0.0.1:2\ntimeouts: {statement: 30s}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Listen != "127.0.0.1:1" || cfg.Timeouts.TxnIdle.Duration != 90*time.Second {
+	if cfg.Listen != "127.0.0.1:1" || cfg.Timeouts.TxnIdle.Duration != 90*time.Second || cfg.Timeouts.Statement.Duration != 5*time.Minute {
 		t.Fatalf("env not applied: %+v", cfg)
 	}
 }
@@ -82,6 +83,7 @@ func TestBadConfigNamesKey(t *testing.T) {
 		"limits: {max_batch_bytes: 10}\n":                "limits.max_batch_bytes",
 		"default_catalog: nope\n":                        "default_catalog",
 		"timeouts: {txn_idle: banana}\n":                 "txn_idle",
+		"timeouts: {statement: -3s}\n":                   "timeouts.statement",
 		"auth: {users: [{name: a, password_hash: x}]}\n": "auth.users[0].password_hash",
 		"debug: {pprof_listen: \"0.0.0.0:6060\"}\n":      "debug.pprof_listen",
 	} {

@@ -74,16 +74,18 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	h, err := handlers.New(handlers.Options{
-		Engine:         s.engine,
-		TicketKey:      []byte(cfg.Tickets.SigningKey),
-		TicketTTL:      cfg.Tickets.TTL.Duration,
-		Catalogs:       s.catalogs,
-		Txns:           s.txns,
-		DefaultCatalog: cfg.DefaultCatalog,
-		DefaultSchema:  cfg.DefaultSchema,
-		MaxBatchBytes:  cfg.Limits.MaxBatchBytes,
-		Version:        Version,
-		Log:            log,
+		Engine:           s.engine,
+		TicketKey:        []byte(cfg.Tickets.SigningKey),
+		TicketTTL:        cfg.Tickets.TTL.Duration,
+		StatementTimeout: cfg.Timeouts.Statement.Duration,
+		TxnTimeout:       cfg.Timeouts.TxnIdle.Duration,
+		Catalogs:         s.catalogs,
+		Txns:             s.txns,
+		DefaultCatalog:   cfg.DefaultCatalog,
+		DefaultSchema:    cfg.DefaultSchema,
+		MaxBatchBytes:    cfg.Limits.MaxBatchBytes,
+		Version:          Version,
+		Log:              log,
 	})
 	if err != nil {
 		s.txns.Close()
