@@ -32,4 +32,11 @@ type FilePlan struct {
 	Reason string
 	// FilesTotal is the number of data files in the snapshot.
 	FilesTotal int
+	// FileBytes are the sizes of Files, in the same order (0 where the
+	// backend does not know).
+	FileBytes []int64
+	// SnapshotID is the snapshot planned, when the backend has snapshots:
+	// planning again with it as ScanRequest.SnapshotID gives the same
+	// files, which is how a query read in parts reads one table version.
+	SnapshotID *int64
 }

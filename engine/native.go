@@ -218,7 +218,7 @@ func (c *conn) exec(sql string) error {
 // filePlans asks each table of p for a plain file plan. It returns nil
 // (and no error) when any table has none: the query then takes the
 // stream path.
-func filePlans(ctx context.Context, p *plan) ([]*catalogs.FilePlan, error) {
+func filePlans(ctx context.Context, p *plan, snapshot *int64) ([]*catalogs.FilePlan, error) {
 	if !p.fileSafe || len(p.refs) == 0 {
 		return nil, nil
 	}
@@ -228,7 +228,7 @@ func filePlans(ctx context.Context, p *plan) ([]*catalogs.FilePlan, error) {
 		if !ok {
 			return nil, nil
 		}
-		req := catalogs.ScanRequest{Columns: ref.columns, Filters: ref.filters}
+		req := catalogs.ScanRequest{Columns: ref.columns, Filters: ref.filters, SnapshotID: snapshot}
 		plan, err := fp.PlanFiles(ctx, ref.table.Ident, req)
 		if err != nil {
 			return nil, err
@@ -262,9 +262,24 @@ func usable(fp *catalogs.FilePlan) bool {
 // startNative runs the query over the planned files when every table has
 // a usable plan; ok is false when it does not, and nothing was started.
 func (r *Rows) startNative(ctx context.Context, p *plan, sql string, params arrow.RecordBatch) (ok bool, err error) {
-	plans, err := filePlans(ctx, p)
+	var snapshot *int64
+	if r.part != nil {
+		if len(p.refs) != 1 {
+			return false, errInvalid("a query read in parts reads one table")
+		}
+		snapshot = &r.part.Snapshot
+	}
+	plans, err := filePlans(ctx, p, snapshot)
 	if err != nil || plans == nil {
 		return false, err
+	}
+	if r.part != nil {
+		fp := *plans[0]
+		if r.part.Count > len(fp.Files) {
+			return false, errPartChanged(p.refs[0].table.Ident, "fewer files than parts")
+		}
+		fp.Files = partFiles(fp.Files, fp.FileBytes, r.part.Count, r.part.Index)
+		plans[0] = &fp
 	}
 	// Past this point a failure falls back to the stream path, which
 	// answers the query either way (a DuckDB that cannot open, a column

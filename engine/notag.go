@@ -54,3 +54,13 @@ func (r *Rows) Scans() []ScanStats { return nil }
 
 // Close does nothing.
 func (r *Rows) Close() {}
+
+// Split reports ErrNoEngine.
+func (e *Engine) Split(context.Context, string, arrow.RecordBatch, Resolver, SplitOptions) ([]Part, error) {
+	return nil, ErrNoEngine
+}
+
+// QueryPart reports ErrNoEngine.
+func (e *Engine) QueryPart(context.Context, string, arrow.RecordBatch, Resolver, Part) (*Rows, error) {
+	return nil, ErrNoEngine
+}

@@ -150,6 +150,7 @@ type Rows struct {
 	rdr      *chunkReader
 	fast     *fastBatcher // nil when a column needs DuckDB's conversion
 	plan     *plan
+	part     *Part // the part of a split query it reads (split.go); nil for all
 	cur      arrow.RecordBatch
 	err      error
 	stop     func()
@@ -170,6 +171,13 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 	r.plan = p
 	if ok, err := r.startNative(ctx, p, sql, params); ok || err != nil {
 		return err
+	}
+	if r.part != nil {
+		t := catalogs.TableIdent{}
+		if len(p.refs) > 0 {
+			t = p.refs[0].table.Ident
+		}
+		return errPartChanged(t, "its files can no longer be read as they are")
 	}
 	for _, ref := range p.refs {
 		req := catalogs.ScanRequest{Columns: ref.columns, Filters: ref.filters}

@@ -41,3 +41,21 @@ type ScanStats struct {
 	// (native.go), false when it read the catalog scan's stream.
 	Native bool
 }
+
+// Part is one of the parts a query is read in (Engine.Split): the query
+// over its share of the table's files.
+type Part struct {
+	// Index is the part, from 0 to Count-1.
+	Index, Count int
+	// Snapshot is the table version every part reads.
+	Snapshot int64
+}
+
+// SplitOptions bound how a query is split.
+type SplitOptions struct {
+	// MaxParts is the most parts; below 2 nothing is split.
+	MaxParts int
+	// MinBytes is the least data (the planned files' bytes) worth
+	// splitting.
+	MinBytes int64
+}

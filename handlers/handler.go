@@ -57,6 +57,11 @@ type Options struct {
 	// TxnTimeout is reported in GetSqlInfo as the transaction timeout:
 	// the idle time after which a transaction is rolled back.
 	TxnTimeout time.Duration
+	// MaxEndpoints is the most endpoints a query's FlightInfo is split
+	// into (engine.Split); below 2 every query has one endpoint.
+	MaxEndpoints int
+	// SplitMinBytes is the least data a query must read to be split.
+	SplitMinBytes int64
 }
 
 // IdempotencyKeyOption is the CommandStatementIngest option whose value

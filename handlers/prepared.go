@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -197,7 +196,7 @@ func (h *Handler) GetFlightInfoPreparedStatement(ctx context.Context, cmd flight
 	}
 	p, _ := principal(ctx)
 	cat, schema := h.queryDefaults(ctx, p)
-	return h.queryInfo(desc, st.dataset, ticket{SQL: st.sql, Params: enc, Catalog: cat, Schema: schema, Owner: st.owner})
+	return h.queryInfo(ctx, p, desc, st.dataset, ticket{SQL: st.sql, Params: enc, Catalog: cat, Schema: schema, Owner: st.owner}, params)
 }
 
 // GetSchemaPreparedStatement answers GetSchema for a prepared statement.
@@ -222,7 +221,7 @@ func (h *Handler) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Prep
 		defer params.Release()
 	}
 	cat, schema := h.queryDefaults(ctx, p)
-	return h.runQuery(ctx, p, randomID(), st.sql, params, cat, schema, time.Now().Add(h.ticketTTL()))
+	return h.runQuery(ctx, p, randomID(), nil, st.sql, params, cat, schema)
 }
 
 // DoPutPreparedStatementUpdate executes a prepared INSERT. For INSERT ...

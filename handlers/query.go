@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -143,7 +144,7 @@ func (h *Handler) GetFlightInfoStatement(ctx context.Context, cmd flightsql.Stat
 	if d.Params.NumFields() > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "the query has %d parameter(s): use a prepared statement", d.Params.NumFields())
 	}
-	return h.queryInfo(desc, d.Schema, ticket{SQL: cmd.GetQuery(), Catalog: cat, Schema: schema, Owner: p.ID()})
+	return h.queryInfo(ctx, p, desc, d.Schema, ticket{SQL: cmd.GetQuery(), Catalog: cat, Schema: schema, Owner: p.ID()}, nil)
 }
 
 // GetSchemaStatement answers GetSchema for CommandStatementQuery.
@@ -155,20 +156,45 @@ func (h *Handler) GetSchemaStatement(ctx context.Context, cmd flightsql.Statemen
 	return &flight.SchemaResult{Schema: flight.SerializeSchema(d.Schema, h.Alloc)}, nil
 }
 
-// queryInfo builds the FlightInfo of a query with a fresh query id.
-func (h *Handler) queryInfo(desc *flight.FlightDescriptor, schema *arrow.Schema, t ticket) (*flight.FlightInfo, error) {
+// queryInfo builds the FlightInfo of a query with a fresh query id: one
+// endpoint, or one per part when the engine splits the query (a query
+// that only filters and projects a large table of several files), which
+// clients may read in parallel.
+func (h *Handler) queryInfo(ctx context.Context, p auth.Principal, desc *flight.FlightDescriptor, schema *arrow.Schema, t ticket, params arrow.RecordBatch) (*flight.FlightInfo, error) {
 	t.ID = randomID()
 	t.Expires = time.Now().Add(h.ticketTTL()).Unix()
-	handle, err := h.signTicket(t)
-	if err != nil {
-		return nil, Status(err)
+	tickets := []ticket{t}
+	if h.opts.MaxEndpoints > 1 && h.opts.Engine != nil {
+		parts, err := h.opts.Engine.Split(ctx, t.SQL, params, h.resolver(ctx, p, t.Catalog, t.Schema),
+			engine.SplitOptions{MaxParts: h.opts.MaxEndpoints, MinBytes: h.opts.SplitMinBytes})
+		if err != nil {
+			// The query reads whole; DoGet reports what is wrong with it.
+			h.log.Debug("query not split", "query_id", t.ID, "err", err)
+		}
+		if len(parts) > 1 {
+			tickets = tickets[:0]
+			for _, part := range parts {
+				pt := t
+				pt.Part, pt.Parts, pt.Snapshot = part.Index, part.Count, part.Snapshot
+				tickets = append(tickets, pt)
+			}
+			h.log.Debug("query split", "query_id", t.ID, "endpoints", len(parts))
+		}
 	}
-	tkt, err := flightsql.CreateStatementQueryTicket(handle)
-	if err != nil {
-		return nil, Status(err)
+	var endpoints []*flight.FlightEndpoint
+	for _, t := range tickets {
+		handle, err := h.signTicket(t)
+		if err != nil {
+			return nil, Status(err)
+		}
+		tkt, err := flightsql.CreateStatementQueryTicket(handle)
+		if err != nil {
+			return nil, Status(err)
+		}
+		endpoints = append(endpoints, &flight.FlightEndpoint{Ticket: &flight.Ticket{Ticket: tkt}})
 	}
 	return &flight.FlightInfo{
-		Endpoint:         []*flight.FlightEndpoint{{Ticket: &flight.Ticket{Ticket: tkt}}},
+		Endpoint:         endpoints,
 		FlightDescriptor: desc,
 		Schema:           flight.SerializeSchema(schema, h.Alloc),
 		TotalRecords:     -1,
@@ -193,28 +219,38 @@ func (h *Handler) DoGetStatement(ctx context.Context, tkt flightsql.StatementQue
 	if params != nil {
 		defer params.Release()
 	}
-	return h.runQuery(ctx, p, t.ID, t.SQL, params, t.Catalog, t.Schema, time.Unix(t.Expires, 0))
+	var part *engine.Part
+	if t.Parts > 0 {
+		part = &engine.Part{Index: t.Part, Count: t.Parts, Snapshot: t.Snapshot}
+	}
+	return h.runQuery(ctx, p, t.ID, part, t.SQL, params, t.Catalog, t.Schema)
 }
 
 // runQuery starts a query and streams it batch by batch: a batch is only
 // produced when the previous one has been handed to gRPC, so memory stays
 // bounded whatever the result's size. The query stops when the client
 // goes away or CancelFlightInfo names it.
-func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id, query string, params arrow.RecordBatch,
-	cat, schema string, expires time.Time) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, part *engine.Part, query string, params arrow.RecordBatch,
+	cat, schema string) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	eng, err := h.sqlEngine()
 	if err != nil {
 		return nil, nil, err
 	}
 	rpcCtx := ctx
 	ctx, cancel := h.statementContext(ctx)
-	if err := h.track(id, cancel, expires); err != nil {
+	key := runKey(id, part)
+	if err := h.track(id, key, cancel); err != nil {
 		cancel()
 		return nil, nil, err
 	}
-	rows, err := eng.Query(ctx, query, params, h.resolver(ctx, p, cat, schema))
+	var rows *engine.Rows
+	if part != nil {
+		rows, err = eng.QueryPart(ctx, query, params, h.resolver(ctx, p, cat, schema), *part)
+	} else {
+		rows, err = eng.Query(ctx, query, params, h.resolver(ctx, p, cat, schema))
+	}
 	if err != nil {
-		h.untrack(id)
+		h.untrack(key)
 		if st := h.timedOut(ctx, "query "+id); st != nil {
 			err = st
 		}
@@ -230,7 +266,7 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id, query stri
 	go func() {
 		defer close(ch)
 		defer cancel()
-		defer h.untrack(id)
+		defer h.untrack(key)
 		defer rows.Close()
 		for rows.Next() {
 			b := rows.RecordBatch()
@@ -285,8 +321,18 @@ func (h *Handler) timedOut(ctx context.Context, what string) error {
 	return status.Errorf(codes.DeadlineExceeded, "%s ran past the statement timeout of %s (timeouts.statement)", what, h.opts.StatementTimeout)
 }
 
-// track registers a running query; a query already cancelled is refused.
-func (h *Handler) track(id string, cancel context.CancelFunc, expires time.Time) error {
+// runKey names one running read of a query: the query, or one of its
+// parts.
+func runKey(id string, part *engine.Part) string {
+	if part == nil {
+		return id
+	}
+	return fmt.Sprintf("%s#%d", id, part.Index)
+}
+
+// track registers a running read (key) of query id; a query already
+// cancelled is refused.
+func (h *Handler) track(id, key string, cancel context.CancelFunc) error {
 	h.sql.mu.Lock()
 	defer h.sql.mu.Unlock()
 	if _, ok := h.sql.cancelled[id]; ok {
@@ -295,14 +341,14 @@ func (h *Handler) track(id string, cancel context.CancelFunc, expires time.Time)
 	if h.sql.running == nil {
 		h.sql.running = map[string]context.CancelFunc{}
 	}
-	h.sql.running[id] = cancel
+	h.sql.running[key] = cancel
 	return nil
 }
 
-func (h *Handler) untrack(id string) {
+func (h *Handler) untrack(key string) {
 	h.sql.mu.Lock()
 	defer h.sql.mu.Unlock()
-	delete(h.sql.running, id)
+	delete(h.sql.running, key)
 }
 
 // CancelFlightInfo cancels the queries of a FlightInfo: a running one
@@ -336,7 +382,11 @@ func (h *Handler) CancelFlightInfo(ctx context.Context, req *flight.CancelFlight
 			}
 		}
 		h.sql.cancelled[t.ID] = time.Unix(t.Expires, 0)
-		if cancel, ok := h.sql.running[t.ID]; ok {
+		var part *engine.Part
+		if t.Parts > 0 {
+			part = &engine.Part{Index: t.Part}
+		}
+		if cancel, ok := h.sql.running[runKey(t.ID, part)]; ok {
 			cancel()
 		}
 		h.sql.mu.Unlock()

@@ -41,6 +41,11 @@ type ticket struct {
 	Owner string `json:"owner"`
 	// Expires is a Unix time in seconds.
 	Expires int64 `json:"exp"`
+	// Parts, when set, splits the query: this ticket reads part Part of
+	// Parts, at table snapshot Snapshot (engine.Part).
+	Part     int   `json:"part,omitempty"`
+	Parts    int   `json:"parts,omitempty"`
+	Snapshot int64 `json:"snap,omitempty"`
 }
 
 // ticketKey returns the signing key: the configured one, else a random key

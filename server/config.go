@@ -66,7 +66,20 @@ type EngineConfig struct {
 	TempDir string `yaml:"temp_dir"`
 	// Threads is DuckDB's worker count; 0 uses every core.
 	Threads int `yaml:"threads"`
+	// MaxEndpoints is the most endpoints a query's FlightInfo is split
+	// into, which clients may read in parallel (only a query that filters
+	// and projects one table of several files is split); 1 never splits.
+	MaxEndpoints int `yaml:"max_endpoints"`
+	// SplitMinBytes is the least data (Parquet bytes planned) a query
+	// must read to be split.
+	SplitMinBytes int64 `yaml:"split_min_bytes"`
 }
+
+// Defaults of the engine's query splitting.
+const (
+	DefaultMaxEndpoints  = 4
+	DefaultSplitMinBytes = 64 << 20
+)
 
 // TicketsConfig configures query tickets.
 type TicketsConfig struct {
@@ -253,6 +266,12 @@ func (c *Config) applyDefaults() {
 	if c.Limits.MaxConcurrentWrites == 0 {
 		c.Limits.MaxConcurrentWrites = DefaultMaxConcurrentWrites
 	}
+	if c.Engine.MaxEndpoints == 0 {
+		c.Engine.MaxEndpoints = DefaultMaxEndpoints
+	}
+	if c.Engine.SplitMinBytes == 0 {
+		c.Engine.SplitMinBytes = DefaultSplitMinBytes
+	}
 	if c.Engine.TempDir == "" {
 		c.Engine.TempDir = filepath.Join(c.DataDir, "tmp", "duckdb")
 	}
@@ -348,6 +367,12 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Timeouts.Statement.Check("timeouts.statement"); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Engine.MaxEndpoints < 1 || c.Engine.MaxEndpoints > 64 {
+		errs = append(errs, fmt.Errorf("engine.max_endpoints: %d is outside 1 .. 64", c.Engine.MaxEndpoints))
+	}
+	if c.Engine.SplitMinBytes < 0 {
+		errs = append(errs, fmt.Errorf("engine.split_min_bytes: negative"))
 	}
 	if c.Debug.PprofListen != "" {
 		if err := checkExposure(c.Debug.PprofListen, false, false); err != nil {

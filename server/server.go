@@ -79,6 +79,8 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		TicketTTL:        cfg.Tickets.TTL.Duration,
 		StatementTimeout: cfg.Timeouts.Statement.Duration,
 		TxnTimeout:       cfg.Timeouts.TxnIdle.Duration,
+		MaxEndpoints:     cfg.Engine.MaxEndpoints,
+		SplitMinBytes:    cfg.Engine.SplitMinBytes,
 		Catalogs:         s.catalogs,
 		Txns:             s.txns,
 		DefaultCatalog:   cfg.DefaultCatalog,

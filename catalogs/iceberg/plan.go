@@ -71,15 +71,18 @@ func (p *Provider) PlanFiles(ctx context.Context, t catalogs.TableIdent, req cat
 	for _, task := range tasks {
 		path, reason := plainTask(task, root)
 		if reason != "" {
-			plan.Files, plan.Reason = nil, reason
+			plan.Files, plan.FileBytes, plan.Reason = nil, nil, reason
 			return plan, nil
 		}
 		if !seen[path] {
 			seen[path] = true
 			plan.Files = append(plan.Files, path)
+			plan.FileBytes = append(plan.FileBytes, task.File.FileSizeBytes())
 		}
 	}
 	plan.Plain = true
+	id := snap.SnapshotID
+	plan.SnapshotID = &id
 	return plan, nil
 }
 
