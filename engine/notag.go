@@ -64,3 +64,8 @@ func (e *Engine) Split(context.Context, string, arrow.RecordBatch, Resolver, Spl
 func (e *Engine) QueryPart(context.Context, string, arrow.RecordBatch, Resolver, Part) (*Rows, error) {
 	return nil, ErrNoEngine
 }
+
+// DescribeSplit reports ErrNoEngine.
+func (e *Engine) DescribeSplit(context.Context, string, Resolver, SplitOptions) (*Description, []Part, error) {
+	return nil, nil, ErrNoEngine
+}

@@ -23,37 +23,74 @@ var debugSQL func(q, js, sql string)
 // Describe parses and binds a query without reading any data: its tables
 // are registered as empty streams of their schemas.
 func (e *Engine) Describe(ctx context.Context, query string, resolve Resolver) (*Description, error) {
+	d, _, err := e.DescribeSplit(ctx, query, resolve, SplitOptions{})
+	return d, err
+}
+
+// DescribeSplit is Describe and Split (without parameters) at once, with
+// one plan of the query. A query that cannot be split, or whose split
+// fails, has no parts: it is read whole.
+func (e *Engine) DescribeSplit(ctx context.Context, query string, resolve Resolver, opts SplitOptions) (*Description, []Part, error) {
 	c, err := e.connect()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer c.close()
 	p, sql, err := c.plan(query, resolve)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	release, err := c.registerEmpty(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
+	var st duck.PreparedStatement
+	defer duck.DestroyPrepare(&st)
+	if duck.Prepare(c.c, sql, &st) == duck.StateError {
+		return nil, nil, classifyMessage(duck.PrepareError(st))
+	}
+	d, err := describe(c, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.Schema = e.publicNames(p, d.Schema)
+	if opts.MaxParts < 2 || d.Params.NumFields() > 0 {
+		return d, nil, nil
+	}
+	parts, err := c.split(ctx, p, sql, nil, opts)
+	if err != nil {
+		return d, nil, nil
+	}
+	return d, parts, nil
+}
+
+// registerEmpty registers p's tables as empty streams of their schemas;
+// release unregisters them.
+func (c *conn) registerEmpty(p *plan) (release func(), err error) {
+	var releases []func()
+	release = func() {
+		for _, r := range p.refs {
+			_ = c.exec("DROP VIEW IF EXISTS " + sqlIdent(r.view))
+		}
+		for _, rel := range releases {
+			rel()
+		}
 	}
 	for _, r := range p.refs {
 		empty, err := array.NewRecordReader(projectSchema(r.table.Schema, r.columns), nil)
 		if err != nil {
+			release()
 			return nil, err
 		}
-		release, err := registerStream(c.c, r.view, empty)
+		rel, err := registerStream(c.c, r.view, empty)
 		if err != nil {
+			release()
 			return nil, err
 		}
-		defer release()
+		releases = append(releases, rel)
 	}
-	var st duck.PreparedStatement
-	defer duck.DestroyPrepare(&st)
-	if duck.Prepare(c.c, sql, &st) == duck.StateError {
-		return nil, classifyMessage(duck.PrepareError(st))
-	}
-	d, err := describe(c, st)
-	if err != nil {
-		return nil, err
-	}
-	d.Schema = e.publicNames(p, d.Schema)
-	return d, nil
+	return release, nil
 }
 
 // describe reads a prepared statement's result and parameter schemas.

@@ -41,8 +41,24 @@ func (e *Engine) Split(ctx context.Context, q string, params arrow.RecordBatch, 
 	if err != nil {
 		return nil, err
 	}
-	if len(p.refs) != 1 {
+	release, err := c.registerEmpty(p)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return c.split(ctx, p, sql, params, opts)
+}
+
+// split decides the parts of p on a connection where its tables are
+// registered: first whether DuckDB's plan only filters and projects one
+// scan (no I/O), then the table's file plan.
+func (c *conn) split(ctx context.Context, p *plan, sql string, params arrow.RecordBatch, opts SplitOptions) ([]Part, error) {
+	if opts.MaxParts < 2 || len(p.refs) != 1 {
 		return nil, nil
+	}
+	ok, err := c.rowLocal(sql, params)
+	if err != nil || !ok {
+		return nil, err
 	}
 	plans, err := filePlans(ctx, p, nil)
 	if err != nil || plans == nil {
@@ -58,10 +74,6 @@ func (e *Engine) Split(ctx context.Context, q string, params arrow.RecordBatch, 
 	}
 	if total < opts.MinBytes {
 		return nil, nil
-	}
-	ok, err := c.rowLocal(p, sql, params)
-	if err != nil || !ok {
-		return nil, err
 	}
 	n := min(len(fp.Files), opts.MaxParts)
 	parts := make([]Part, n)
@@ -143,22 +155,9 @@ func partFiles(files []string, sizes []int64, parts, i int) []string {
 // rows comes from one row of its single table scan.
 var rowLocalOperators = map[string]bool{"PROJECTION": true, "FILTER": true}
 
-// rowLocal asks DuckDB for the physical plan of sql, over p's table
-// registered as an empty stream, and reports whether it only filters and
-// projects one scan.
-func (c *conn) rowLocal(p *plan, sql string, params arrow.RecordBatch) (bool, error) {
-	for _, r := range p.refs {
-		empty, err := array.NewRecordReader(projectSchema(r.table.Schema, r.columns), nil)
-		if err != nil {
-			return false, err
-		}
-		release, err := registerStream(c.c, r.view, empty)
-		if err != nil {
-			return false, err
-		}
-		defer release()
-		defer func() { _ = c.exec("DROP VIEW IF EXISTS " + sqlIdent(r.view)) }()
-	}
+// rowLocal asks DuckDB for the physical plan of sql, whose tables are
+// registered, and reports whether it only filters and projects one scan.
+func (c *conn) rowLocal(sql string, params arrow.RecordBatch) (bool, error) {
 	var st duck.PreparedStatement
 	defer duck.DestroyPrepare(&st)
 	if duck.Prepare(c.c, "EXPLAIN (FORMAT json) "+sql, &st) == duck.StateError {

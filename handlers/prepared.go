@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/flightgw/flightgw/engine"
 )
 
 // MaxPreparedStatements bounds the open prepared statements of one
@@ -196,7 +198,16 @@ func (h *Handler) GetFlightInfoPreparedStatement(ctx context.Context, cmd flight
 	}
 	p, _ := principal(ctx)
 	cat, schema := h.queryDefaults(ctx, p)
-	return h.queryInfo(ctx, p, desc, st.dataset, ticket{SQL: st.sql, Params: enc, Catalog: cat, Schema: schema, Owner: st.owner}, params)
+	var parts []engine.Part
+	if eng, err := h.sqlEngine(); err == nil {
+		parts, err = eng.Split(ctx, st.sql, params, h.resolver(ctx, p, cat, schema), h.splitOptions())
+		if err != nil {
+			// Read whole; DoGet reports what is wrong with the query.
+			h.log.Debug("prepared query not split", "err", err)
+			parts = nil
+		}
+	}
+	return h.queryInfo(desc, st.dataset, ticket{SQL: st.sql, Params: enc, Catalog: cat, Schema: schema, Owner: st.owner}, parts)
 }
 
 // GetSchemaPreparedStatement answers GetSchema for a prepared statement.

@@ -115,20 +115,36 @@ func (h *Handler) queryDefaults(ctx context.Context, p auth.Principal) (string, 
 
 // describe binds a query for the caller without reading data.
 func (h *Handler) describe(ctx context.Context, query string) (*engine.Description, auth.Principal, string, string, error) {
+	d, _, p, cat, schema, err := h.describeSplit(ctx, query, false)
+	return d, p, cat, schema, err
+}
+
+// describeSplit is describe, and with split the parts the query may be
+// read in (see queryInfo).
+func (h *Handler) describeSplit(ctx context.Context, query string, split bool) (*engine.Description, []engine.Part, auth.Principal, string, string, error) {
 	eng, err := h.sqlEngine()
 	if err != nil {
-		return nil, auth.Principal{}, "", "", err
+		return nil, nil, auth.Principal{}, "", "", err
 	}
 	p, err := principal(ctx)
 	if err != nil {
-		return nil, p, "", "", err
+		return nil, nil, p, "", "", err
 	}
 	cat, schema := h.queryDefaults(ctx, p)
-	d, err := eng.Describe(ctx, query, h.resolver(ctx, p, cat, schema))
-	if err != nil {
-		return nil, p, "", "", queryStatus(err)
+	var opts engine.SplitOptions
+	if split {
+		opts = h.splitOptions()
 	}
-	return d, p, cat, schema, nil
+	d, parts, err := eng.DescribeSplit(ctx, query, h.resolver(ctx, p, cat, schema), opts)
+	if err != nil {
+		return nil, nil, p, "", "", queryStatus(err)
+	}
+	return d, parts, p, cat, schema, nil
+}
+
+// splitOptions bound how queries are split into endpoints.
+func (h *Handler) splitOptions() engine.SplitOptions {
+	return engine.SplitOptions{MaxParts: h.opts.MaxEndpoints, MinBytes: h.opts.SplitMinBytes}
 }
 
 // GetFlightInfoStatement answers CommandStatementQuery: the result schema
@@ -137,14 +153,14 @@ func (h *Handler) GetFlightInfoStatement(ctx context.Context, cmd flightsql.Stat
 	if isInsert(cmd.GetQuery()) {
 		return nil, status.Error(codes.InvalidArgument, "INSERT is an update: execute it with executeUpdate (CommandStatementUpdate)")
 	}
-	d, p, cat, schema, err := h.describe(ctx, cmd.GetQuery())
+	d, parts, p, cat, schema, err := h.describeSplit(ctx, cmd.GetQuery(), true)
 	if err != nil {
 		return nil, err
 	}
 	if d.Params.NumFields() > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "the query has %d parameter(s): use a prepared statement", d.Params.NumFields())
 	}
-	return h.queryInfo(ctx, p, desc, d.Schema, ticket{SQL: cmd.GetQuery(), Catalog: cat, Schema: schema, Owner: p.ID()}, nil)
+	return h.queryInfo(desc, d.Schema, ticket{SQL: cmd.GetQuery(), Catalog: cat, Schema: schema, Owner: p.ID()}, parts)
 }
 
 // GetSchemaStatement answers GetSchema for CommandStatementQuery.
@@ -157,29 +173,21 @@ func (h *Handler) GetSchemaStatement(ctx context.Context, cmd flightsql.Statemen
 }
 
 // queryInfo builds the FlightInfo of a query with a fresh query id: one
-// endpoint, or one per part when the engine splits the query (a query
-// that only filters and projects a large table of several files), which
+// endpoint, or one per part when the engine split the query (a query that
+// only filters and projects a large table of several files), which
 // clients may read in parallel.
-func (h *Handler) queryInfo(ctx context.Context, p auth.Principal, desc *flight.FlightDescriptor, schema *arrow.Schema, t ticket, params arrow.RecordBatch) (*flight.FlightInfo, error) {
+func (h *Handler) queryInfo(desc *flight.FlightDescriptor, schema *arrow.Schema, t ticket, parts []engine.Part) (*flight.FlightInfo, error) {
 	t.ID = randomID()
 	t.Expires = time.Now().Add(h.ticketTTL()).Unix()
 	tickets := []ticket{t}
-	if h.opts.MaxEndpoints > 1 && h.opts.Engine != nil {
-		parts, err := h.opts.Engine.Split(ctx, t.SQL, params, h.resolver(ctx, p, t.Catalog, t.Schema),
-			engine.SplitOptions{MaxParts: h.opts.MaxEndpoints, MinBytes: h.opts.SplitMinBytes})
-		if err != nil {
-			// The query reads whole; DoGet reports what is wrong with it.
-			h.log.Debug("query not split", "query_id", t.ID, "err", err)
+	if len(parts) > 1 {
+		tickets = tickets[:0]
+		for _, part := range parts {
+			pt := t
+			pt.Part, pt.Parts, pt.Snapshot = part.Index, part.Count, part.Snapshot
+			tickets = append(tickets, pt)
 		}
-		if len(parts) > 1 {
-			tickets = tickets[:0]
-			for _, part := range parts {
-				pt := t
-				pt.Part, pt.Parts, pt.Snapshot = part.Index, part.Count, part.Snapshot
-				tickets = append(tickets, pt)
-			}
-			h.log.Debug("query split", "query_id", t.ID, "endpoints", len(parts))
-		}
+		h.log.Debug("query split", "query_id", t.ID, "endpoints", len(parts))
 	}
 	var endpoints []*flight.FlightEndpoint
 	for _, t := range tickets {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-adbc/go/adbc"
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
 )
@@ -70,6 +71,40 @@ func TestQuerySplitEndpoints(t *testing.T) {
 	if len(rows) != 167 {
 		t.Errorf("ADBC read %d rows, want 167", len(rows))
 	}
+	// A prepared query with a bound parameter is split the same way.
+	prep, err := c.Prepare(ctx, `SELECT id FROM people WHERE id >= ?`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prep.Close(ctx)
+	param := batchFromJSON(t, arrow.NewSchema([]arrow.Field{{Name: "$1", Type: arrow.PrimitiveTypes.Int64}}, nil),
+		func(int) string { return `{"$1": 450}` }, 1)
+	defer param.Release()
+	prep.SetParameters(param)
+	pinfo, err := prep.Execute(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pinfo.Endpoint) != 3 {
+		t.Errorf("prepared query: %d endpoints, want 3", len(pinfo.Endpoint))
+	}
+	var n int
+	for _, ep := range pinfo.Endpoint {
+		rdr, err := c.DoGet(ctx, ep.Ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := renderRows(rdr)
+		rdr.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(rows)
+	}
+	if n != 50 {
+		t.Errorf("prepared query read %d rows over its endpoints, want 50", n)
+	}
+
 	// Not split: an aggregate, a sort, a limit.
 	for _, q := range []string{`SELECT count(*) FROM people`, `SELECT id FROM people ORDER BY id`, `SELECT id FROM people LIMIT 5`} {
 		info, err := c.Execute(ctx, q)
