@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	duck "github.com/duckdb/duckdb-go-bindings"
 
 	"github.com/flightgw/flightgw/catalogs"
 )
@@ -358,5 +359,18 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	if got, err := f.rows(t, `SELECT 42`, nil); err != nil || got[0] != "42" {
 		t.Fatalf("engine after an out-of-memory query: %v %v", got, err)
+	}
+}
+
+// TestClassifyLostStreamingError: DuckDB's "closed pending query result",
+// which a fetch reports when a worker failed mid-stream and the cause was
+// dropped, is not blamed on the caller.
+func TestClassifyLostStreamingError(t *testing.T) {
+	err := classify(duck.ErrorTypeInvalidInput, "Invalid Input Error: Attempting to execute an unsuccessful or closed pending query result")
+	if errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), "engine.memory_limit") {
+		t.Fatalf("classified as %v", err)
+	}
+	if err := classify(duck.ErrorTypeInvalidInput, "Invalid Input Error: bad date"); !errors.Is(err, catalogs.ErrInvalidArgument) {
+		t.Fatalf("invalid input: %v", err)
 	}
 }
