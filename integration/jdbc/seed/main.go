@@ -2,7 +2,9 @@
 // bulk ingest (JDBC has no bulk ingest of its own):
 //
 //	sales(id BIGINT, region VARCHAR, amount DOUBLE, qty INTEGER): 1000 rows,
-//	  id 0..999, region eu/us/apac by id%3, amount id*1.5, qty id%10
+//	  id 0..999, region eu/us/apac by id%3, amount id*1.5, qty id%10, in
+//	  two data files (ids below 600, the rest), so that a gateway with a
+//	  small engine.split_min_bytes splits row-local queries over it
 //	regions(region VARCHAR, manager VARCHAR): 3 rows
 //
 // Usage: seed grpc://127.0.0.1:PORT [USER PASSWORD]
@@ -73,7 +75,18 @@ func run(ctx context.Context, opts map[string]string) error {
 	}
 	for name, b := range map[string]*array.RecordBuilder{"sales": sales, "regions": regions} {
 		rec := b.NewRecordBatch()
-		err := ingest(ctx, cnxn, name, rec)
+		var err error
+		if name == "sales" {
+			first, rest := rec.NewSlice(0, 600), rec.NewSlice(600, rec.NumRows())
+			err = ingest(ctx, cnxn, name, first, adbc.OptionValueIngestModeReplace)
+			if err == nil {
+				err = ingest(ctx, cnxn, name, rest, adbc.OptionValueIngestModeAppend)
+			}
+			first.Release()
+			rest.Release()
+		} else {
+			err = ingest(ctx, cnxn, name, rec, adbc.OptionValueIngestModeReplace)
+		}
 		rec.Release()
 		if err != nil {
 			return fmt.Errorf("ingest %s: %w", name, err)
@@ -82,7 +95,7 @@ func run(ctx context.Context, opts map[string]string) error {
 	return nil
 }
 
-func ingest(ctx context.Context, cnxn adbc.Connection, table string, rec arrow.RecordBatch) error {
+func ingest(ctx context.Context, cnxn adbc.Connection, table string, rec arrow.RecordBatch, mode string) error {
 	stmt, err := cnxn.NewStatement()
 	if err != nil {
 		return err
@@ -91,7 +104,7 @@ func ingest(ctx context.Context, cnxn adbc.Connection, table string, rec arrow.R
 	if err := stmt.SetOption(adbc.OptionKeyIngestTargetTable, table); err != nil {
 		return err
 	}
-	if err := stmt.SetOption(adbc.OptionKeyIngestMode, adbc.OptionValueIngestModeReplace); err != nil {
+	if err := stmt.SetOption(adbc.OptionKeyIngestMode, mode); err != nil {
 		return err
 	}
 	if err := stmt.Bind(ctx, rec); err != nil {
