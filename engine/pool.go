@@ -43,6 +43,13 @@ func class(size int) int { return bits.Len(uint(size - 1)) }
 
 // Allocate returns a zeroed buffer of size bytes.
 func (p *bufferPool) Allocate(size int) []byte {
+	b := p.allocate(size)
+	clear(b)
+	return b
+}
+
+// allocate returns a buffer of size bytes holding whatever it last held.
+func (p *bufferPool) allocate(size int) []byte {
 	if size < minPooled {
 		return make([]byte, size)
 	}
@@ -55,30 +62,43 @@ func (p *bufferPool) Allocate(size int) []byte {
 		p.held -= int64(cap(b))
 		p.out += int64(cap(b))
 		p.mu.Unlock()
-		b = b[:size]
-		clear(b)
-		return b
+		return b[:size]
 	}
 	p.out += 1 << c
 	p.mu.Unlock()
 	return make([]byte, size, 1<<c)
 }
 
-// Reallocate grows or shrinks b to size bytes, keeping its contents.
+// Reallocate grows or shrinks b to size bytes, keeping its contents; the
+// bytes past them are zero.
 func (p *bufferPool) Reallocate(size int, b []byte) []byte {
-	if size <= cap(b) {
-		old := len(b)
-		b = b[:size]
-		if size > old {
-			clear(b[old:])
-		}
-		return b
+	out := p.reallocate(size, b)
+	if size > len(b) {
+		clear(out[len(b):])
 	}
-	out := p.Allocate(size)
+	return out
+}
+
+// reallocate is Reallocate leaving the bytes past b's contents as they
+// are.
+func (p *bufferPool) reallocate(size int, b []byte) []byte {
+	if size <= cap(b) {
+		return b[:size]
+	}
+	out := p.allocate(size)
 	copy(out, b)
 	p.Free(b)
 	return out
 }
+
+// unzeroed is the pool as an allocator that does not zero what it hands
+// out, for writers that set every byte they use (fastbatch.go). Arrow's
+// own code may count on zeroed memory, so only such writers get it.
+type unzeroed struct{ *bufferPool }
+
+func (u unzeroed) Allocate(size int) []byte { return u.allocate(size) }
+
+func (u unzeroed) Reallocate(size int, b []byte) []byte { return u.reallocate(size, b) }
 
 // Free takes b back. Only a buffer whose capacity is one the pool hands
 // out is kept.

@@ -266,7 +266,7 @@ func (r *Rows) run(ctx context.Context, sql string, params arrow.RecordBatch) er
 	rdr.schema = r.eng.publicNames(r.plan, rdr.schema)
 	r.rdr = rdr
 	if fastBatches {
-		r.fast = newFastBatcher(r.eng.pool, rdr.schema, rdr.types)
+		r.fast = newFastBatcher(unzeroed{r.eng.pool}, rdr.schema, rdr.types)
 	}
 	return nil
 }
