@@ -40,3 +40,16 @@ type FilePlan struct {
 	// files, which is how a query read in parts reads one table version.
 	SnapshotID *int64
 }
+
+// StagedPlanner is implemented by FilePlanners that can also plan a
+// transaction's uncommitted writes, so that a query inside the
+// transaction reads them with the committed data (read-your-writes).
+type StagedPlanner interface {
+	// PlanStaged plans a scan of req over the table as a transaction
+	// sees it: the committed files (none when overwrite is true, the
+	// transaction having replaced the table's data) and the files the
+	// receipts staged. Plain means what it means for PlanFiles, for every
+	// file; the plan has no SnapshotID, since no snapshot holds the staged
+	// files.
+	PlanStaged(ctx context.Context, table TableIdent, req ScanRequest, staged []WriteReceipt, overwrite bool) (*FilePlan, error)
+}

@@ -217,28 +217,91 @@ func (c *conn) exec(sql string) error {
 
 // filePlans asks each table of p for a plain file plan. It returns nil
 // (and no error) when any table has none: the query then takes the
-// stream path.
+// stream path. A table with a transaction's staged writes is planned with
+// them (catalogs.StagedPlanner); as the stream path cannot read them,
+// such a table without a plain plan is an error.
 func filePlans(ctx context.Context, p *plan, snapshot *int64) ([]*catalogs.FilePlan, error) {
-	if !p.fileSafe || len(p.refs) == 0 {
+	if len(p.refs) == 0 {
 		return nil, nil
 	}
 	out := make([]*catalogs.FilePlan, len(p.refs))
+	var fallback bool
 	for i, ref := range p.refs {
-		fp, ok := ref.table.Scanner.(catalogs.FilePlanner)
-		if !ok {
-			return nil, nil
-		}
 		req := catalogs.ScanRequest{Columns: ref.columns, Filters: ref.filters, SnapshotID: snapshot}
+		if st := ref.table.Staged; st != nil {
+			plan, err := stagedPlan(ctx, p, ref, req, st)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = plan
+			continue
+		}
+		fp, ok := ref.table.Scanner.(catalogs.FilePlanner)
+		if !ok || !p.fileSafe {
+			fallback = true
+			continue
+		}
 		plan, err := fp.PlanFiles(ctx, ref.table.Ident, req)
 		if err != nil {
 			return nil, err
 		}
 		if !usable(plan) {
-			return nil, nil
+			fallback = true
+			continue
 		}
 		out[i] = plan
 	}
+	if fallback {
+		if t := stagedTable(p); t != nil {
+			return nil, errStaged(t.Ident, "another table of the query cannot be read from its files")
+		}
+		return nil, nil
+	}
 	return out, nil
+}
+
+// stagedPlan plans a table together with a transaction's staged writes.
+func stagedPlan(ctx context.Context, p *plan, ref *scanRef, req catalogs.ScanRequest, st *Staged) (*catalogs.FilePlan, error) {
+	sp, ok := ref.table.Scanner.(catalogs.StagedPlanner)
+	if !ok {
+		return nil, errStaged(ref.table.Ident, "its catalog cannot plan uncommitted files")
+	}
+	if !p.fileSafe {
+		return nil, errStaged(ref.table.Ident, "the query's text takes the stream path (DESCRIBE, SUMMARIZE or a quoted CTE name)")
+	}
+	plan, err := sp.PlanStaged(ctx, ref.table.Ident, req, st.Receipts, st.Overwrite)
+	if err != nil {
+		return nil, err
+	}
+	if !plan.Plain {
+		return nil, errStaged(ref.table.Ident, plan.Reason)
+	}
+	if len(plan.Files) == 0 {
+		// Nothing committed and nothing staged that holds rows, or an
+		// overwrite with nothing: read the table's schema, empty.
+		return plan, nil
+	}
+	if !usable(plan) {
+		return nil, errStaged(ref.table.Ident, "its files are not under the warehouse")
+	}
+	return plan, nil
+}
+
+// stagedTable is a table of p with staged writes, or nil.
+func stagedTable(p *plan) *Table {
+	for _, r := range p.refs {
+		if r.table.Staged != nil {
+			return &r.table
+		}
+	}
+	return nil
+}
+
+// errStaged reports a table whose transaction's writes a query cannot
+// read: it must be committed first.
+func errStaged(t catalogs.TableIdent, why string) error {
+	return catalogs.Errorf(catalogs.ErrFailedPrecondition,
+		"table %s has uncommitted writes in this transaction that the query cannot read (%s): commit the transaction first", t, why)
 }
 
 // usable checks a plan the engine will hand to DuckDB: plain, with files,
@@ -390,6 +453,22 @@ func roots(plans []*catalogs.FilePlan) []string {
 // pushdown into the files is kept), read from exactly the planned files.
 func fileView(name string, cols []string, types []string, files []string) string {
 	var b strings.Builder
+	if len(files) == 0 {
+		// No file (a transaction replaced the table with nothing): the
+		// columns, with no rows.
+		b.WriteString("CREATE TEMP VIEW " + sqlIdent(name) + " AS SELECT ")
+		for i, c := range cols {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "CAST(NULL AS %s) AS %s", types[i], sqlIdent(c))
+		}
+		if len(cols) == 0 {
+			b.WriteString("NULL AS __none")
+		}
+		b.WriteString(" WHERE false")
+		return b.String()
+	}
 	b.WriteString("CREATE TEMP VIEW " + sqlIdent(name) + " AS SELECT ")
 	for i, c := range cols {
 		if i > 0 {

@@ -17,6 +17,17 @@ type Table struct {
 	Scanner catalogs.Scanner
 	// Schema is the table's Arrow schema.
 	Schema *arrow.Schema
+	// Staged, when set, holds the writes the caller's open transaction
+	// staged for the table: a query in the transaction reads them with
+	// the committed data.
+	Staged *Staged
+}
+
+// Staged are a transaction's uncommitted writes to a table.
+type Staged struct {
+	Receipts []catalogs.WriteReceipt
+	// Overwrite is true when they replace the table's data.
+	Overwrite bool
 }
 
 // Resolver resolves a table name as written in a query (catalog and

@@ -209,6 +209,9 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 	if ok, err := r.startNative(ctx, p, sql, params); ok || err != nil {
 		return err
 	}
+	if t := stagedTable(p); t != nil {
+		return errStaged(t.Ident, "its files could not be opened")
+	}
 	if r.part != nil {
 		t := catalogs.TableIdent{}
 		if len(p.refs) > 0 {

@@ -198,6 +198,11 @@ func (h *Handler) GetFlightInfoPreparedStatement(ctx context.Context, cmd flight
 	}
 	p, _ := principal(ctx)
 	cat, schema := h.queryDefaults(ctx, p)
+	tx, err := h.ingestTxn(ctx, p, st.txnID)
+	if err != nil {
+		return nil, Status(err)
+	}
+	ctx = withQueryTxn(ctx, tx)
 	var parts []engine.Part
 	if eng, err := h.sqlEngine(); err == nil {
 		parts, err = eng.Split(ctx, st.sql, params, h.resolver(ctx, p, cat, schema), h.splitOptions())
@@ -207,7 +212,7 @@ func (h *Handler) GetFlightInfoPreparedStatement(ctx context.Context, cmd flight
 			parts = nil
 		}
 	}
-	return h.queryInfo(desc, st.dataset, ticket{SQL: st.sql, Params: enc, Catalog: cat, Schema: schema, Owner: st.owner}, parts)
+	return h.queryInfo(desc, st.dataset, ticket{SQL: st.sql, Params: enc, Catalog: cat, Schema: schema, Owner: st.owner, TxnID: txnID(tx)}, parts)
 }
 
 // GetSchemaPreparedStatement answers GetSchema for a prepared statement.
@@ -232,7 +237,11 @@ func (h *Handler) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Prep
 		defer params.Release()
 	}
 	cat, schema := h.queryDefaults(ctx, p)
-	return h.runQuery(ctx, p, randomID(), nil, st.sql, params, cat, schema)
+	tx, err := h.ingestTxn(ctx, p, st.txnID)
+	if err != nil {
+		return nil, nil, Status(err)
+	}
+	return h.runQuery(withQueryTxn(ctx, tx), p, randomID(), nil, st.sql, params, cat, schema)
 }
 
 // DoPutPreparedStatementUpdate executes a prepared INSERT. For INSERT ...

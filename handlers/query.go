@@ -16,6 +16,7 @@ import (
 	"github.com/flightgw/flightgw/auth"
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/engine"
+	"github.com/flightgw/flightgw/txn"
 )
 
 // sqlState is the Handler's state for SQL: the ticket key, running
@@ -95,8 +96,53 @@ func (h *Handler) resolver(ctx context.Context, p auth.Principal, defCatalog, de
 			}
 			return engine.Table{}, err
 		}
-		return engine.Table{Ident: ident, Scanner: sc, Schema: spec.Schema}, nil
+		t := engine.Table{Ident: ident, Scanner: sc, Schema: spec.Schema}
+		if tx := queryTxn(ctx); tx != nil {
+			if mode, receipts, ok := tx.StagedFor(ident); ok {
+				t.Staged = &engine.Staged{Receipts: receipts, Overwrite: mode == txn.Overwrite}
+			}
+		}
+		return t, nil
 	}
+}
+
+// queryTxnKey keys the transaction a query runs in, in its context.
+type queryTxnKey struct{}
+
+// withQueryTxn is ctx for a query inside tx (nil for none): the tables
+// it resolves carry what tx staged for them, so the query reads its own
+// transaction's writes.
+func withQueryTxn(ctx context.Context, tx *txn.Txn) context.Context {
+	if tx == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, queryTxnKey{}, tx)
+}
+
+func queryTxn(ctx context.Context) *txn.Txn {
+	tx, _ := ctx.Value(queryTxnKey{}).(*txn.Txn)
+	return tx
+}
+
+// txnID is tx's id, "" for none.
+func txnID(tx *txn.Txn) string {
+	if tx == nil {
+		return ""
+	}
+	return tx.ID()
+}
+
+// ticketTxn is ctx for a ticket's query: inside its transaction while
+// that is open; once it ended, the query reads what was committed.
+func (h *Handler) ticketTxn(ctx context.Context, p auth.Principal, id string) context.Context {
+	if id == "" {
+		return ctx
+	}
+	tx, err := h.opts.Txns.Get(p.ID(), id)
+	if err != nil {
+		return ctx
+	}
+	return withQueryTxn(ctx, tx)
 }
 
 // queryDefaults are the caller's default catalog and schema: its session
@@ -153,6 +199,15 @@ func (h *Handler) GetFlightInfoStatement(ctx context.Context, cmd flightsql.Stat
 	if isInsert(cmd.GetQuery()) {
 		return nil, status.Error(codes.InvalidArgument, "INSERT is an update: execute it with executeUpdate (CommandStatementUpdate)")
 	}
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := h.ingestTxn(ctx, p, cmd.GetTransactionId())
+	if err != nil {
+		return nil, Status(err)
+	}
+	ctx = withQueryTxn(ctx, tx)
 	d, parts, p, cat, schema, err := h.describeSplit(ctx, cmd.GetQuery(), true)
 	if err != nil {
 		return nil, err
@@ -160,7 +215,7 @@ func (h *Handler) GetFlightInfoStatement(ctx context.Context, cmd flightsql.Stat
 	if d.Params.NumFields() > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "the query has %d parameter(s): use a prepared statement", d.Params.NumFields())
 	}
-	return h.queryInfo(desc, d.Schema, ticket{SQL: cmd.GetQuery(), Catalog: cat, Schema: schema, Owner: p.ID()}, parts)
+	return h.queryInfo(desc, d.Schema, ticket{SQL: cmd.GetQuery(), Catalog: cat, Schema: schema, Owner: p.ID(), TxnID: txnID(tx)}, parts)
 }
 
 // GetSchemaStatement answers GetSchema for CommandStatementQuery.
@@ -231,6 +286,7 @@ func (h *Handler) DoGetStatement(ctx context.Context, tkt flightsql.StatementQue
 	if t.Parts > 0 {
 		part = &engine.Part{Index: t.Part, Count: t.Parts, Snapshot: t.Snapshot}
 	}
+	ctx = h.ticketTxn(ctx, p, t.TxnID)
 	return h.runQuery(ctx, p, t.ID, part, t.SQL, params, t.Catalog, t.Schema)
 }
 

@@ -43,7 +43,11 @@ func (h *Handler) update(ctx context.Context, query string, txnID []byte, params
 	if err != nil {
 		return 0, err
 	}
-	src, err := h.insertSource(ctx, t, st, params)
+	tx, err := h.ingestTxn(ctx, t.p, txnID)
+	if err != nil {
+		return 0, Status(err)
+	}
+	src, err := h.insertSource(withQueryTxn(ctx, tx), t, st, params)
 	if err != nil {
 		return 0, err
 	}

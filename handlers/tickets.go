@@ -46,6 +46,9 @@ type ticket struct {
 	Part     int   `json:"part,omitempty"`
 	Parts    int   `json:"parts,omitempty"`
 	Snapshot int64 `json:"snap,omitempty"`
+	// TxnID is the transaction the query was issued in: while it is open
+	// the query reads its uncommitted writes too.
+	TxnID string `json:"txn,omitempty"`
 }
 
 // ticketKey returns the signing key: the configured one, else a random key

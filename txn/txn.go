@@ -96,6 +96,24 @@ func (t *Txn) Add(table catalogs.TableIdent, p catalogs.Provider, mode Mode, rec
 	return nil, nil
 }
 
+// StagedFor returns what the open transaction staged for table: its mode
+// and a copy of its receipts; ok is false when it staged nothing for it
+// or is no longer open.
+func (t *Txn) StagedFor(table catalogs.TableIdent) (mode Mode, receipts []catalogs.WriteReceipt, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != Open {
+		return Append, nil, false
+	}
+	key := table.Key()
+	for _, s := range t.tables {
+		if s.Table.Key() == key {
+			return s.Mode, append([]catalogs.WriteReceipt(nil), s.Receipts...), true
+		}
+	}
+	return Append, nil, false
+}
+
 // finish moves an open transaction to state and returns what it staged.
 func (t *Txn) finish(state State) ([]*Staged, error) {
 	t.mu.Lock()

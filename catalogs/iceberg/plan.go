@@ -16,6 +16,9 @@ import (
 
 var _ catalogs.FilePlanner = (*Provider)(nil)
 
+// reasonNoSnapshot is the Reason of the plan of a table without data.
+const reasonNoSnapshot = "the table has no snapshot"
+
 // PlanFiles plans a scan like Scan does (same pruning) and returns its
 // data files as local paths. The plan is plain only when DuckDB, reading
 // the files by column name, sees exactly what Scan would return; when in
@@ -44,7 +47,7 @@ func (p *Provider) PlanFiles(ctx context.Context, t catalogs.TableIdent, req cat
 		}
 	}
 	if snap == nil {
-		plan.Reason = "the table has no snapshot"
+		plan.Reason = reasonNoSnapshot
 		return plan, nil
 	}
 	if snap.Summary != nil {

@@ -168,3 +168,23 @@ def test_split_query_reads_in_partitions(split_gateway):
         # An aggregate stays one partition.
         partitions, _ = cur.adbc_execute_partitions("SELECT count(*) FROM trips")
         assert len(partitions) == 1
+
+
+def test_query_reads_own_transaction(gateway):
+    """ADBC's DB-API starts with autocommit off: rows ingested in the open
+    transaction are read by its own queries, not by another connection's,
+    until commit."""
+    with flight_sql.connect(gateway.uri) as c, flight_sql.connect(gateway.uri) as other:
+        with c.cursor() as cur:
+            cur.adbc_ingest("ryw", trips(0, 10), mode="create")
+            cur.adbc_ingest("ryw", trips(10, 5), mode="append")
+            cur.execute("SELECT count(*) AS n, max(id) AS m FROM ryw")
+            assert cur.fetch_arrow_table().to_pylist() == [{"n": 15, "m": 14}]
+        with other.cursor() as ocur:
+            ocur.execute("SELECT count(*) AS n FROM ryw")
+            assert ocur.fetch_arrow_table().to_pylist() == [{"n": 0}]
+        c.commit()
+        other.commit()
+        with other.cursor() as ocur:
+            ocur.execute("SELECT count(*) AS n FROM ryw")
+            assert ocur.fetch_arrow_table().to_pylist() == [{"n": 15}]
