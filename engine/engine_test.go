@@ -118,16 +118,22 @@ func (f *fixture) rows(t *testing.T, q string, params arrow.RecordBatch) ([]stri
 	defer r.Close()
 	var out []string
 	for r.Next() {
-		b := r.RecordBatch()
-		for i := range int(b.NumRows()) {
-			var cells []string
-			for _, c := range b.Columns() {
-				cells = append(cells, c.ValueStr(i))
-			}
-			out = append(out, strings.Join(cells, "|"))
-		}
+		out = append(out, render(r.RecordBatch())...)
 	}
 	return out, r.Err()
+}
+
+// render renders each row of b as "a|b|c".
+func render(b arrow.RecordBatch) []string {
+	var out []string
+	for i := range int(b.NumRows()) {
+		var cells []string
+		for _, c := range b.Columns() {
+			cells = append(cells, c.ValueStr(i))
+		}
+		out = append(out, strings.Join(cells, "|"))
+	}
+	return out
 }
 
 func TestQueries(t *testing.T) {

@@ -137,14 +137,7 @@ func (f *nativeFixture) run(t *testing.T, sc catalogs.Scanner, q string, params 
 	defer r.Close()
 	res := &result{schema: r.Schema(), scans: r.Scans()}
 	for r.Next() {
-		b := r.RecordBatch()
-		for i := range int(b.NumRows()) {
-			var cells []string
-			for _, c := range b.Columns() {
-				cells = append(cells, c.ValueStr(i))
-			}
-			res.rows = append(res.rows, strings.Join(cells, "|"))
-		}
+		res.rows = append(res.rows, render(r.RecordBatch())...)
 	}
 	return res, r.Err()
 }

@@ -77,14 +77,7 @@ func TestSplitParts(t *testing.T) {
 			t.Errorf("part %d schema %s, want %s", p.Index, r.Schema(), whole.schema)
 		}
 		for r.Next() {
-			b := r.RecordBatch()
-			for i := range int(b.NumRows()) {
-				var cells []string
-				for _, c := range b.Columns() {
-					cells = append(cells, c.ValueStr(i))
-				}
-				got = append(got, strings.Join(cells, "|"))
-			}
+			got = append(got, render(r.RecordBatch())...)
 		}
 		if err := r.Err(); err != nil {
 			t.Fatal(err)

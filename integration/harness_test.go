@@ -181,22 +181,42 @@ func (g *gateway) readTable(t *testing.T, name string) arrow.Table {
 	return at
 }
 
-func (g *gateway) loadTable(t *testing.T, name string) *table.Table {
+// catalog opens the gateway's embedded catalog beside it, as another
+// engine sharing it would; it closes when the test ends.
+func (g *gateway) catalog(t *testing.T) *sqlcat.Catalog {
 	t.Helper()
 	db, err := sql.Open("sqliteshim", "file:"+filepath.Join(g.dataDir, "catalog.db")+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	cat, err := sqlcat.NewCatalog("lake", db, sqlcat.SQLite, ice.Properties{"warehouse": "file://" + filepath.Join(g.dataDir, "warehouse")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl, err := cat.LoadTable(context.Background(), table.Identifier{"default", name})
+	return cat
+}
+
+func (g *gateway) loadTable(t *testing.T, name string) *table.Table {
+	t.Helper()
+	tbl, err := g.catalog(t).LoadTable(context.Background(), table.Identifier{"default", name})
 	if err != nil {
 		t.Fatalf("load %s: %v", name, err)
 	}
 	return tbl
+}
+
+// evolve adds a nullable string column "extra" to a table, as another
+// engine sharing the catalog would.
+func (g *gateway) evolve(t *testing.T, name string) {
+	t.Helper()
+	tx := g.loadTable(t, name).NewTransaction()
+	if err := tx.UpdateSchema(true, false).AddColumn([]string{"extra"}, ice.PrimitiveTypes.String, "", false, nil).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // rows returns the table's row count (0 for nil).

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -11,9 +10,6 @@ import (
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	"github.com/apache/arrow-go/v18/arrow"
-	ice "github.com/apache/iceberg-go"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
-	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc/codes"
 )
 
@@ -96,26 +92,7 @@ func TestQueryNativeParquet(t *testing.T) {
 	// Evolve the schema, as another engine sharing the catalog would: the
 	// old files no longer carry every column, so the table is read through
 	// the catalog scan.
-	db, err := sql.Open("sqliteshim", "file:"+filepath.Join(g.dataDir, "catalog.db")+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	cat, err := sqlcat.NewCatalog("lake", db, sqlcat.SQLite, ice.Properties{"warehouse": "file://" + wh})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.LoadTable(ctx, table.Identifier{"default", "people"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.UpdateSchema(true, false).AddColumn([]string{"extra"}, ice.PrimitiveTypes.String, "", false, nil).Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	g.evolve(t, "people")
 	if readsFiles(t, cnxn, "people", wh) {
 		t.Fatal("a table with an evolved schema is read from its files")
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-adbc/go/adbc"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
 )
 
@@ -41,16 +42,7 @@ func TestQuerySplitEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, ep := range info.Endpoint {
-		rdr, err := c.DoGet(ctx, ep.Ticket)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := renderRows(rdr)
-		rdr.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, rows := range readEndpoints(t, c, info) {
 		if len(rows) == 0 {
 			t.Error("an endpoint read no rows")
 		}
@@ -89,16 +81,7 @@ func TestQuerySplitEndpoints(t *testing.T) {
 		t.Errorf("prepared query: %d endpoints, want 3", len(pinfo.Endpoint))
 	}
 	var n int
-	for _, ep := range pinfo.Endpoint {
-		rdr, err := c.DoGet(ctx, ep.Ticket)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := renderRows(rdr)
-		rdr.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, rows := range readEndpoints(t, c, pinfo) {
 		n += len(rows)
 	}
 	if n != 50 {
@@ -135,3 +118,23 @@ func TestQuerySplitEndpoints(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// readEndpoints reads each endpoint of info in turn and returns its rows
+// rendered as "a|b".
+func readEndpoints(t *testing.T, c *flightsql.Client, info *flight.FlightInfo) [][]string {
+	t.Helper()
+	var out [][]string
+	for _, ep := range info.Endpoint {
+		rdr, err := c.DoGet(context.Background(), ep.Ticket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := renderRows(rdr)
+		rdr.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, rows)
+	}
+	return out
+}

@@ -2,21 +2,17 @@ package integration
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	"github.com/apache/arrow-go/v18/arrow"
-	ice "github.com/apache/iceberg-go"
-	sqlcat "github.com/apache/iceberg-go/catalog/sql"
-	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc/codes"
 )
 
-// count runs SELECT count(*) FROM table on cnxn.
-func count(t *testing.T, cnxn adbc.Connection, q string) string {
+// joined runs q through ADBC and returns its rows ("a|b") joined by
+// commas.
+func joined(t *testing.T, cnxn adbc.Connection, q string) string {
 	t.Helper()
 	_, rows := querySchema(t, cnxn, q)
 	return strings.Join(rows, ",")
@@ -40,16 +36,16 @@ func TestQueryReadsOwnTransaction(t *testing.T) {
 	if _, err := ingest(t, cnxn, "rw", adbc.OptionValueIngestModeCreate, people(t, 0, 100)); err != nil {
 		t.Fatal(err)
 	}
-	if got := count(t, cnxn, `SELECT count(*), sum(id) FROM rw`); got != "100|4950" {
+	if got := joined(t, cnxn, `SELECT count(*), sum(id) FROM rw`); got != "100|4950" {
 		t.Errorf("in the transaction: %s", got)
 	}
-	if got := count(t, other, `SELECT count(*) FROM rw`); got != "0" {
+	if got := joined(t, other, `SELECT count(*) FROM rw`); got != "0" {
 		t.Errorf("another connection reads uncommitted rows: %s", got)
 	}
 	if _, err := ingest(t, cnxn, "rw", adbc.OptionValueIngestModeAppend, people(t, 100, 50)); err != nil {
 		t.Fatal(err)
 	}
-	if got := count(t, cnxn, `SELECT count(*), max(id) FROM rw WHERE id % 2 = 0`); got != "75|148" {
+	if got := joined(t, cnxn, `SELECT count(*), max(id) FROM rw WHERE id % 2 = 0`); got != "75|148" {
 		t.Errorf("after a second append in the transaction: %s", got)
 	}
 	// INSERT ... SELECT in the transaction reads the staged rows.
@@ -59,14 +55,14 @@ func TestQueryReadsOwnTransaction(t *testing.T) {
 	if n, err := execUpdate(t, cnxn, `INSERT INTO rw_copy SELECT * FROM rw WHERE id < 10`); err != nil || n != 10 {
 		t.Fatalf("INSERT ... SELECT in the transaction: %d %v", n, err)
 	}
-	if got := count(t, cnxn, `SELECT count(*) FROM rw_copy`); got != "11" {
+	if got := joined(t, cnxn, `SELECT count(*) FROM rw_copy`); got != "11" {
 		t.Errorf("rw_copy in the transaction: %s", got)
 	}
 	if err := cnxn.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []adbc.Connection{cnxn, other} {
-		if got := count(t, c, `SELECT (SELECT count(*) FROM rw), (SELECT count(*) FROM rw_copy)`); got != "150|11" {
+		if got := joined(t, c, `SELECT (SELECT count(*) FROM rw), (SELECT count(*) FROM rw_copy)`); got != "150|11" {
 			t.Errorf("after commit: %s", got)
 		}
 	}
@@ -76,22 +72,22 @@ func TestQueryReadsOwnTransaction(t *testing.T) {
 	if _, err := ingest(t, cnxn, "rw", adbc.OptionValueIngestModeReplace, people(t, 500, 3)); err != nil {
 		t.Fatal(err)
 	}
-	if got := count(t, cnxn, `SELECT count(*), min(id) FROM rw`); got != "3|500" {
+	if got := joined(t, cnxn, `SELECT count(*), min(id) FROM rw`); got != "3|500" {
 		t.Errorf("after a replace in the transaction: %s", got)
 	}
-	if got := count(t, other, `SELECT count(*) FROM rw`); got != "150" {
+	if got := joined(t, other, `SELECT count(*) FROM rw`); got != "150" {
 		t.Errorf("another connection during the replace: %s", got)
 	}
 	if err := cnxn.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := count(t, cnxn, `SELECT count(*) FROM rw`); got != "150" {
+	if got := joined(t, cnxn, `SELECT count(*) FROM rw`); got != "150" {
 		t.Errorf("after rollback: %s", got)
 	}
 
 	// A table whose files the engine cannot read with the staged ones
 	// (its schema evolved) is refused, not read without them.
-	evolve(t, g, "rw")
+	g.evolve(t, "rw")
 	evolved := arrow.NewSchema(append(peopleSchema.Fields(), arrow.Field{Name: "extra", Type: arrow.BinaryTypes.String, Nullable: true}), nil)
 	row := batchFromJSON(t, evolved, func(int) string { return `{"id": 900, "name": "p900", "score": 1.5, "extra": "x"}` }, 1)
 	defer row.Release()
@@ -115,32 +111,6 @@ func TestQueryReadsOwnTransaction(t *testing.T) {
 	assertADBC(t, err, adbc.StatusUnknown, "commit the transaction first")
 	assertADBC(t, err, adbc.StatusUnknown, codes.FailedPrecondition.String())
 	if err := cnxn.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// evolve adds a column to a table of the gateway's embedded catalog, as
-// another engine sharing the catalog would.
-func evolve(t *testing.T, g *gateway, name string) {
-	t.Helper()
-	db, err := sql.Open("sqliteshim", "file:"+filepath.Join(g.dataDir, "catalog.db")+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	cat, err := sqlcat.NewCatalog("lake", db, sqlcat.SQLite, ice.Properties{"warehouse": "file://" + filepath.Join(g.dataDir, "warehouse")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := cat.LoadTable(context.Background(), table.Identifier{"default", name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.UpdateSchema(true, false).AddColumn([]string{"extra"}, ice.PrimitiveTypes.String, "", false, nil).Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
