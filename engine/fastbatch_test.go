@@ -68,7 +68,8 @@ func TestFastBatchesMatchDuckDB(t *testing.T) {
 		CASE WHEN i % 11 = 0 THEN NULL WHEN i % 4 = 0 THEN '' WHEN i % 2 = 0 THEN 'short-' || i
 			ELSE 'a string longer than twelve bytes, number ' || i END AS str,
 		CASE WHEN i >= 100000 AND i % 13 = 0 THEN NULL ELSE ('blob-' || i)::BLOB END AS late_null_blob,
-		NULL::VARCHAR AS all_null
+		NULL::VARCHAR AS all_null, 42 AS const_int, 'a constant string longer than twelve' AS const_str,
+		'short' AS const_short, true AS const_bool
 		FROM range(150000) r(i) WHERE i % 17 <> 0`
 	// Leave the pool's buffers full of set bits first: the fast path
 	// reuses them without zeroing, so it must set every byte it uses.
