@@ -62,7 +62,18 @@ type Options struct {
 	MaxEndpoints int
 	// SplitMinBytes is the least data a query must read to be split.
 	SplitMinBytes int64
+	// MaxConcurrentQueries bounds the SQL queries (each endpoint of a
+	// split query counts) running at once; more wait for a slot while
+	// their caller waits, at most QueryQueueWait. 0 for no bound.
+	MaxConcurrentQueries int
+	// QueryQueueWait is how long a query waits for a slot before it fails
+	// ResourceExhausted (DefaultQueryQueueWait when zero).
+	QueryQueueWait time.Duration
 }
+
+// DefaultQueryQueueWait is how long a query waits for a slot when Options
+// leave QueryQueueWait unset.
+const DefaultQueryQueueWait = 30 * time.Second
 
 // IdempotencyKeyOption is the CommandStatementIngest option whose value
 // makes an ingest exactly-once: a retried ingest whose key already landed
@@ -80,6 +91,8 @@ type Handler struct {
 	catalogs map[string]Catalog
 	log      *slog.Logger
 	sql      sqlState
+	// querySlots bounds the running queries (nil: no bound).
+	querySlots chan struct{}
 }
 
 // New builds a Handler.
@@ -97,6 +110,9 @@ func New(opts Options) (*Handler, error) {
 		opts.DefaultSchema = "default"
 	}
 	h := &Handler{opts: opts, catalogs: map[string]Catalog{}, log: opts.Log}
+	if opts.MaxConcurrentQueries > 0 {
+		h.querySlots = make(chan struct{}, opts.MaxConcurrentQueries)
+	}
 	h.Alloc = opts.Alloc
 	for _, c := range opts.Catalogs {
 		if _, dup := h.catalogs[c.Name]; dup {

@@ -300,11 +300,16 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 	if err != nil {
 		return nil, nil, err
 	}
+	release, err := h.querySlot(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	rpcCtx := ctx
 	ctx, cancel := h.statementContext(ctx)
 	key := runKey(id, part)
 	if err := h.track(id, key, cancel); err != nil {
 		cancel()
+		release()
 		return nil, nil, err
 	}
 	var rows *engine.Rows
@@ -319,6 +324,7 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 			err = st
 		}
 		cancel()
+		release()
 		h.log.Info("query failed", "query_id", id, "principal", p.Name, "err", err)
 		return nil, nil, queryStatus(err)
 	}
@@ -328,6 +334,7 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 	}
 	ch := make(chan flight.StreamChunk, 1)
 	go func() {
+		defer release() // last: once the query's work is over
 		defer close(ch)
 		defer cancel()
 		defer h.untrack(key)
@@ -361,6 +368,30 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 		}
 	}()
 	return rows.Schema(), ch, nil
+}
+
+// querySlot waits for a slot among limits.max_concurrent_queries, at
+// most limits.query_queue_wait; the caller releases it when its query is
+// over.
+func (h *Handler) querySlot(ctx context.Context) (release func(), err error) {
+	if h.querySlots == nil {
+		return func() {}, nil
+	}
+	wait := h.opts.QueryQueueWait
+	if wait <= 0 {
+		wait = DefaultQueryQueueWait
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case h.querySlots <- struct{}{}:
+		return func() { <-h.querySlots }, nil
+	case <-timer.C:
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"too many concurrent queries (limits.max_concurrent_queries = %d): no slot freed within %s (limits.query_queue_wait)", cap(h.querySlots), wait)
+	case <-ctx.Done():
+		return nil, status.Errorf(codes.Canceled, "the call ended while its query waited for a slot (limits.max_concurrent_queries = %d): %v", cap(h.querySlots), ctx.Err())
+	}
 }
 
 // errStatementTimeout is the cause of a query context that outlived

@@ -338,6 +338,59 @@ func TestQueryStatementTimeout(t *testing.T) {
 	}
 }
 
+// TestQueryConcurrencyLimit: with limits.max_concurrent_queries 1, a
+// second query waits while the first streams, fails ResourceExhausted
+// naming the limit after limits.query_queue_wait, and runs once the first
+// is done.
+func TestQueryConcurrencyLimit(t *testing.T) {
+	g := startGateway(t, "limits:\n  max_concurrent_queries: 1\n  query_queue_wait: 200ms\n")
+	c, ctx := g.flightClient(t), context.Background()
+	info, err := c.Execute(ctx, `SELECT i FROM range(100000000) t(i)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	first, err := c.DoGet(firstCtx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Next() {
+		t.Fatal(first.Err())
+	}
+	second, err := c.Execute(ctx, `SELECT 42`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := c.DoGet(ctx, second.Endpoint[0].Ticket)
+	if err == nil {
+		for rdr.Next() {
+		}
+		err = rdr.Err()
+		rdr.Release()
+	}
+	assertStatus(t, err, codes.ResourceExhausted, "limits.max_concurrent_queries = 1): no slot freed within 200ms")
+	// The slot frees once the first query's call is gone.
+	stop()
+	first.Release()
+	var got []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		rdr, err := c.DoGet(short, second.Endpoint[0].Ticket)
+		if err == nil {
+			got, err = renderRows(rdr)
+			rdr.Release()
+		}
+		cancel()
+		if err == nil {
+			break
+		}
+	}
+	if strings.Join(got, ",") != "42" {
+		t.Fatalf("the second query after the first ended: %q", got)
+	}
+}
+
 func TestPreparedInsertAndSessionOptions(t *testing.T) {
 	g := startGateway(t, "")
 	c := g.flightClient(t)

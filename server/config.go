@@ -19,15 +19,17 @@ import (
 
 // Defaults of the embedded gateway.
 const (
-	DefaultListen              = "127.0.0.1:32010"
-	DefaultDataDir             = "./data"
-	DefaultCatalogName         = "lake"
-	DefaultSchema              = "default"
-	DefaultMaxBatchBytes       = 256 << 20
-	DefaultShutdownGrace       = 30 * time.Second
-	DefaultTxnIdleTimeout      = 10 * time.Minute
-	DefaultMaxConcurrentWrites = 8
-	DefaultGCPercent           = 30
+	DefaultListen               = "127.0.0.1:32010"
+	DefaultDataDir              = "./data"
+	DefaultCatalogName          = "lake"
+	DefaultSchema               = "default"
+	DefaultMaxBatchBytes        = 256 << 20
+	DefaultShutdownGrace        = 30 * time.Second
+	DefaultTxnIdleTimeout       = 10 * time.Minute
+	DefaultMaxConcurrentWrites  = 8
+	DefaultMaxConcurrentQueries = 16
+	DefaultQueryQueueWait       = 30 * time.Second
+	DefaultGCPercent            = 30
 )
 
 // Config is the gateway configuration (YAML, see docs/configuration.md).
@@ -112,6 +114,13 @@ type Limits struct {
 	// MaxConcurrentWrites bounds the DoPut streams (ingests, updates)
 	// running at once; more wait for a slot.
 	MaxConcurrentWrites int `yaml:"max_concurrent_writes"`
+	// MaxConcurrentQueries bounds the SQL queries running at once (each
+	// endpoint of a split query counts); more wait for a slot. Each holds
+	// DuckDB's streaming buffer and a few result batches.
+	MaxConcurrentQueries int `yaml:"max_concurrent_queries"`
+	// QueryQueueWait is how long a query waits for a slot before it fails
+	// with ResourceExhausted.
+	QueryQueueWait duration.Duration `yaml:"query_queue_wait"`
 	// MemoryLimit is a soft limit on the gateway's Go heap, in bytes
 	// (runtime/debug.SetMemoryLimit); 0 leaves the Go default (GOMEMLIMIT).
 	MemoryLimit int64 `yaml:"memory_limit"`
@@ -266,6 +275,12 @@ func (c *Config) applyDefaults() {
 	if c.Limits.MaxConcurrentWrites == 0 {
 		c.Limits.MaxConcurrentWrites = DefaultMaxConcurrentWrites
 	}
+	if c.Limits.MaxConcurrentQueries == 0 {
+		c.Limits.MaxConcurrentQueries = DefaultMaxConcurrentQueries
+	}
+	if c.Limits.QueryQueueWait == (duration.Duration{}) {
+		c.Limits.QueryQueueWait = duration.Of(DefaultQueryQueueWait)
+	}
 	if c.Engine.MaxEndpoints == 0 {
 		c.Engine.MaxEndpoints = DefaultMaxEndpoints
 	}
@@ -347,6 +362,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxConcurrentWrites < 1 {
 		errs = append(errs, fmt.Errorf("limits.max_concurrent_writes: %d is below 1", c.Limits.MaxConcurrentWrites))
+	}
+	if c.Limits.MaxConcurrentQueries < 1 {
+		errs = append(errs, fmt.Errorf("limits.max_concurrent_queries: %d is below 1", c.Limits.MaxConcurrentQueries))
+	}
+	if err := c.Limits.QueryQueueWait.Check("limits.query_queue_wait"); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Limits.GCPercent < 10 || c.Limits.GCPercent > 1000 {
 		errs = append(errs, fmt.Errorf("limits.gc_percent: %d is outside 10 .. 1000", c.Limits.GCPercent))

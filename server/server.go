@@ -74,20 +74,22 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	h, err := handlers.New(handlers.Options{
-		Engine:           s.engine,
-		TicketKey:        []byte(cfg.Tickets.SigningKey),
-		TicketTTL:        cfg.Tickets.TTL.Duration,
-		StatementTimeout: cfg.Timeouts.Statement.Duration,
-		TxnTimeout:       cfg.Timeouts.TxnIdle.Duration,
-		MaxEndpoints:     cfg.Engine.MaxEndpoints,
-		SplitMinBytes:    cfg.Engine.SplitMinBytes,
-		Catalogs:         s.catalogs,
-		Txns:             s.txns,
-		DefaultCatalog:   cfg.DefaultCatalog,
-		DefaultSchema:    cfg.DefaultSchema,
-		MaxBatchBytes:    cfg.Limits.MaxBatchBytes,
-		Version:          Version,
-		Log:              log,
+		Engine:               s.engine,
+		TicketKey:            []byte(cfg.Tickets.SigningKey),
+		TicketTTL:            cfg.Tickets.TTL.Duration,
+		StatementTimeout:     cfg.Timeouts.Statement.Duration,
+		TxnTimeout:           cfg.Timeouts.TxnIdle.Duration,
+		MaxEndpoints:         cfg.Engine.MaxEndpoints,
+		SplitMinBytes:        cfg.Engine.SplitMinBytes,
+		MaxConcurrentQueries: cfg.Limits.MaxConcurrentQueries,
+		QueryQueueWait:       cfg.Limits.QueryQueueWait.Duration,
+		Catalogs:             s.catalogs,
+		Txns:                 s.txns,
+		DefaultCatalog:       cfg.DefaultCatalog,
+		DefaultSchema:        cfg.DefaultSchema,
+		MaxBatchBytes:        cfg.Limits.MaxBatchBytes,
+		Version:              Version,
+		Log:                  log,
 	})
 	if err != nil {
 		s.txns.Close()
