@@ -18,8 +18,10 @@ import (
 // memory.
 const MaxPreparedStatements = 10000
 
-// prepared is an open prepared statement.
+// prepared is an open prepared statement, as the local map caches it.
 type prepared struct {
+	// id is its handle's statement id (the map key).
+	id      string
 	owner   string
 	sql     string
 	txnID   []byte
@@ -27,47 +29,45 @@ type prepared struct {
 	dataset *arrow.Schema
 	params  *arrow.Schema
 	// bound is the last row of parameters DoPutPreparedStatementQuery
-	// bound (nil for none).
-	bound arrow.RecordBatch
+	// bound here (nil for none, or no row) when hasBound; boundFrom is the
+	// binding of the handle that call presented ("" for the handle
+	// CreatePreparedStatement returned): see boundParams.
+	bound     arrow.RecordBatch
+	boundFrom string
+	hasBound  bool
+	// fromHandle: rebuilt from a handle rather than created here; the
+	// map evicts such entries first.
+	fromHandle bool
 }
 
 var emptySchema = arrow.NewSchema(nil, nil)
 
 // CreatePreparedStatement answers ActionCreatePreparedStatementRequest: a
 // query (dataset and parameter schemas from the engine) or an INSERT
-// (parameters are the target columns when it is VALUES (?, ...)).
+// (parameters are the target columns when it is VALUES (?, ...)). The
+// handle is self-contained and signed (preparedHandle), so any replica
+// with the same key can execute it; this gateway also caches the
+// statement.
 func (h *Handler) CreatePreparedStatement(ctx context.Context, req flightsql.ActionCreatePreparedStatementRequest) (flightsql.ActionCreatePreparedStatementResult, error) {
 	var res flightsql.ActionCreatePreparedStatementResult
 	p, err := principal(ctx)
 	if err != nil {
 		return res, err
 	}
-	st := &prepared{owner: p.ID(), sql: req.GetQuery(), txnID: req.GetTransactionId()}
-	isUpdate := isInsert(st.sql)
-	if isUpdate {
-		if err := h.prepareInsert(ctx, st); err != nil {
-			return res, err
-		}
-	} else {
-		d, _, _, _, err := h.describe(ctx, st.sql)
-		if err != nil {
-			return res, err
-		}
-		st.dataset, st.params = d.Schema, d.Params
+	st := &prepared{id: randomID(), owner: p.ID(), sql: req.GetQuery(), txnID: req.GetTransactionId()}
+	if err := h.buildPrepared(ctx, st); err != nil {
+		return res, err
 	}
-	handle := randomID()
-	h.sql.mu.Lock()
-	if len(h.sql.prepared) >= MaxPreparedStatements {
-		h.sql.mu.Unlock()
-		return res, status.Errorf(codes.ResourceExhausted, "too many open prepared statements (%d): close some", MaxPreparedStatements)
+	handle, err := h.signPreparedHandle(preparedHandle{ID: st.id, SQL: st.sql, Owner: st.owner, TxnID: st.txnID})
+	if err != nil {
+		return res, Status(err)
 	}
-	if h.sql.prepared == nil {
-		h.sql.prepared = map[string]*prepared{}
+	if _, err := h.cachePrepared(st); err != nil {
+		return res, err
 	}
-	h.sql.prepared[handle] = st
-	h.sql.mu.Unlock()
+	isUpdate := st.insert != nil
 	return flightsql.ActionCreatePreparedStatementResult{
-		Handle: []byte(handle), DatasetSchema: st.dataset, ParameterSchema: st.params, IsUpdate: &isUpdate,
+		Handle: handle, DatasetSchema: st.dataset, ParameterSchema: st.params, IsUpdate: &isUpdate,
 	}, nil
 }
 
@@ -104,40 +104,66 @@ func (h *Handler) prepareInsert(ctx context.Context, st *prepared) error {
 	return nil
 }
 
-// lookup finds the caller's prepared statement.
-func (h *Handler) lookup(ctx context.Context, handle []byte) (*prepared, error) {
+// lookup finds the caller's prepared statement: it verifies the handle
+// (signature and owner), then takes the statement from the local map, or
+// rebuilds it from the handle (the statement was prepared on another
+// gateway, or closed or evicted here) and caches it.
+func (h *Handler) lookup(ctx context.Context, handle []byte) (*prepared, preparedHandle, error) {
 	p, err := principal(ctx)
 	if err != nil {
-		return nil, err
+		return nil, preparedHandle{}, err
+	}
+	ph, err := h.openPreparedHandle(handle, p.ID())
+	if err != nil {
+		return nil, ph, err
 	}
 	h.sql.mu.Lock()
-	defer h.sql.mu.Unlock()
-	st, ok := h.sql.prepared[string(handle)]
-	if !ok || st.owner != p.ID() {
-		return nil, status.Error(codes.NotFound, "prepared statement not found (closed, or opened on another gateway)")
+	st, ok := h.sql.prepared[ph.ID]
+	h.sql.mu.Unlock()
+	if ok && st.owner == ph.Owner {
+		return st, ph, nil
 	}
-	return st, nil
+	st = &prepared{id: ph.ID, owner: ph.Owner, sql: ph.SQL, txnID: ph.TxnID, fromHandle: true}
+	if err := h.buildPrepared(ctx, st); err != nil {
+		return nil, ph, err
+	}
+	st, err = h.cachePrepared(st)
+	if err != nil {
+		return nil, ph, err
+	}
+	h.log.Debug("prepared statement rebuilt from its handle", "id", ph.ID)
+	return st, ph, nil
 }
 
-// ClosePreparedStatement answers ActionClosePreparedStatementRequest.
+// ClosePreparedStatement answers ActionClosePreparedStatementRequest: it
+// drops the local entry. A signed handle cannot be revoked on other
+// gateways: it stays usable by its owner, which is harmless (it only
+// names SQL its owner may run).
 func (h *Handler) ClosePreparedStatement(ctx context.Context, req flightsql.ActionClosePreparedStatementRequest) error {
-	st, err := h.lookup(ctx, req.GetPreparedStatementHandle())
+	p, err := principal(ctx)
+	if err != nil {
+		return err
+	}
+	ph, err := h.openPreparedHandle(req.GetPreparedStatementHandle(), p.ID())
 	if err != nil {
 		return err
 	}
 	h.sql.mu.Lock()
-	delete(h.sql.prepared, string(req.GetPreparedStatementHandle()))
-	h.sql.mu.Unlock()
-	if st.bound != nil {
-		st.bound.Release()
+	defer h.sql.mu.Unlock()
+	st, ok := h.sql.prepared[ph.ID]
+	if !ok || st.owner != ph.Owner {
+		return nil
 	}
+	delete(h.sql.prepared, ph.ID)
+	st.dropBinding()
 	return nil
 }
 
 // DoPutPreparedStatementQuery binds parameters: the last row sent is kept
-// for the next execution.
+// for the next execution, here, and in the handle returned, which carries
+// it to whichever gateway executes the statement.
 func (h *Handler) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql.PreparedStatementQuery, rdr flight.MessageReader, _ flight.MetadataWriter) ([]byte, error) {
-	st, err := h.lookup(ctx, cmd.GetPreparedStatementHandle())
+	st, ph, err := h.lookup(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, err
 	}
@@ -158,37 +184,78 @@ func (h *Handler) DoPutPreparedStatementQuery(ctx context.Context, cmd flightsql
 		}
 		return nil, status.Errorf(codes.InvalidArgument, "binding parameters: %v", err)
 	}
+	enc, err := encodeParams(last)
+	if err == nil && len(enc) > MaxBoundParamsBytes {
+		err = status.Errorf(codes.InvalidArgument, "binding parameters: %d bytes encoded, over the limit of %d bytes (1 MiB) for a row of parameters",
+			len(enc), MaxBoundParamsBytes)
+	}
+	if err != nil {
+		if last != nil {
+			last.Release()
+		}
+		return nil, Status(err)
+	}
+	bind := randomID()
 	h.sql.mu.Lock()
-	old := st.bound
-	st.bound = last
+	var old arrow.RecordBatch
+	if h.cached(st) {
+		old, st.bound, st.boundFrom, st.hasBound = st.bound, last, ph.Bind, true
+	} else {
+		old = last // not cached here: the handle carries the parameters
+	}
 	h.sql.mu.Unlock()
 	if old != nil {
 		old.Release()
 	}
-	return cmd.GetPreparedStatementHandle(), nil
+	h.log.Debug("prepared statement bound", "id", ph.ID, "handle_bind", ph.Bind, "bind", bind)
+	ph.Params, ph.Bind = enc, bind
+	handle, err := h.signPreparedHandle(ph)
+	if err != nil {
+		return nil, Status(err)
+	}
+	return handle, nil
 }
 
-// boundParams returns the statement's parameters, retained.
-func (h *Handler) boundParams(st *prepared) arrow.RecordBatch {
+// boundParams returns the parameters to run st with, retained: those the
+// handle carries, unless this gateway bound parameters to that very
+// handle since. Then the caller is a client that does not use the handle
+// a binding returns (it presents the handle it bound with), and the
+// binding it made here is newer than the one its handle carries. A client
+// that uses the returned handle always runs with that handle's
+// parameters, whichever replica bound them and whatever this replica
+// bound before.
+func (h *Handler) boundParams(st *prepared, ph preparedHandle) (arrow.RecordBatch, error) {
 	h.sql.mu.Lock()
-	defer h.sql.mu.Unlock()
-	if st.bound != nil {
-		st.bound.Retain()
+	if st.hasBound && st.boundFrom == ph.Bind {
+		b := st.bound
+		if b != nil {
+			b.Retain()
+		}
+		h.sql.mu.Unlock()
+		h.log.Debug("prepared statement parameters", "id", ph.ID, "from", "local", "handle_bind", ph.Bind)
+		return b, nil
 	}
-	return st.bound
+	h.sql.mu.Unlock()
+	if ph.Bind != "" {
+		h.log.Debug("prepared statement parameters", "id", ph.ID, "from", "handle", "handle_bind", ph.Bind)
+	}
+	return decodeParams(ph.Params, h.Alloc)
 }
 
 // GetFlightInfoPreparedStatement answers CommandPreparedStatementQuery:
 // a ticket carrying the query and its bound parameters.
 func (h *Handler) GetFlightInfoPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
-	st, err := h.lookup(ctx, cmd.GetPreparedStatementHandle())
+	st, ph, err := h.lookup(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, err
 	}
 	if st.insert != nil {
 		return nil, status.Error(codes.InvalidArgument, "INSERT is an update: execute it with executeUpdate")
 	}
-	params := h.boundParams(st)
+	params, err := h.boundParams(st, ph)
+	if err != nil {
+		return nil, err
+	}
 	if params != nil {
 		defer params.Release()
 	}
@@ -217,7 +284,7 @@ func (h *Handler) GetFlightInfoPreparedStatement(ctx context.Context, cmd flight
 
 // GetSchemaPreparedStatement answers GetSchema for a prepared statement.
 func (h *Handler) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery, _ *flight.FlightDescriptor) (*flight.SchemaResult, error) {
-	st, err := h.lookup(ctx, cmd.GetPreparedStatementHandle())
+	st, _, err := h.lookup(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, err
 	}
@@ -227,12 +294,15 @@ func (h *Handler) GetSchemaPreparedStatement(ctx context.Context, cmd flightsql.
 // DoGetPreparedStatement runs a prepared query with its bound parameters
 // (for clients that send the command itself as the ticket).
 func (h *Handler) DoGetPreparedStatement(ctx context.Context, cmd flightsql.PreparedStatementQuery) (*arrow.Schema, <-chan flight.StreamChunk, error) {
-	st, err := h.lookup(ctx, cmd.GetPreparedStatementHandle())
+	st, ph, err := h.lookup(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return nil, nil, err
 	}
 	p, _ := principal(ctx)
-	params := h.boundParams(st)
+	params, err := h.boundParams(st, ph)
+	if err != nil {
+		return nil, nil, err
+	}
 	if params != nil {
 		defer params.Release()
 	}
@@ -250,7 +320,7 @@ func (h *Handler) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Prep
 // bulk-ingest write path: one commit (or one transaction entry) for the
 // whole upload. Otherwise the source runs once per parameter row.
 func (h *Handler) DoPutPreparedStatementUpdate(ctx context.Context, cmd flightsql.PreparedStatementUpdate, rdr flight.MessageReader) (int64, error) {
-	st, err := h.lookup(ctx, cmd.GetPreparedStatementHandle())
+	st, _, err := h.lookup(ctx, cmd.GetPreparedStatementHandle())
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,168 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// preparedPrefix marks a flightgw prepared statement handle (version 1).
+// It is not ticketPrefix and the MAC covers it, so a query ticket never
+// opens as a handle, nor a handle as a ticket, although both are signed
+// with the same key.
+const preparedPrefix = "fgwp1."
+
+// MaxBoundParamsBytes bounds the bound parameters of a prepared statement
+// (one row, Arrow IPC encoded): they travel in every handle and ticket.
+const MaxBoundParamsBytes = 1 << 20
+
+// preparedHandle is everything a gateway needs to use a prepared
+// statement, so that any replica holding the same key can execute a
+// statement another one prepared. Like a ticket it is signed, not
+// encrypted, and it does not expire: it only names SQL its owner may run
+// anyway, and only its owner can use it.
+type preparedHandle struct {
+	// ID names the statement: the local cache is keyed by it, so every
+	// handle a statement's bindings produce finds the same entry.
+	ID  string `json:"id"`
+	SQL string `json:"sql"`
+	// Owner is the principal that prepared the statement; nobody else
+	// can use it.
+	Owner string `json:"owner"`
+	// TxnID is the transaction id given at creation.
+	TxnID []byte `json:"txn,omitempty"`
+	// Params is an Arrow IPC stream of the one row of parameters bound by
+	// DoPutPreparedStatementQuery, and Bind names that binding ("" in the
+	// handle CreatePreparedStatement returns).
+	Params []byte `json:"params,omitempty"`
+	Bind   string `json:"bind,omitempty"`
+}
+
+// signPreparedHandle encodes and signs ph: fgwp1.<payload>.<mac>,
+// base64url, HMAC-SHA256 with the ticket key.
+func (h *Handler) signPreparedHandle(ph preparedHandle) ([]byte, error) {
+	payload, err := json.Marshal(ph)
+	if err != nil {
+		return nil, err
+	}
+	enc := base64.RawURLEncoding
+	body := preparedPrefix + enc.EncodeToString(payload)
+	mac := hmac.New(sha256.New, h.ticketKey())
+	mac.Write([]byte(body))
+	return []byte(body + "." + enc.EncodeToString(mac.Sum(nil))), nil
+}
+
+// openPreparedHandle verifies a handle's signature and owner. Its errors
+// are the tickets': a malformed handle is InvalidArgument, a bad signature
+// Unauthenticated, another principal's handle PermissionDenied.
+func (h *Handler) openPreparedHandle(raw []byte, owner string) (preparedHandle, error) {
+	var ph preparedHandle
+	if !bytes.HasPrefix(raw, []byte(preparedPrefix)) {
+		if bytes.HasPrefix(raw, []byte(ticketPrefix)) {
+			return ph, status.Error(codes.InvalidArgument, "prepared statement handle: a query ticket is not a prepared statement handle")
+		}
+		return ph, status.Error(codes.InvalidArgument, "prepared statement handle: not a flightgw prepared statement handle")
+	}
+	dot := bytes.LastIndexByte(raw, '.')
+	if dot <= len(preparedPrefix) {
+		return ph, status.Error(codes.InvalidArgument, "prepared statement handle: malformed")
+	}
+	enc := base64.RawURLEncoding
+	if _, err := enc.DecodeString(string(raw[dot+1:])); err != nil {
+		return ph, status.Error(codes.InvalidArgument, "prepared statement handle: malformed signature")
+	}
+	mac := hmac.New(sha256.New, h.ticketKey())
+	mac.Write(raw[:dot])
+	// The encoded MACs are compared: the decoder skips newlines, and a
+	// handle has one spelling.
+	if !hmac.Equal(raw[dot+1:], []byte(enc.EncodeToString(mac.Sum(nil)))) {
+		return ph, status.Error(codes.Unauthenticated, "prepared statement handle: bad signature (forged, or signed with another key)")
+	}
+	payload, err := enc.DecodeString(string(raw[len(preparedPrefix):dot]))
+	if err != nil {
+		return ph, status.Error(codes.InvalidArgument, "prepared statement handle: malformed payload")
+	}
+	if err := json.Unmarshal(payload, &ph); err != nil {
+		return ph, status.Errorf(codes.InvalidArgument, "prepared statement handle: malformed payload: %v", err)
+	}
+	if ph.ID == "" {
+		return ph, status.Error(codes.InvalidArgument, "prepared statement handle: no statement id")
+	}
+	if ph.Owner != owner {
+		return ph, status.Error(codes.PermissionDenied, "prepared statement handle: issued to another principal")
+	}
+	return ph, nil
+}
+
+// buildPrepared describes st.sql for the caller: a query's dataset and
+// parameter schemas, or an INSERT's target (prepareInsert).
+func (h *Handler) buildPrepared(ctx context.Context, st *prepared) error {
+	if isInsert(st.sql) {
+		return h.prepareInsert(ctx, st)
+	}
+	d, _, _, _, err := h.describe(ctx, st.sql)
+	if err != nil {
+		return err
+	}
+	st.dataset, st.params = d.Schema, d.Params
+	return nil
+}
+
+// cachePrepared keeps st in the local map under its id, at most
+// MaxPreparedStatements entries. An entry already there for the id is
+// returned instead. When the map is full an entry rebuilt from a handle
+// (another gateway prepared it; it can be rebuilt again) makes room; if
+// there is none, a statement created here is refused ResourceExhausted
+// and a rebuilt one is returned uncached.
+func (h *Handler) cachePrepared(st *prepared) (*prepared, error) {
+	h.sql.mu.Lock()
+	defer h.sql.mu.Unlock()
+	if h.sql.prepared == nil {
+		h.sql.prepared = map[string]*prepared{}
+	}
+	if old, ok := h.sql.prepared[st.id]; ok {
+		if old.owner == st.owner {
+			return old, nil
+		}
+		return st, nil
+	}
+	if len(h.sql.prepared) >= MaxPreparedStatements {
+		evicted := false
+		for id, old := range h.sql.prepared {
+			if old.fromHandle {
+				delete(h.sql.prepared, id)
+				old.dropBinding()
+				evicted = true
+				break
+			}
+		}
+		if !evicted {
+			if st.fromHandle {
+				return st, nil
+			}
+			return nil, status.Errorf(codes.ResourceExhausted, "too many open prepared statements (%d): close some", MaxPreparedStatements)
+		}
+	}
+	h.sql.prepared[st.id] = st
+	return st, nil
+}
+
+// dropBinding forgets the parameters bound here. h.sql.mu must be held.
+func (st *prepared) dropBinding() {
+	if st.bound != nil {
+		st.bound.Release()
+	}
+	st.bound, st.boundFrom, st.hasBound = nil, "", false
+}
+
+// cached reports whether st is the local map's entry for its id.
+// h.sql.mu must be held.
+func (h *Handler) cached(st *prepared) bool {
+	return h.sql.prepared[st.id] == st
+}
