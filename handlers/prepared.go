@@ -265,7 +265,7 @@ func (h *Handler) GetFlightInfoPreparedStatement(ctx context.Context, cmd flight
 	}
 	p, _ := principal(ctx)
 	cat, schema := h.queryDefaults(ctx, p)
-	tx, err := h.ingestTxn(ctx, p, st.txnID)
+	tx, err := h.preparedTxn(ctx, p, st.txnID)
 	if err != nil {
 		return nil, Status(err)
 	}
@@ -307,7 +307,7 @@ func (h *Handler) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Prep
 		defer params.Release()
 	}
 	cat, schema := h.queryDefaults(ctx, p)
-	tx, err := h.ingestTxn(ctx, p, st.txnID)
+	tx, err := h.preparedTxn(ctx, p, st.txnID)
 	if err != nil {
 		return nil, nil, Status(err)
 	}

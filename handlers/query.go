@@ -132,6 +132,17 @@ func txnID(tx *txn.Txn) string {
 	return tx.ID()
 }
 
+// preparedTxn is the transaction a prepared query runs in: the one it was
+// prepared in while that is open; once that ended (the client committed
+// and reuses the statement), the session's open transaction, if any.
+func (h *Handler) preparedTxn(ctx context.Context, p auth.Principal, id []byte) (*txn.Txn, error) {
+	tx, err := h.ingestTxn(ctx, p, id)
+	if err != nil && len(id) > 0 && errors.Is(err, catalogs.ErrFailedPrecondition) {
+		return h.ingestTxn(ctx, p, nil)
+	}
+	return tx, err
+}
+
 // ticketTxn is ctx for a ticket's query: inside its transaction while
 // that is open; once it ended, the query reads what was committed.
 func (h *Handler) ticketTxn(ctx context.Context, p auth.Principal, id string) context.Context {

@@ -58,7 +58,45 @@ func TestQueryReadsOwnTransaction(t *testing.T) {
 	if got := joined(t, cnxn, `SELECT count(*) FROM rw_copy`); got != "11" {
 		t.Errorf("rw_copy in the transaction: %s", got)
 	}
+	// A statement prepared in the transaction reads its rows, and after
+	// the commit it runs in the connection's next transaction.
+	prep, err := cnxn.NewStatement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prep.Close()
+	if err := prep.SetSqlQuery(`SELECT count(*) FROM rw`); err != nil {
+		t.Fatal(err)
+	}
+	if err := prep.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runPrepared := func() string {
+		t.Helper()
+		rdr, _, err := prep.ExecuteQuery(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rdr.Release()
+		rows, err := renderRows(rdr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(rows, ",")
+	}
+	if got := runPrepared(); got != "150" {
+		t.Errorf("prepared in the transaction: %s", got)
+	}
 	if err := cnxn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ingest(t, cnxn, "rw", adbc.OptionValueIngestModeAppend, people(t, 150, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if got := runPrepared(); got != "155" {
+		t.Errorf("prepared statement in the next transaction: %s", got)
+	}
+	if err := cnxn.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []adbc.Connection{cnxn, other} {
