@@ -258,24 +258,27 @@ func (b *fastBatcher) appendStrings(c *fastColumn, data unsafe.Pointer, mask []u
 	if c.bytes+total > math.MaxInt32 {
 		return fmt.Errorf("engine: result batch: column %s holds more than 2 GiB of strings in one batch", b.schema.Field(b.colIndex(c)).Name)
 	}
-	ensure(c.data, c.bytes+total)
+	// Room for a whole 12-byte inline copy at the end: a short string is
+	// copied as one fixed-size move, not a call to memmove.
+	ensure(c.data, c.bytes+total+duckStringInline)
 	out := c.data.Buf()
 	pos := c.bytes
+	offs = offs[b.rows : b.rows+n+1]
 	for r := range strs {
-		offs[b.rows+r] = int32(pos)
-		if mask != nil && mask[r/64]&(1<<(r%64)) == 0 {
+		offs[r] = int32(pos)
+		if mask != nil && mask[r>>6]&(1<<(r&63)) == 0 {
 			continue
 		}
 		s := &strs[r]
 		l := int(s.length)
 		if l <= duckStringInline {
-			inline := unsafe.Slice((*byte)(unsafe.Pointer(&s.prefix)), duckStringInline)
-			pos += copy(out[pos:], inline[:l])
+			*(*[duckStringInline]byte)(out[pos : pos+duckStringInline]) = *(*[duckStringInline]byte)(unsafe.Pointer(&s.prefix))
 		} else {
-			pos += copy(out[pos:], unsafe.Slice((*byte)(s.ptr), l))
+			copy(out[pos:pos+l], unsafe.Slice((*byte)(s.ptr), l))
 		}
+		pos += l
 	}
-	offs[b.rows+n] = int32(pos)
+	offs[n] = int32(pos)
 	c.bytes = pos
 	return nil
 }
