@@ -3,11 +3,7 @@ package dev.flightgw.jdbc;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
-import java.io.File;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,24 +26,18 @@ import org.junit.jupiter.api.Test;
  * queries and the metadata see.
  */
 class AuthJdbcTest {
-  private static Process gateway;
-  private static int port;
+  private static TestGateway gateway;
 
   @BeforeAll
   static void startGateway() throws Exception {
-    String bin = System.getenv("FLIGHTGW_BIN");
-    String seed = System.getenv("FLIGHTGW_SEED");
-    if (bin == null || seed == null || !new File(bin).canExecute()) {
-      throw new IllegalStateException("FLIGHTGW_BIN and FLIGHTGW_SEED must be set (make test-jdbc sets them)");
-    }
+    String bin = TestGateway.env("FLIGHTGW_BIN");
     Path dir = Files.createTempDirectory("flightgw-jdbc-auth");
     Process hash = new ProcessBuilder(bin, "hash-password").start();
     hash.getOutputStream().write("s3cret\n".getBytes(StandardCharsets.UTF_8));
     hash.getOutputStream().close();
     String pwHash = new String(hash.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
     assertTrue(hash.waitFor(30, TimeUnit.SECONDS) && hash.exitValue() == 0, "hash-password failed");
-    Path config = dir.resolve("flightgw.yaml");
-    Files.writeString(config, String.join("\n",
+    gateway = TestGateway.start(dir, String.join("\n",
         "auth:",
         "  enabled: true",
         "  users:",
@@ -58,36 +48,13 @@ class AuthJdbcTest {
         "    realm: bi",
         "    properties: {catalog-type: sql, uri: \"sqlite:///" + dir + "/catalog.db\", warehouse: \"file://" + dir
             + "/warehouse\", create-namespaces: default}",
-        ""));
-    try (ServerSocket s = new ServerSocket(0)) {
-      port = s.getLocalPort();
-    }
-    gateway = new ProcessBuilder(bin, "serve", "--config", config.toString(), "--data-dir", dir.toString(),
-        "--listen", "127.0.0.1:" + port)
-        .redirectErrorStream(true)
-        .redirectOutput(dir.resolve("gateway.log").toFile())
-        .start();
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (true) {
-      try (Socket ignored = new Socket("127.0.0.1", port)) {
-        break;
-      } catch (java.io.IOException e) {
-        if (!gateway.isAlive() || System.nanoTime() > deadline) {
-          fail("gateway did not start:\n" + Files.readString(dir.resolve("gateway.log")));
-        }
-        Thread.sleep(50);
-      }
-    }
-    Process p = new ProcessBuilder(seed, "grpc://127.0.0.1:" + port, "ana", "s3cret").inheritIO().start();
-    assertTrue(p.waitFor(120, TimeUnit.SECONDS), "seed did not finish");
-    assertEquals(0, p.exitValue(), "seed failed");
+        ""), "ana", "s3cret");
   }
 
   @AfterAll
   static void stopGateway() throws Exception {
     if (gateway != null) {
-      gateway.destroy();
-      gateway.waitFor(30, TimeUnit.SECONDS);
+      gateway.close();
     }
   }
 
@@ -95,7 +62,7 @@ class AuthJdbcTest {
     Properties props = new Properties();
     props.setProperty("user", user);
     props.setProperty("password", password);
-    return DriverManager.getConnection("jdbc:arrow-flight-sql://127.0.0.1:" + port + "?useEncryption=false", props);
+    return DriverManager.getConnection(gateway.url(), props);
   }
 
   @Test

@@ -5,13 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import java.io.File;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.DriverManager;
@@ -22,7 +18,6 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -34,61 +29,25 @@ import org.junit.jupiter.api.Test;
  * tables are written by FLIGHTGW_SEED (see seed/main.go for their content).
  */
 class GatewayJdbcTest {
-  private static Process gateway;
-  private static Path dataDir;
-  private static int port;
+  private static TestGateway gateway;
 
   @BeforeAll
   static void startGateway() throws Exception {
-    String bin = env("FLIGHTGW_BIN");
-    String seed = env("FLIGHTGW_SEED");
-    dataDir = Files.createTempDirectory("flightgw-jdbc");
-    try (ServerSocket s = new ServerSocket(0)) {
-      port = s.getLocalPort();
-    }
     // Row-local queries over the two-file sales table come back as several
     // endpoints, which the driver reads one after another.
-    Path config = dataDir.resolve("flightgw.yaml");
-    Files.writeString(config, "engine:\n  max_endpoints: 4\n  split_min_bytes: 1\n");
-    gateway = new ProcessBuilder(bin, "serve", "--config", config.toString(), "--data-dir", dataDir.toString(),
-            "--listen", "127.0.0.1:" + port)
-        .redirectErrorStream(true)
-        .redirectOutput(dataDir.resolve("gateway.log").toFile())
-        .start();
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (true) {
-      try (Socket ignored = new Socket("127.0.0.1", port)) {
-        break;
-      } catch (java.io.IOException e) {
-        if (!gateway.isAlive() || System.nanoTime() > deadline) {
-          fail("gateway did not start:\n" + Files.readString(dataDir.resolve("gateway.log")));
-        }
-        Thread.sleep(50);
-      }
-    }
-    Process p = new ProcessBuilder(seed, "grpc://127.0.0.1:" + port).inheritIO().start();
-    assertTrue(p.waitFor(120, TimeUnit.SECONDS), "seed did not finish");
-    assertEquals(0, p.exitValue(), "seed failed");
+    gateway = TestGateway.start(Files.createTempDirectory("flightgw-jdbc"),
+        "engine:\n  max_endpoints: 4\n  split_min_bytes: 1\n");
   }
 
   @AfterAll
   static void stopGateway() throws Exception {
     if (gateway != null) {
-      gateway.destroy();
-      gateway.waitFor(30, TimeUnit.SECONDS);
+      gateway.close();
     }
-  }
-
-  private static String env(String name) {
-    String v = System.getenv(name);
-    if (v == null || v.isEmpty() || !new File(v).canExecute()) {
-      throw new IllegalStateException(name + " must name an executable (make test-jdbc sets it)");
-    }
-    return v;
   }
 
   private static Connection connect() throws SQLException {
-    return DriverManager.getConnection("jdbc:arrow-flight-sql://127.0.0.1:" + port + "?useEncryption=false");
+    return DriverManager.getConnection(gateway.url());
   }
 
   /** Renders every row as "a|b|c" and closes the result set. */
