@@ -101,11 +101,12 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		grpc.StatsHandler(connWatcher{txns: s.txns}),
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
+		grpc.ForceServerCodecV2(newFrameCodec()),
 		grpc.ChainUnaryInterceptor(recoverUnary(log), logUnary(log), authn.UnaryInterceptor()),
 		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), authn.StreamInterceptor(),
 			limitStreams("/DoPut", cfg.Limits.MaxConcurrentWrites)),
 	)
-	flight.RegisterFlightServiceServer(s.grpc, handshakeService{flightsql.NewFlightServer(h)})
+	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{flightsql.NewFlightServer(h)}, h})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	return s, nil

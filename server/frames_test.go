@@ -1,0 +1,98 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+)
+
+// captureStream records the FlightData messages sent on a DoGet stream,
+// encoded: protobuf's encoding of a FlightData, or an encodedFrame's bytes.
+type captureStream struct {
+	grpc.ServerStream
+	frames [][]byte
+}
+
+func (c *captureStream) Context() context.Context { return context.Background() }
+
+func (c *captureStream) Send(fd *flight.FlightData) error {
+	b, err := proto.Marshal(fd)
+	c.frames = append(c.frames, b)
+	return err
+}
+
+func (c *captureStream) SendMsg(m any) error {
+	if f, ok := m.(*encodedFrame); ok {
+		c.frames = append(c.frames, f.data.Materialize())
+		f.data.Free()
+		return nil
+	}
+	return c.Send(m.(*flight.FlightData))
+}
+
+// TestFramesMatchProtobuf: the frames writeChunks encodes itself are the
+// bytes protobuf gives the FlightData messages flight.Writer sends, for a
+// schema, batches with nulls, strings and nothing, and a result without a
+// batch.
+func TestFramesMatchProtobuf(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+	}, nil)
+	var batches []arrow.RecordBatch
+	for _, js := range []string{
+		`[{"id": 1, "name": "a", "ok": true}, {"id": 2, "name": null, "ok": null}]`,
+		`[]`,
+		`[{"id": 3, "name": "` + strings.Repeat("long value ", 300) + `", "ok": false}]`,
+	} {
+		rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema, strings.NewReader(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rec.Release()
+		batches = append(batches, rec)
+	}
+	for _, n := range []int{len(batches), 0} {
+		want := &captureStream{}
+		wr := flight.NewRecordWriter(want, ipc.WithSchema(schema))
+		for _, b := range batches[:n] {
+			if err := wr.Write(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wr.Close()
+
+		got := &captureStream{}
+		chunks := make(chan flight.StreamChunk, len(batches))
+		for _, b := range batches[:n] {
+			b.Retain()
+			chunks <- flight.StreamChunk{Data: b}
+		}
+		close(chunks)
+		if err := writeChunks(got, schema, chunks); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.frames) != len(want.frames) || len(got.frames) != n+1 {
+			t.Fatalf("%d batches: %d frames, flight.Writer sends %d", n, len(got.frames), len(want.frames))
+		}
+		for i := range want.frames {
+			if !bytes.Equal(got.frames[i], want.frames[i]) {
+				t.Errorf("%d batches: frame %d differs (%d bytes, protobuf %d)", n, i, len(got.frames[i]), len(want.frames[i]))
+			}
+			var fd flight.FlightData
+			if err := proto.Unmarshal(got.frames[i], &fd); err != nil {
+				t.Errorf("frame %d does not parse: %v", i, err)
+			}
+		}
+	}
+}
