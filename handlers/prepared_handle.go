@@ -3,10 +3,6 @@ package handlers
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -47,15 +43,7 @@ type preparedHandle struct {
 // signPreparedHandle encodes and signs ph: fgwp1.<payload>.<mac>,
 // base64url, HMAC-SHA256 with the ticket key.
 func (h *Handler) signPreparedHandle(ph preparedHandle) ([]byte, error) {
-	payload, err := json.Marshal(ph)
-	if err != nil {
-		return nil, err
-	}
-	enc := base64.RawURLEncoding
-	body := preparedPrefix + enc.EncodeToString(payload)
-	mac := hmac.New(sha256.New, h.ticketKey())
-	mac.Write([]byte(body))
-	return []byte(body + "." + enc.EncodeToString(mac.Sum(nil))), nil
+	return h.sign(preparedPrefix, ph)
 }
 
 // openPreparedHandle verifies a handle's signature and owner. Its errors
@@ -63,33 +51,11 @@ func (h *Handler) signPreparedHandle(ph preparedHandle) ([]byte, error) {
 // Unauthenticated, another principal's handle PermissionDenied.
 func (h *Handler) openPreparedHandle(raw []byte, owner string) (preparedHandle, error) {
 	var ph preparedHandle
-	if !bytes.HasPrefix(raw, []byte(preparedPrefix)) {
-		if bytes.HasPrefix(raw, []byte(ticketPrefix)) {
-			return ph, status.Error(codes.InvalidArgument, "prepared statement handle: a query ticket is not a prepared statement handle")
-		}
-		return ph, status.Error(codes.InvalidArgument, "prepared statement handle: not a flightgw prepared statement handle")
+	if bytes.HasPrefix(raw, []byte(ticketPrefix)) {
+		return ph, status.Error(codes.InvalidArgument, "prepared statement handle: a query ticket is not a prepared statement handle")
 	}
-	dot := bytes.LastIndexByte(raw, '.')
-	if dot <= len(preparedPrefix) {
-		return ph, status.Error(codes.InvalidArgument, "prepared statement handle: malformed")
-	}
-	enc := base64.RawURLEncoding
-	if _, err := enc.DecodeString(string(raw[dot+1:])); err != nil {
-		return ph, status.Error(codes.InvalidArgument, "prepared statement handle: malformed signature")
-	}
-	mac := hmac.New(sha256.New, h.ticketKey())
-	mac.Write(raw[:dot])
-	// The encoded MACs are compared: the decoder skips newlines, and a
-	// handle has one spelling.
-	if !hmac.Equal(raw[dot+1:], []byte(enc.EncodeToString(mac.Sum(nil)))) {
-		return ph, status.Error(codes.Unauthenticated, "prepared statement handle: bad signature (forged, or signed with another key)")
-	}
-	payload, err := enc.DecodeString(string(raw[len(preparedPrefix):dot]))
-	if err != nil {
-		return ph, status.Error(codes.InvalidArgument, "prepared statement handle: malformed payload")
-	}
-	if err := json.Unmarshal(payload, &ph); err != nil {
-		return ph, status.Errorf(codes.InvalidArgument, "prepared statement handle: malformed payload: %v", err)
+	if err := h.verify(raw, preparedPrefix, "prepared statement handle", &ph); err != nil {
+		return ph, err
 	}
 	if ph.ID == "" {
 		return ph, status.Error(codes.InvalidArgument, "prepared statement handle: no statement id")

@@ -74,44 +74,62 @@ func (h *Handler) ticketTTL() time.Duration {
 }
 
 // signTicket encodes and signs t: fgw1.<payload>.<mac>, base64url.
-func (h *Handler) signTicket(t ticket) ([]byte, error) {
-	payload, err := json.Marshal(t)
+func (h *Handler) signTicket(t ticket) ([]byte, error) { return h.sign(ticketPrefix, t) }
+
+// sign encodes v as JSON and signs it: <prefix><payload>.<mac>, base64url,
+// HMAC-SHA256 with the ticket key over the prefix and payload.
+func (h *Handler) sign(prefix string, v any) ([]byte, error) {
+	payload, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
 	enc := base64.RawURLEncoding
-	body := ticketPrefix + enc.EncodeToString(payload)
+	body := prefix + enc.EncodeToString(payload)
 	mac := hmac.New(sha256.New, h.ticketKey())
 	mac.Write([]byte(body))
 	return []byte(body + "." + enc.EncodeToString(mac.Sum(nil))), nil
 }
 
-// openTicket verifies a ticket's signature, expiry and owner.
-func (h *Handler) openTicket(raw []byte, owner string, now time.Time) (ticket, error) {
-	var t ticket
-	if !bytes.HasPrefix(raw, []byte(ticketPrefix)) {
-		return t, status.Error(codes.InvalidArgument, "ticket: not a flightgw query ticket")
+// verify checks the signature of raw, made by sign with prefix, and
+// decodes its payload into v; what names the token in errors. A malformed
+// token is InvalidArgument, a bad signature Unauthenticated.
+func (h *Handler) verify(raw []byte, prefix, what string, v any) error {
+	if !bytes.HasPrefix(raw, []byte(prefix)) {
+		return status.Errorf(codes.InvalidArgument, "%s: not a flightgw %s", what, what)
 	}
 	dot := bytes.LastIndexByte(raw, '.')
-	if dot <= len(ticketPrefix) {
-		return t, status.Error(codes.InvalidArgument, "ticket: malformed")
+	if dot <= len(prefix) {
+		return status.Errorf(codes.InvalidArgument, "%s: malformed", what)
 	}
 	enc := base64.RawURLEncoding
-	sig, err := enc.DecodeString(string(raw[dot+1:]))
-	if err != nil {
-		return t, status.Error(codes.InvalidArgument, "ticket: malformed signature")
+	if _, err := enc.DecodeString(string(raw[dot+1:])); err != nil {
+		return status.Errorf(codes.InvalidArgument, "%s: malformed signature", what)
 	}
 	mac := hmac.New(sha256.New, h.ticketKey())
 	mac.Write(raw[:dot])
-	if !hmac.Equal(sig, mac.Sum(nil)) {
-		return t, status.Error(codes.Unauthenticated, "ticket: bad signature (forged, or signed with another key)")
+	// The encoded MACs are compared: the decoder skips newlines, and a
+	// token has one spelling.
+	if !hmac.Equal(raw[dot+1:], []byte(enc.EncodeToString(mac.Sum(nil)))) {
+		return status.Errorf(codes.Unauthenticated, "%s: bad signature (forged, or signed with another key)", what)
 	}
-	payload, err := enc.DecodeString(string(raw[len(ticketPrefix):dot]))
+	payload, err := enc.DecodeString(string(raw[len(prefix):dot]))
 	if err != nil {
-		return t, status.Error(codes.InvalidArgument, "ticket: malformed payload")
+		return status.Errorf(codes.InvalidArgument, "%s: malformed payload", what)
 	}
-	if err := json.Unmarshal(payload, &t); err != nil {
-		return t, status.Errorf(codes.InvalidArgument, "ticket: malformed payload: %v", err)
+	if err := json.Unmarshal(payload, v); err != nil {
+		return status.Errorf(codes.InvalidArgument, "%s: malformed payload: %v", what, err)
+	}
+	return nil
+}
+
+// openTicket verifies a ticket's signature, expiry and owner.
+func (h *Handler) openTicket(raw []byte, owner string, now time.Time) (ticket, error) {
+	var t ticket
+	if bytes.HasPrefix(raw, []byte(preparedPrefix)) {
+		return t, status.Error(codes.InvalidArgument, "ticket: a prepared statement handle is not a query ticket")
+	}
+	if err := h.verify(raw, ticketPrefix, "ticket", &t); err != nil {
+		return t, err
 	}
 	if now.Unix() > t.Expires {
 		return t, status.Errorf(codes.Unauthenticated, "ticket: expired at %s; call GetFlightInfo again",
