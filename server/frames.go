@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -18,9 +19,11 @@ import (
 // (flight.Writer), each batch is copied twice before the socket: its IPC
 // body into the writer's buffer, then that FlightData message into a
 // gRPC buffer by protobuf. The DoGet of query tickets instead encodes each
-// FlightData message itself, the body written once, straight from the
-// Arrow buffers into a buffer of gRPC's pool, which gRPC then sends as it
-// is (frameCodec). Every other message goes through protobuf as before.
+// FlightData message itself: the field headers and IPC metadata in a
+// buffer of gRPC's pool, followed by the batch's own Arrow buffers, which
+// gRPC then sends as they are (frameCodec). The only copy left is gRPC's
+// own, into its write buffer. Every other message goes through protobuf
+// as before.
 
 // FlightData field numbers (Flight.proto).
 const (
@@ -50,10 +53,17 @@ func (c frameCodec) Unmarshal(data mem.BufferSlice, v any) error { return c.prot
 func (c frameCodec) Name() string { return c.proto.Name() }
 
 // frameWriter is an ipc.PayloadWriter that sends each payload as one
-// FlightData message encoded into a pooled gRPC buffer.
+// FlightData message: the protobuf field headers and the IPC metadata in a
+// pooled gRPC buffer, then the body's buffers themselves, without a copy.
+// gRPC holds them until they are on the wire, so the batch they belong to
+// is retained until gRPC frees the last of them (see heldBatch).
 type frameWriter struct {
 	stream flight.FlightService_DoGetServer
 	pool   mem.BufferPool
+	// rec is the batch being written (nil for the schema message); the
+	// payload's body buffers are its memory, or the IPC writer's own (Go
+	// heap, kept by the references alone).
+	rec arrow.RecordBatch
 }
 
 func (w *frameWriter) Start() error { return nil }
@@ -67,12 +77,51 @@ func (c *counter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// appender is an io.Writer that appends to a slice with room enough.
-type appender struct{ b []byte }
+// heldBatch is the gRPC BufferPool of a frame's body buffers: gRPC "puts"
+// each back once it is sent (or the stream is gone), and the batch is
+// released with the last one.
+type heldBatch struct {
+	refs atomic.Int32
+	rec  arrow.RecordBatch
+}
 
-func (a *appender) Write(p []byte) (int, error) {
-	a.b = append(a.b, p...)
+func (h *heldBatch) Get(n int) *[]byte {
+	b := make([]byte, n)
+	return &b
+}
+
+func (h *heldBatch) Put(*[]byte) {
+	if h.refs.Add(-1) == 0 && h.rec != nil {
+		h.rec.Release()
+	}
+}
+
+// segments is an io.Writer that makes the body of a frame: each large
+// write (a body buffer) becomes a gRPC buffer referencing it, and small
+// ones (padding, short buffers) are gathered in a copy between them.
+type segments struct {
+	out   mem.BufferSlice
+	small []byte
+	held  *heldBatch
+}
+
+func (s *segments) Write(p []byte) (int, error) {
+	if mem.IsBelowBufferPoolingThreshold(len(p)) {
+		s.small = append(s.small, p...)
+		return len(p), nil
+	}
+	s.flush()
+	ref := p[:len(p):len(p)]
+	s.held.refs.Add(1)
+	s.out = append(s.out, mem.NewBuffer(&ref, s.held))
 	return len(p), nil
+}
+
+func (s *segments) flush() {
+	if len(s.small) > 0 {
+		s.out = append(s.out, mem.SliceBuffer(s.small))
+		s.small = nil
+	}
 }
 
 func (w *frameWriter) WritePayload(p ipc.Payload) error {
@@ -88,7 +137,7 @@ func (w *frameWriter) WritePayload(p ipc.Payload) error {
 	}
 	size := protowire.SizeTag(fieldDataHeader) + protowire.SizeBytes(len(header))
 	if body > 0 {
-		size += protowire.SizeTag(fieldDataBody) + protowire.SizeBytes(int(body))
+		size += protowire.SizeTag(fieldDataBody) + protowire.SizeVarint(uint64(body))
 	}
 	buf := w.pool.Get(size)
 	out := (*buf)[:0]
@@ -97,19 +146,35 @@ func (w *frameWriter) WritePayload(p ipc.Payload) error {
 	if body > 0 {
 		out = protowire.AppendTag(out, fieldDataBody, protowire.BytesType)
 		out = protowire.AppendVarint(out, uint64(body))
-		a := appender{b: out}
-		if err := p.SerializeBody(&a); err != nil {
-			w.pool.Put(buf)
-			return err
-		}
-		out = a.b
 	}
 	if len(out) != size {
 		w.pool.Put(buf)
-		return fmt.Errorf("server: FlightData frame of %d bytes, %d planned", len(out), size)
+		return fmt.Errorf("server: FlightData frame head of %d bytes, %d planned", len(out), size)
 	}
 	*buf = out
-	return w.stream.SendMsg(&encodedFrame{data: mem.BufferSlice{mem.NewBuffer(buf, w.pool)}})
+	frame := mem.BufferSlice{mem.NewBuffer(buf, w.pool)}
+	if body == 0 {
+		return w.stream.SendMsg(&encodedFrame{data: frame})
+	}
+	// One reference for this call, dropped after SendMsg: the batch is
+	// released here when gRPC already sent (or dropped) every buffer.
+	held := &heldBatch{rec: w.rec}
+	held.refs.Store(1)
+	if w.rec != nil {
+		w.rec.Retain()
+	}
+	defer held.Put(nil)
+	segs := segments{out: frame, held: held}
+	if err := p.SerializeBody(&segs); err != nil {
+		segs.out.Free()
+		return err
+	}
+	segs.flush()
+	if n := segs.out.Len(); n != size+int(body) {
+		segs.out.Free()
+		return fmt.Errorf("server: FlightData frame of %d bytes, %d planned", n, size+int(body))
+	}
+	return w.stream.SendMsg(&encodedFrame{data: segs.out})
 }
 
 // queryService serves DoGet of query tickets with frameWriter, and every
@@ -142,7 +207,8 @@ func writeChunks(stream flight.FlightService_DoGetServer, schema *arrow.Schema, 
 			}
 		}
 	}()
-	wr := ipc.NewWriterWithPayloadWriter(&frameWriter{stream: stream, pool: mem.DefaultBufferPool()}, ipc.WithSchema(schema))
+	fw := &frameWriter{stream: stream, pool: mem.DefaultBufferPool()}
+	wr := ipc.NewWriterWithPayloadWriter(fw, ipc.WithSchema(schema))
 	defer wr.Close()
 	for {
 		select {
@@ -155,7 +221,9 @@ func writeChunks(stream flight.FlightService_DoGetServer, schema *arrow.Schema, 
 			if c.Err != nil {
 				return c.Err
 			}
+			fw.rec = c.Data
 			err := wr.Write(c.Data)
+			fw.rec = nil
 			c.Data.Release()
 			if err != nil {
 				return err

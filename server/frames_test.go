@@ -12,14 +12,28 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 )
 
 // captureStream records the FlightData messages sent on a DoGet stream,
 // encoded: protobuf's encoding of a FlightData, or an encodedFrame's bytes.
+// With hold, it keeps an encodedFrame's buffers as gRPC's transport does
+// until the bytes are on the wire, and reads them only in release.
 type captureStream struct {
 	grpc.ServerStream
 	frames [][]byte
+	hold   bool
+	held   []mem.BufferSlice
+}
+
+// release reads the held frames and frees them.
+func (c *captureStream) release() {
+	for _, d := range c.held {
+		c.frames = append(c.frames, d.Materialize())
+		d.Free()
+	}
+	c.held = nil
 }
 
 func (c *captureStream) Context() context.Context { return context.Background() }
@@ -32,7 +46,14 @@ func (c *captureStream) Send(fd *flight.FlightData) error {
 
 func (c *captureStream) SendMsg(m any) error {
 	if f, ok := m.(*encodedFrame); ok {
-		c.frames = append(c.frames, f.data.Materialize())
+		if c.hold {
+			// gRPC frees what SendMsg was given; the transport keeps
+			// its own reference until the frame is sent.
+			f.data.Ref()
+			c.held = append(c.held, f.data)
+		} else {
+			c.frames = append(c.frames, f.data.Materialize())
+		}
 		f.data.Free()
 		return nil
 	}
@@ -93,6 +114,56 @@ func TestFramesMatchProtobuf(t *testing.T) {
 			if err := proto.Unmarshal(got.frames[i], &fd); err != nil {
 				t.Errorf("frame %d does not parse: %v", i, err)
 			}
+		}
+	}
+}
+
+// TestFramesHoldBatches: a frame references its batch's buffers instead of
+// copying them, so the batch stays allocated until gRPC has freed every
+// frame, however early writeChunks releases it, and is released then.
+func TestFramesHoldBatches(t *testing.T) {
+	alloc := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(alloc, schema)
+	for i := range 5000 {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		if i%7 == 0 {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.StringBuilder).Append(strings.Repeat("v", i%13))
+		}
+	}
+	rec := b.NewRecordBatch()
+	b.Release()
+
+	want := &captureStream{}
+	wr := flight.NewRecordWriter(want, ipc.WithSchema(schema))
+	if err := wr.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	wr.Close()
+
+	got := &captureStream{hold: true}
+	chunks := make(chan flight.StreamChunk, 1)
+	chunks <- flight.StreamChunk{Data: rec} // writeChunks releases it
+	close(chunks)
+	if err := writeChunks(got, schema, chunks); err != nil {
+		t.Fatal(err)
+	}
+	if alloc.CurrentAlloc() == 0 {
+		t.Fatal("the batch was released while gRPC still held its frame")
+	}
+	got.release()
+	alloc.AssertSize(t, 0)
+	if len(got.frames) != len(want.frames) {
+		t.Fatalf("%d frames, flight.Writer sends %d", len(got.frames), len(want.frames))
+	}
+	for i := range want.frames {
+		if !bytes.Equal(got.frames[i], want.frames[i]) {
+			t.Errorf("frame %d differs (%d bytes, protobuf %d)", i, len(got.frames[i]), len(want.frames[i]))
 		}
 	}
 }
