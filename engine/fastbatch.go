@@ -248,22 +248,15 @@ const duckStringInline = 12
 func (b *fastBatcher) appendStrings(c *fastColumn, data unsafe.Pointer, mask []uint64, n int) error {
 	strs := unsafe.Slice((*duckString)(data), n)
 	offs := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(c.offsets.Buf()))), batchRows+1)
-	var total int
-	for r := range strs {
-		if mask != nil && mask[r/64]&(1<<(r%64)) == 0 {
-			continue
-		}
-		total += int(strs[r].length)
-	}
-	if c.bytes+total > math.MaxInt32 {
-		return fmt.Errorf("engine: result batch: column %s holds more than 2 GiB of strings in one batch", b.schema.Field(b.colIndex(c)).Name)
-	}
-	// Room for a whole 12-byte inline copy at the end: a short string is
-	// copied as one fixed-size move, not a call to memmove.
-	ensure(c.data, c.bytes+total+duckStringInline)
+	offs = offs[b.rows : b.rows+n+1]
+	// One pass over the strings. The data buffer always has room for
+	// every string still to come inline (at most 12 bytes each) and for a
+	// whole 12-byte move at the end, so a short string is copied as one
+	// fixed-size move, not a call to memmove, without a bounds check of
+	// its own; a longer one makes room for itself.
+	ensure(c.data, c.bytes+(n+1)*duckStringInline)
 	out := c.data.Buf()
 	pos := c.bytes
-	offs = offs[b.rows : b.rows+n+1]
 	for r := range strs {
 		offs[r] = int32(pos)
 		if mask != nil && mask[r>>6]&(1<<(r&63)) == 0 {
@@ -274,13 +267,27 @@ func (b *fastBatcher) appendStrings(c *fastColumn, data unsafe.Pointer, mask []u
 		if l <= duckStringInline {
 			*(*[duckStringInline]byte)(out[pos : pos+duckStringInline]) = *(*[duckStringInline]byte)(unsafe.Pointer(&s.prefix))
 		} else {
+			if pos+l > math.MaxInt32 {
+				return b.stringsTooLong(c)
+			}
+			if need := pos + l + (n-r)*duckStringInline; need > len(out) {
+				ensure(c.data, need)
+				out = c.data.Buf()
+			}
 			copy(out[pos:pos+l], unsafe.Slice((*byte)(s.ptr), l))
 		}
 		pos += l
 	}
+	if pos > math.MaxInt32 {
+		return b.stringsTooLong(c)
+	}
 	offs[n] = int32(pos)
 	c.bytes = pos
 	return nil
+}
+
+func (b *fastBatcher) stringsTooLong(c *fastColumn) error {
+	return fmt.Errorf("engine: result batch: column %s holds more than 2 GiB of strings in one batch", b.schema.Field(b.colIndex(c)).Name)
 }
 
 func (b *fastBatcher) colIndex(c *fastColumn) int {
