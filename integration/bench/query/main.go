@@ -8,9 +8,11 @@
 // It starts a flightgw process on loopback with the embedded Iceberg
 // default in a fresh data dir, bulk-ingests the rows through the ADBC Go
 // driver (id int64, x float64, g int64 = id % 100, tag string), then times,
-// with the median of -runs runs each, after one untimed run of each (the
-// first query opens the gateway's DuckDB for the warehouse, and warms
-// both sides' page cache and allocators alike):
+// after one untimed run of each (the first query opens the gateway's
+// DuckDB for the warehouse, and warms both sides' page cache and
+// allocators alike), -runs rounds that run the gateway and the reference
+// back to back, in alternating order; the ratio printed is the median of
+// the rounds' ratios, beside each side's median:
 //
 //  1. aggregate: SELECT g, count(*), sum(x), avg(id) FROM t GROUP BY g,
 //     through ADBC, and by DuckDB in-process over the table's Parquet files
@@ -38,6 +40,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,12 +56,15 @@ import (
 	"github.com/duckdb/duckdb-go/v2"
 )
 
+// settle is the pause before each timed run.
+const settle = 200 * time.Millisecond
+
 const aggQuery = "SELECT g, count(*), sum(x), avg(id) FROM %s GROUP BY g"
 
 func main() {
 	bin := flag.String("bin", "bin/flightgw", "gateway binary")
 	rows := flag.Int64("rows", 10_000_000, "rows in the table")
-	runs := flag.Int("runs", 5, "timed runs of each query")
+	runs := flag.Int("runs", 9, "timed rounds of each query (gateway and reference back to back)")
 	flag.Parse()
 	if err := run(*bin, *rows, *runs); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -111,34 +117,30 @@ func run(bin string, rows int64, runs int) error {
 	refTable := "read_parquet([" + strings.Join(quoted, ",") + "])"
 
 	// 1. Aggregate latency.
-	gwAgg, err := median(runs, func() (int64, error) { return adbcQuery(ctx, cnxn, fmt.Sprintf(aggQuery, "t")) })
+	agg, err := paired(runs,
+		func() (int64, error) { return adbcQuery(ctx, cnxn, fmt.Sprintf(aggQuery, "t")) },
+		func() (int64, error) { return arrowQuery(ctx, ref, fmt.Sprintf(aggQuery, refTable)) })
 	if err != nil {
-		return fmt.Errorf("gateway aggregate: %w", err)
-	}
-	refAgg, err := median(runs, func() (int64, error) { return arrowQuery(ctx, ref, fmt.Sprintf(aggQuery, refTable)) })
-	if err != nil {
-		return fmt.Errorf("in-process aggregate: %w", err)
+		return fmt.Errorf("aggregate: %w", err)
 	}
 
 	// 2. Full-table stream, with the gateway's RSS sampled (and printed
 	// before it, to tell what the stream adds from what ingest left).
 	before := rss(gw.cmd.Process.Pid)
 	peak := gw.watchRSS()
-	gwFull, err := median(runs, func() (int64, error) { return adbcQuery(ctx, cnxn, "SELECT * FROM t") })
+	full, err := paired(runs,
+		func() (int64, error) { return adbcQuery(ctx, cnxn, "SELECT * FROM t") },
+		func() (int64, error) { return arrowQuery(ctx, ref, "SELECT * FROM "+refTable) })
 	peakRSS := peak()
 	if err != nil {
-		return fmt.Errorf("gateway stream: %w", err)
-	}
-	refFull, err := median(runs, func() (int64, error) { return arrowQuery(ctx, ref, "SELECT * FROM "+refTable) })
-	if err != nil {
-		return fmt.Errorf("in-process stream: %w", err)
+		return fmt.Errorf("stream: %w", err)
 	}
 
-	fmt.Printf("table: %d rows in %d Parquet file(s)\n", rows, len(files))
-	fmt.Printf("aggregate  gateway %8s  in-process %8s  ratio %.2f (target >= 0.8)\n",
-		gwAgg.Round(time.Millisecond), refAgg.Round(time.Millisecond), refAgg.Seconds()/gwAgg.Seconds())
-	fmt.Printf("stream     gateway %8.0f rows/s  in-process %8.0f rows/s  ratio %.2f (target >= 0.7)\n",
-		float64(rows)/gwFull.Seconds(), float64(rows)/refFull.Seconds(), refFull.Seconds()/gwFull.Seconds())
+	fmt.Printf("table: %d rows in %d Parquet file(s); %d paired runs\n", rows, len(files), runs)
+	fmt.Printf("aggregate  gateway %8s  in-process %8s  ratio %.2f (target >= 0.8; rounds %.2f-%.2f)\n",
+		agg.gw.Round(time.Millisecond), agg.ref.Round(time.Millisecond), agg.ratio, agg.lowest, agg.highest)
+	fmt.Printf("stream     gateway %8.0f rows/s  in-process %8.0f rows/s  ratio %.2f (target >= 0.7; rounds %.2f-%.2f)\n",
+		float64(rows)/full.gw.Seconds(), float64(rows)/full.ref.Seconds(), full.ratio, full.lowest, full.highest)
 	fmt.Printf("gateway peak RSS during the stream: %d MB (target <= 300 MB); %d MB before it\n", peakRSS>>20, before>>20)
 
 	// 3. The same stream from a gateway restarted on the same data: its
@@ -192,18 +194,83 @@ func median(n int, f func() (int64, error)) (time.Duration, error) {
 		return 0, err
 	}
 	for range n {
-		start := time.Now()
-		got, err := f()
+		d, err := timed(f, rows)
 		if err != nil {
 			return 0, err
 		}
-		ds = append(ds, time.Since(start))
-		if got != rows {
-			return 0, fmt.Errorf("row count changed from %d to %d", rows, got)
-		}
+		ds = append(ds, d)
 	}
+	return medianOf(ds), nil
+}
+
+// pair is the outcome of paired runs: each side's median duration, and
+// the median of the runs' ratios (reference time / gateway time).
+type pair struct {
+	gw, ref         time.Duration
+	ratio           float64
+	lowest, highest float64 // the rounds' extreme ratios
+}
+
+// paired runs gw and ref once each untimed, then n rounds of both, back
+// to back, in alternating order. Each round gives a ratio measured over
+// the same second of the machine, so a drift in its speed (other tenants,
+// frequency) moves both sides alike; the median of those ratios is the
+// figure reported.
+func paired(n int, gw, ref func() (int64, error)) (pair, error) {
+	rows, err := gw()
+	if err != nil {
+		return pair{}, fmt.Errorf("gateway: %w", err)
+	}
+	if got, err := ref(); err != nil || got != rows {
+		return pair{}, fmt.Errorf("in-process: %d rows (gateway %d), %v", got, rows, err)
+	}
+	var gws, refs []time.Duration
+	var ratios []float64
+	for i := range n {
+		var g, r time.Duration
+		var err error
+		if i%2 == 0 {
+			if g, err = timed(gw, rows); err == nil {
+				r, err = timed(ref, rows)
+			}
+		} else {
+			if r, err = timed(ref, rows); err == nil {
+				g, err = timed(gw, rows)
+			}
+		}
+		if err != nil {
+			return pair{}, err
+		}
+		gws, refs = append(gws, g), append(refs, r)
+		ratios = append(ratios, r.Seconds()/g.Seconds())
+	}
+	slices.Sort(ratios)
+	return pair{gw: medianOf(gws), ref: medianOf(refs), ratio: ratios[len(ratios)/2],
+		lowest: ratios[0], highest: ratios[len(ratios)-1]}, nil
+}
+
+// timed runs f once and returns its duration; f must return rows rows.
+// It first lets the machine settle: this process collects the previous
+// run's garbage, and a pause lets the gateway finish its own, so neither
+// side is timed doing work left by the other.
+func timed(f func() (int64, error), rows int64) (time.Duration, error) {
+	runtime.GC()
+	time.Sleep(settle)
+	start := time.Now()
+	got, err := f()
+	d := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	if got != rows {
+		return 0, fmt.Errorf("row count changed from %d to %d", rows, got)
+	}
+	return d, nil
+}
+
+func medianOf(ds []time.Duration) time.Duration {
 	slices.Sort(ds)
-	return ds[len(ds)/2], nil
+	return ds[len(ds)/2]
 }
 
 // adbcQuery runs a query through the gateway and reads it to the end.
