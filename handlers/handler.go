@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
@@ -69,7 +70,21 @@ type Options struct {
 	// QueryQueueWait is how long a query waits for a slot before it fails
 	// ResourceExhausted (DefaultQueryQueueWait when zero).
 	QueryQueueWait time.Duration
+	// Peers are the gateway's other replicas; nil for none.
+	Peers Peers
 }
+
+// Peers reaches the gateway's other replicas.
+type Peers interface {
+	// Cancel forwards a CancelFlightInfo, already applied here, to every
+	// other replica, as the caller and marked with ForwardedHeader; it
+	// fails naming the replicas it could not reach.
+	Cancel(ctx context.Context, req *flight.CancelFlightInfoRequest) error
+}
+
+// ForwardedHeader marks a call one replica forwards to another, which
+// applies it without forwarding it again.
+const ForwardedHeader = "x-flightgw-forwarded"
 
 // DefaultQueryQueueWait is how long a query waits for a slot when Options
 // leave QueryQueueWait unset.

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/flightgw/flightgw/auth"
@@ -496,7 +497,23 @@ func (h *Handler) CancelFlightInfo(ctx context.Context, req *flight.CancelFlight
 			cancel()
 		}
 		h.sql.mu.Unlock()
-		h.log.Info("query cancelled", "query_id", t.ID, "principal", p.Name)
+		h.log.Info("query cancelled", "query_id", t.ID, "principal", p.Name, "forwarded", forwarded(ctx))
+	}
+	if h.opts.Peers == nil || forwarded(ctx) {
+		return flight.CancelFlightInfoResult{Status: flight.CancelStatusCancelled}, nil
+	}
+	// The DoGet may run on another replica: tell them all. One that
+	// cannot be told may still be running it, so the answer is then
+	// CANCELLING (accepted, not known to be done everywhere).
+	if err := h.opts.Peers.Cancel(ctx, req); err != nil {
+		h.log.Warn("cancel not delivered to every replica", "principal", p.Name, "err", err)
+		return flight.CancelFlightInfoResult{Status: flight.CancelStatusCancelling}, nil
 	}
 	return flight.CancelFlightInfoResult{Status: flight.CancelStatusCancelled}, nil
+}
+
+// forwarded tells a call another replica forwarded (ForwardedHeader).
+func forwarded(ctx context.Context) bool {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return len(md.Get(ForwardedHeader)) > 0
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -48,7 +49,22 @@ type Config struct {
 	Timeouts       Timeouts        `yaml:"timeouts"`
 	Engine         EngineConfig    `yaml:"engine"`
 	Tickets        TicketsConfig   `yaml:"tickets"`
+	Cluster        ClusterConfig   `yaml:"cluster"`
 	Debug          DebugConfig     `yaml:"debug"`
+}
+
+// ClusterConfig names the gateway's other replicas.
+type ClusterConfig struct {
+	// Peers are the other replicas' addresses (host:port, where they
+	// listen). A host name that resolves to several addresses, such as a
+	// Kubernetes headless service, stands for all of them, resolved at
+	// each use; listing the gateway itself is harmless. A CancelFlightInfo
+	// is forwarded to them, so that a query stops whichever replica serves
+	// its DoGet.
+	Peers []string `yaml:"peers"`
+	// PeerTimeout bounds one call to a peer (default 2s); a call that
+	// times out or finds the peer unavailable is tried 3 times.
+	PeerTimeout duration.Duration `yaml:"peer_timeout"`
 }
 
 // DebugConfig holds operator diagnostics, off by default.
@@ -193,7 +209,7 @@ var EnvVars = []string{
 	"FLIGHTGW_DEFAULT_CATALOG", "FLIGHTGW_DEFAULT_SCHEMA", "FLIGHTGW_MAX_BATCH_BYTES", "FLIGHTGW_MEMORY_LIMIT",
 	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_STATEMENT_TIMEOUT", "FLIGHTGW_AUTH_SIGNING_KEY",
 	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
-	"FLIGHTGW_GC_PERCENT",
+	"FLIGHTGW_GC_PERCENT", "FLIGHTGW_CLUSTER_PEERS",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -224,6 +240,9 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 			}
 			*p = n
 		}
+	}
+	if v, ok := lookup("FLIGHTGW_CLUSTER_PEERS"); ok {
+		c.Cluster.Peers = peerList(v)
 	}
 	if v, ok := lookup("FLIGHTGW_GC_PERCENT"); ok {
 		n, err := strconv.Atoi(v)
@@ -394,6 +413,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Engine.SplitMinBytes < 0 {
 		errs = append(errs, fmt.Errorf("engine.split_min_bytes: negative"))
+	}
+	for i, peer := range c.Cluster.Peers {
+		if _, port, err := net.SplitHostPort(peer); err != nil || port == "" {
+			errs = append(errs, fmt.Errorf("cluster.peers[%d]: %q is not host:port", i, peer))
+		} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			errs = append(errs, fmt.Errorf("cluster.peers[%d]: %q has no valid port", i, peer))
+		}
+	}
+	if err := c.Cluster.PeerTimeout.Check("cluster.peer_timeout"); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Debug.PprofListen != "" {
 		if err := checkExposure(c.Debug.PprofListen, false, false); err != nil {

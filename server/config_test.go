@@ -3,6 +3,7 @@ package server
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,12 +67,16 @@ func TestEnvOverrides(t *testing.T) {
 	t.Setenv("FLIGHTGW_LISTEN", "127.0.0.1:1")
 	t.Setenv("FLIGHTGW_TXN_IDLE_TIMEOUT", "90s")
 	t.Setenv("FLIGHTGW_STATEMENT_TIMEOUT", "5m")
-	cfg, err := LoadConfig(writeConfig(t, "listen: 127.0.0.1:2\ntimeouts: {statement: 30s}\n"))
+	t.Setenv("FLIGHTGW_CLUSTER_PEERS", "gw-0.gw:32010, gw-1.gw:32010")
+	cfg, err := LoadConfig(writeConfig(t, "listen: 127.0.0.1:2\ntimeouts: {statement: 30s}\ncluster: {peers: [\"x:1\"]}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Listen != "127.0.0.1:1" || cfg.Timeouts.TxnIdle.Duration != 90*time.Second || cfg.Timeouts.Statement.Duration != 5*time.Minute {
 		t.Fatalf("env not applied: %+v", cfg)
+	}
+	if !slices.Equal(cfg.Cluster.Peers, []string{"gw-0.gw:32010", "gw-1.gw:32010"}) {
+		t.Fatalf("FLIGHTGW_CLUSTER_PEERS gave %q", cfg.Cluster.Peers)
 	}
 }
 
@@ -86,6 +91,9 @@ func TestBadConfigNamesKey(t *testing.T) {
 		"timeouts: {statement: -3s}\n":                   "timeouts.statement",
 		"auth: {users: [{name: a, password_hash: x}]}\n": "auth.users[0].password_hash",
 		"debug: {pprof_listen: \"0.0.0.0:6060\"}\n":      "debug.pprof_listen",
+		"cluster: {peers: [gw-1]}\n":                     "cluster.peers[0]",
+		"cluster: {peers: [\"gw-1:1\", \"gw-2:0\"]}\n":   "cluster.peers[1]",
+		"cluster: {peer_timeout: soon}\n":                "cluster.peer_timeout",
 	} {
 		_, err := LoadConfig(writeConfig(t, body))
 		if err == nil || !strings.Contains(err.Error(), want) {

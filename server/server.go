@@ -83,6 +83,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		SplitMinBytes:        cfg.Engine.SplitMinBytes,
 		MaxConcurrentQueries: cfg.Limits.MaxConcurrentQueries,
 		QueryQueueWait:       cfg.Limits.QueryQueueWait.Duration,
+		Peers:                peersOf(cfg, log),
 		Catalogs:             s.catalogs,
 		Txns:                 s.txns,
 		DefaultCatalog:       cfg.DefaultCatalog,
@@ -110,6 +111,14 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	return s, nil
+}
+
+// peersOf is the configured peers, or nil (not a nil *peers) for none.
+func peersOf(cfg *Config, log *slog.Logger) handlers.Peers {
+	if len(cfg.Cluster.Peers) == 0 {
+		return nil
+	}
+	return newPeers(cfg.Cluster.Peers, cfg.Cluster.PeerTimeout.Duration, log)
 }
 
 // handshakeService answers the Flight handshake. Authentication itself is
