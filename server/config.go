@@ -49,6 +49,7 @@ type Config struct {
 	Timeouts       Timeouts        `yaml:"timeouts"`
 	Engine         EngineConfig    `yaml:"engine"`
 	Tickets        TicketsConfig   `yaml:"tickets"`
+	TLS            TLSConfig       `yaml:"tls"`
 	Cluster        ClusterConfig   `yaml:"cluster"`
 	Debug          DebugConfig     `yaml:"debug"`
 }
@@ -209,7 +210,8 @@ var EnvVars = []string{
 	"FLIGHTGW_DEFAULT_CATALOG", "FLIGHTGW_DEFAULT_SCHEMA", "FLIGHTGW_MAX_BATCH_BYTES", "FLIGHTGW_MEMORY_LIMIT",
 	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_STATEMENT_TIMEOUT", "FLIGHTGW_AUTH_SIGNING_KEY",
 	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
-	"FLIGHTGW_GC_PERCENT", "FLIGHTGW_CLUSTER_PEERS",
+	"FLIGHTGW_GC_PERCENT", "FLIGHTGW_CLUSTER_PEERS", "FLIGHTGW_TLS_CERT_FILE", "FLIGHTGW_TLS_KEY_FILE",
+	"FLIGHTGW_TLS_CLIENT_CA_FILE",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -219,6 +221,8 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		"FLIGHTGW_DEFAULT_SCHEMA": &c.DefaultSchema, "FLIGHTGW_AUTH_SIGNING_KEY": &c.Auth.SigningKey,
 		"FLIGHTGW_ENGINE_MEMORY_LIMIT": &c.Engine.MemoryLimit, "FLIGHTGW_ENGINE_TEMP_DIR": &c.Engine.TempDir,
 		"FLIGHTGW_TICKETS_SIGNING_KEY": &c.Tickets.SigningKey, "FLIGHTGW_PPROF_LISTEN": &c.Debug.PprofListen,
+		"FLIGHTGW_TLS_CERT_FILE": &c.TLS.CertFile, "FLIGHTGW_TLS_KEY_FILE": &c.TLS.KeyFile,
+		"FLIGHTGW_TLS_CLIENT_CA_FILE": &c.TLS.ClientCAFile,
 	}
 	for k, p := range str {
 		if v, ok := lookup(k); ok {
@@ -424,6 +428,7 @@ func (c *Config) Validate() error {
 	if err := c.Cluster.PeerTimeout.Check("cluster.peer_timeout"); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.TLS.validate()...)
 	if c.Debug.PprofListen != "" {
 		if err := checkExposure(c.Debug.PprofListen, false, false); err != nil {
 			errs = append(errs, fmt.Errorf("debug.pprof_listen: must be a loopback address, got %q", c.Debug.PprofListen))

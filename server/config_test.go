@@ -82,18 +82,21 @@ func TestEnvOverrides(t *testing.T) {
 
 func TestBadConfigNamesKey(t *testing.T) {
 	for body, want := range map[string]string{
-		"lisen: x\n":                                     "lisen",
-		"log: {level: loud}\n":                           "log.level",
-		"catalogs: [{name: a}]\n":                        "catalogs[0].type",
-		"limits: {max_batch_bytes: 10}\n":                "limits.max_batch_bytes",
-		"default_catalog: nope\n":                        "default_catalog",
-		"timeouts: {txn_idle: banana}\n":                 "txn_idle",
-		"timeouts: {statement: -3s}\n":                   "timeouts.statement",
-		"auth: {users: [{name: a, password_hash: x}]}\n": "auth.users[0].password_hash",
-		"debug: {pprof_listen: \"0.0.0.0:6060\"}\n":      "debug.pprof_listen",
-		"cluster: {peers: [gw-1]}\n":                     "cluster.peers[0]",
-		"cluster: {peers: [\"gw-1:1\", \"gw-2:0\"]}\n":   "cluster.peers[1]",
-		"cluster: {peer_timeout: soon}\n":                "cluster.peer_timeout",
+		"lisen: x\n":                                                           "lisen",
+		"log: {level: loud}\n":                                                 "log.level",
+		"catalogs: [{name: a}]\n":                                              "catalogs[0].type",
+		"limits: {max_batch_bytes: 10}\n":                                      "limits.max_batch_bytes",
+		"default_catalog: nope\n":                                              "default_catalog",
+		"timeouts: {txn_idle: banana}\n":                                       "txn_idle",
+		"timeouts: {statement: -3s}\n":                                         "timeouts.statement",
+		"auth: {users: [{name: a, password_hash: x}]}\n":                       "auth.users[0].password_hash",
+		"debug: {pprof_listen: \"0.0.0.0:6060\"}\n":                            "debug.pprof_listen",
+		"cluster: {peers: [gw-1]}\n":                                           "cluster.peers[0]",
+		"cluster: {peers: [\"gw-1:1\", \"gw-2:0\"]}\n":                         "cluster.peers[1]",
+		"cluster: {peer_timeout: soon}\n":                                      "cluster.peer_timeout",
+		"tls: {cert_file: a.pem}\n":                                            "tls.key_file",
+		"tls: {client_ca_file: ca.pem}\n":                                      "tls.client_ca_file",
+		"tls: {cert_file: /nonexistent/a.pem, key_file: /nonexistent/a.key}\n": "tls.cert_file",
 	} {
 		_, err := LoadConfig(writeConfig(t, body))
 		if err == nil || !strings.Contains(err.Error(), want) {

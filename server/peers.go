@@ -16,7 +16,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -52,7 +52,7 @@ type peers struct {
 	breakers map[string]*gobreaker.CircuitBreaker[struct{}]
 }
 
-func newPeers(entries []string, timeout time.Duration, log *slog.Logger) *peers {
+func newPeers(entries []string, timeout time.Duration, creds credentials.TransportCredentials, log *slog.Logger) *peers {
 	if timeout <= 0 {
 		timeout = DefaultPeerTimeout
 	}
@@ -62,7 +62,7 @@ func newPeers(entries []string, timeout time.Duration, log *slog.Logger) *peers 
 		log:     log,
 		lookup:  net.DefaultResolver.LookupHost,
 		dial: func(addr string) (*grpc.ClientConn, error) {
-			return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			return grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 		},
 		breakers: map[string]*gobreaker.CircuitBreaker[struct{}]{},
 	}

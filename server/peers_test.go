@@ -7,13 +7,15 @@ import (
 	"log/slog"
 	"slices"
 	"testing"
+
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // TestPeersResolve: a peer given by IP is used as it is; a host name
 // stands for every address it resolves to; duplicates are dropped; a name
 // that does not resolve is reported, naming it, and the others are kept.
 func TestPeersResolve(t *testing.T) {
-	p := newPeers([]string{"10.0.0.9:32010", "gw.headless:32010", "gone:1", "10.0.0.9:32010", "[::1]:7"}, 0,
+	p := newPeers([]string{"10.0.0.9:32010", "gw.headless:32010", "gone:1", "10.0.0.9:32010", "[::1]:7"}, 0, insecure.NewCredentials(),
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	p.lookup = func(_ context.Context, host string) ([]string, error) {
 		switch host {

@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -73,6 +75,31 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		s.closeCatalogs()
 		return nil, err
 	}
+	var certs *certReloader
+	var creds []grpc.ServerOption
+	peerCreds := insecure.NewCredentials()
+	if cfg.TLS.Enabled() {
+		if certs, err = newCertReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, log); err != nil {
+			s.txns.Close()
+			s.closeCatalogs()
+			return nil, err
+		}
+		conf, err := serverTLS(cfg.TLS, certs)
+		if err == nil {
+			creds = append(creds, grpc.Creds(credentials.NewTLS(conf)))
+			conf, err = peerTLS(cfg.TLS, certs)
+			peerCreds = credentials.NewTLS(conf)
+		}
+		if err != nil {
+			s.txns.Close()
+			s.closeCatalogs()
+			return nil, err
+		}
+	}
+	var peers handlers.Peers
+	if len(cfg.Cluster.Peers) > 0 {
+		peers = newPeers(cfg.Cluster.Peers, cfg.Cluster.PeerTimeout.Duration, peerCreds, log)
+	}
 	h, err := handlers.New(handlers.Options{
 		Engine:               s.engine,
 		TicketKey:            []byte(cfg.Tickets.SigningKey),
@@ -83,7 +110,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		SplitMinBytes:        cfg.Engine.SplitMinBytes,
 		MaxConcurrentQueries: cfg.Limits.MaxConcurrentQueries,
 		QueryQueueWait:       cfg.Limits.QueryQueueWait.Duration,
-		Peers:                peersOf(cfg, log),
+		Peers:                peers,
 		Catalogs:             s.catalogs,
 		Txns:                 s.txns,
 		DefaultCatalog:       cfg.DefaultCatalog,
@@ -98,7 +125,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	maxMsg := int(cfg.Limits.MaxBatchBytes)
-	s.grpc = grpc.NewServer(
+	s.grpc = grpc.NewServer(append(creds,
 		grpc.StatsHandler(connWatcher{txns: s.txns}),
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
@@ -106,19 +133,11 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		grpc.ChainUnaryInterceptor(recoverUnary(log), logUnary(log), authn.UnaryInterceptor()),
 		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), authn.StreamInterceptor(),
 			limitStreams("/DoPut", cfg.Limits.MaxConcurrentWrites)),
-	)
+	)...)
 	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{flightsql.NewFlightServer(h)}, h})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	return s, nil
-}
-
-// peersOf is the configured peers, or nil (not a nil *peers) for none.
-func peersOf(cfg *Config, log *slog.Logger) handlers.Peers {
-	if len(cfg.Cluster.Peers) == 0 {
-		return nil
-	}
-	return newPeers(cfg.Cluster.Peers, cfg.Cluster.PeerTimeout.Duration, log)
 }
 
 // handshakeService answers the Flight handshake. Authentication itself is
@@ -161,17 +180,26 @@ func checkExposure(addr string, authEnabled, insecure bool) error {
 	if authEnabled || insecure {
 		return nil
 	}
-	host, _, err := splitHostPort(addr)
-	if err != nil {
+	if _, _, err := splitHostPort(addr); err != nil {
 		return err
 	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if loopback(addr) {
 		return nil
 	}
 	return fmt.Errorf("refusing to listen on %s without authentication: enable auth in the configuration, listen on 127.0.0.1, or pass --insecure", addr)
+}
+
+// loopback tells an address only reachable from this machine.
+func loopback(addr string) bool {
+	host, _, err := splitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func splitHostPort(addr string) (string, string, error) {
@@ -186,7 +214,11 @@ func splitHostPort(addr string) (string, string, error) {
 func (s *Server) Serve(lis net.Listener) error {
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.log.Info("flightgw serving", "addr", lis.Addr().String(), "version", Version, "auth", s.auth.Enabled(),
+		"tls", s.cfg.TLS.Enabled(), "client_certs", s.cfg.TLS.ClientCAFile != "",
 		"catalogs", len(s.catalogs), "max_batch_bytes", s.cfg.Limits.MaxBatchBytes)
+	if s.auth.Enabled() && !s.cfg.TLS.Enabled() && !loopback(s.cfg.Listen) {
+		s.log.Warn("authentication without TLS on a non-loopback address: passwords and tokens cross the network in clear text; set tls.cert_file and tls.key_file, or terminate TLS in front of the gateway")
+	}
 	err := s.grpc.Serve(lis)
 	if errors.Is(err, grpc.ErrServerStopped) {
 		return nil

@@ -8,6 +8,10 @@
 //	regions(region VARCHAR, manager VARCHAR): 3 rows
 //
 // Usage: seed grpc://127.0.0.1:PORT [USER PASSWORD]
+//
+// With FLIGHTGW_SEED_TLS_DIR set, it connects with the CA and client
+// certificate in that directory (grpc+tls://); "seed tls DIR" writes
+// them (see writePKI).
 package main
 
 import (
@@ -23,13 +27,26 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "tls" {
+		if err := writePKI(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "seed tls:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) != 2 && len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: seed grpc://HOST:PORT [USER PASSWORD]")
+		fmt.Fprintln(os.Stderr, "usage: seed grpc://HOST:PORT [USER PASSWORD] | seed tls DIR")
 		os.Exit(2)
 	}
 	opts := map[string]string{adbc.OptionKeyURI: os.Args[1]}
 	if len(os.Args) == 4 {
 		opts[adbc.OptionKeyUsername], opts[adbc.OptionKeyPassword] = os.Args[2], os.Args[3]
+	}
+	if dir := os.Getenv("FLIGHTGW_SEED_TLS_DIR"); dir != "" {
+		if err := tlsOptions(dir, opts); err != nil {
+			fmt.Fprintln(os.Stderr, "seed:", err)
+			os.Exit(1)
+		}
 	}
 	if err := run(context.Background(), opts); err != nil {
 		fmt.Fprintln(os.Stderr, "seed:", err)

@@ -42,6 +42,14 @@ final class TestGateway implements AutoCloseable {
    * seedArgs after the gateway's URI (a user and password when auth is on).
    */
   static TestGateway start(Path dir, String config, String... seedArgs) throws Exception {
+    return start(dir, config, null, seedArgs);
+  }
+
+  /**
+   * As {@link #start(Path, String, String...)}, for a gateway serving TLS with the certificates the seed wrote in
+   * tlsDir ({@link #writeCertificates}); null for plaintext.
+   */
+  static TestGateway start(Path dir, String config, Path tlsDir, String... seedArgs) throws Exception {
     int port;
     try (ServerSocket s = new ServerSocket(0)) {
       port = s.getLocalPort();
@@ -67,12 +75,27 @@ final class TestGateway implements AutoCloseable {
         Thread.sleep(50);
       }
     }
-    List<String> seed = new ArrayList<>(List.of(env("FLIGHTGW_SEED"), "grpc://127.0.0.1:" + port));
+    List<String> seed = new ArrayList<>(List.of(env("FLIGHTGW_SEED"),
+        (tlsDir == null ? "grpc://" : "grpc+tls://") + "127.0.0.1:" + port));
     seed.addAll(List.of(seedArgs));
-    Process p = new ProcessBuilder(seed).inheritIO().start();
+    ProcessBuilder pb = new ProcessBuilder(seed).inheritIO();
+    if (tlsDir != null) {
+      pb.environment().put("FLIGHTGW_SEED_TLS_DIR", tlsDir.toString());
+    }
+    Process p = pb.start();
     assertTrue(p.waitFor(120, TimeUnit.SECONDS), "seed did not finish");
     assertEquals(0, p.exitValue(), "seed failed");
     return g;
+  }
+
+  /**
+   * Writes a throwaway CA (ca.pem) and a server and a client certificate it signed (server.pem, server-key.pem,
+   * client.pem, client-key.pem) into dir, with the seed.
+   */
+  static void writeCertificates(Path dir) throws Exception {
+    Process p = new ProcessBuilder(env("FLIGHTGW_SEED"), "tls", dir.toString()).inheritIO().start();
+    assertTrue(p.waitFor(60, TimeUnit.SECONDS), "seed tls did not finish");
+    assertEquals(0, p.exitValue(), "seed tls failed");
   }
 
   /** The JDBC URL of the gateway, without encryption. */
