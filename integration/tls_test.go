@@ -2,16 +2,9 @@ package integration
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,35 +17,26 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/flightgw/flightgw/internal/testpki"
 )
 
 // pki is a throwaway certificate authority and the files it issued.
 type pki struct {
 	t      *testing.T
 	dir    string
-	ca     *x509.Certificate
-	caKey  *ecdsa.PrivateKey
+	ca     *testpki.CA
 	caFile string
 }
 
 func newPKI(t *testing.T) *pki {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testpki.New("flightgw test CA")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "flightgw test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(der)
-	p := &pki{t: t, dir: t.TempDir(), ca: ca, caKey: key}
-	p.caFile = p.write("ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	p := &pki{t: t, dir: t.TempDir(), ca: ca}
+	p.caFile = p.write("ca.pem", ca.PEM)
 	return p
 }
 
@@ -69,33 +53,18 @@ func (p *pki) write(name string, b []byte) string {
 // client, and returns its PEM chain and key.
 func (p *pki) issue(serial int64) (certPEM, keyPEM []byte) {
 	p.t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, key, err := p.ca.Issue(serial)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "flightgw"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return cert, key
 }
 
 // servedSerial is the serial of the certificate a new TLS connection to
 // addr is shown.
 func (p *pki) servedSerial(addr string, clientCert *tls.Certificate) (int64, error) {
 	roots := x509.NewCertPool()
-	roots.AddCert(p.ca)
+	roots.AddCert(p.ca.Cert)
 	conf := &tls.Config{RootCAs: roots, NextProtos: []string{"h2"}}
 	if clientCert != nil {
 		conf.Certificates = []tls.Certificate{*clientCert}
@@ -241,7 +210,7 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
-	roots.AddCert(p.ca)
+	roots.AddCert(p.ca.Cert)
 	creds := grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}}))
 	cr, cp := reader.flightClient(t, creds), planner.flightClient(t, creds)
 	ctx := context.Background()
