@@ -72,6 +72,11 @@ type Options struct {
 	QueryQueueWait time.Duration
 	// Peers are the gateway's other replicas; nil for none.
 	Peers Peers
+	// Advertise is the address at which the other replicas reach this
+	// one (cluster.advertise). When set, the transactions begun here have
+	// ids naming it (signed with TicketKey), and Route sends the calls
+	// that name them here from any replica.
+	Advertise string
 }
 
 // Peers reaches the gateway's other replicas.

@@ -497,9 +497,9 @@ func (h *Handler) CancelFlightInfo(ctx context.Context, req *flight.CancelFlight
 			cancel()
 		}
 		h.sql.mu.Unlock()
-		h.log.Info("query cancelled", "query_id", t.ID, "principal", p.Name, "forwarded", forwarded(ctx))
+		h.log.Info("query cancelled", "query_id", t.ID, "principal", p.Name, "forwarded", Forwarded(ctx))
 	}
-	if h.opts.Peers == nil || forwarded(ctx) {
+	if h.opts.Peers == nil || Forwarded(ctx) {
 		return flight.CancelFlightInfoResult{Status: flight.CancelStatusCancelled}, nil
 	}
 	// The DoGet may run on another replica: tell them all. One that
@@ -512,8 +512,8 @@ func (h *Handler) CancelFlightInfo(ctx context.Context, req *flight.CancelFlight
 	return flight.CancelFlightInfoResult{Status: flight.CancelStatusCancelled}, nil
 }
 
-// forwarded tells a call another replica forwarded (ForwardedHeader).
-func forwarded(ctx context.Context) bool {
+// Forwarded tells a call another replica forwarded (ForwardedHeader).
+func Forwarded(ctx context.Context) bool {
 	md, _ := metadata.FromIncomingContext(ctx)
 	return len(md.Get(ForwardedHeader)) > 0
 }

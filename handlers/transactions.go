@@ -15,7 +15,11 @@ func (h *Handler) BeginTransaction(ctx context.Context, _ flightsql.ActionBeginT
 	if err != nil {
 		return nil, err
 	}
-	t, err := h.opts.Txns.Begin(p.ID(), sessionKey(ctx))
+	id, err := h.newTxnID()
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "begin transaction: %v", err)
+	}
+	t, err := h.opts.Txns.BeginWithID(id, p.ID(), sessionKey(ctx))
 	if err != nil {
 		return nil, Status(err)
 	}

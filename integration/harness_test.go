@@ -65,9 +65,15 @@ type gateway struct {
 // panicked.
 func startGateway(t *testing.T, yaml string) *gateway {
 	t.Helper()
+	return startGatewayOn(t, "127.0.0.1:0", yaml)
+}
+
+// startGatewayOn is startGateway listening on listen.
+func startGatewayOn(t *testing.T, listen, yaml string) *gateway {
+	t.Helper()
 	dir := t.TempDir()
 	t.Setenv("FLIGHTGW_DATA_DIR", dir)
-	t.Setenv("FLIGHTGW_LISTEN", "127.0.0.1:0")
+	t.Setenv("FLIGHTGW_LISTEN", listen)
 	path := ""
 	if yaml != "" {
 		path = filepath.Join(dir, "flightgw.yaml")

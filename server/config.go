@@ -66,6 +66,13 @@ type ClusterConfig struct {
 	// PeerTimeout bounds one call to a peer (default 2s); a call that
 	// times out or finds the peer unavailable is tried 3 times.
 	PeerTimeout duration.Duration `yaml:"peer_timeout"`
+	// Advertise is the host:port at which the other replicas reach this
+	// one. When set, a transaction begun here gets an id naming it
+	// (signed with tickets.signing_key, which must then be set and
+	// shared), and any replica forwards the calls that name the
+	// transaction here, so that clients may send each call to any
+	// replica.
+	Advertise string `yaml:"advertise"`
 }
 
 // DebugConfig holds operator diagnostics, off by default.
@@ -211,7 +218,7 @@ var EnvVars = []string{
 	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_STATEMENT_TIMEOUT", "FLIGHTGW_AUTH_SIGNING_KEY",
 	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
 	"FLIGHTGW_GC_PERCENT", "FLIGHTGW_CLUSTER_PEERS", "FLIGHTGW_TLS_CERT_FILE", "FLIGHTGW_TLS_KEY_FILE",
-	"FLIGHTGW_TLS_CLIENT_CA_FILE",
+	"FLIGHTGW_TLS_CLIENT_CA_FILE", "FLIGHTGW_CLUSTER_ADVERTISE",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -222,7 +229,7 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		"FLIGHTGW_ENGINE_MEMORY_LIMIT": &c.Engine.MemoryLimit, "FLIGHTGW_ENGINE_TEMP_DIR": &c.Engine.TempDir,
 		"FLIGHTGW_TICKETS_SIGNING_KEY": &c.Tickets.SigningKey, "FLIGHTGW_PPROF_LISTEN": &c.Debug.PprofListen,
 		"FLIGHTGW_TLS_CERT_FILE": &c.TLS.CertFile, "FLIGHTGW_TLS_KEY_FILE": &c.TLS.KeyFile,
-		"FLIGHTGW_TLS_CLIENT_CA_FILE": &c.TLS.ClientCAFile,
+		"FLIGHTGW_TLS_CLIENT_CA_FILE": &c.TLS.ClientCAFile, "FLIGHTGW_CLUSTER_ADVERTISE": &c.Cluster.Advertise,
 	}
 	for k, p := range str {
 		if v, ok := lookup(k); ok {
@@ -427,6 +434,14 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Cluster.PeerTimeout.Check("cluster.peer_timeout"); err != nil {
 		errs = append(errs, err)
+	}
+	if a := c.Cluster.Advertise; a != "" {
+		if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" || port == "0" {
+			errs = append(errs, fmt.Errorf("cluster.advertise: %q is not host:port (the address the other replicas reach this one at)", a))
+		}
+		if c.Tickets.SigningKey == "" {
+			errs = append(errs, errors.New("cluster.advertise: needs tickets.signing_key, shared by the replicas (transaction ids are signed with it)"))
+		}
 	}
 	errs = append(errs, c.TLS.validate()...)
 	if c.Debug.PprofListen != "" {

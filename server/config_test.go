@@ -94,6 +94,8 @@ func TestBadConfigNamesKey(t *testing.T) {
 		"cluster: {peers: [gw-1]}\n":                                           "cluster.peers[0]",
 		"cluster: {peers: [\"gw-1:1\", \"gw-2:0\"]}\n":                         "cluster.peers[1]",
 		"cluster: {peer_timeout: soon}\n":                                      "cluster.peer_timeout",
+		"cluster: {advertise: gw-1}\n":                                         "cluster.advertise",
+		"cluster: {advertise: \"gw-1:32010\"}\n":                               "tickets.signing_key",
 		"tls: {cert_file: a.pem}\n":                                            "tls.key_file",
 		"tls: {client_ca_file: ca.pem}\n":                                      "tls.client_ca_file",
 		"tls: {cert_file: /nonexistent/a.pem, key_file: /nonexistent/a.key}\n": "tls.cert_file",

@@ -35,9 +35,10 @@ const peerAttempts = 3
 // (a headless service's addresses change as replicas come and go).
 const maxPeerBreakers = 1024
 
-// peers forwards CancelFlightInfo to the gateway's other replicas
-// (cluster.peers), so that a query stops whichever replica serves its
-// DoGet. Each address gets a circuit breaker, each attempt a timeout, and
+// peers reaches the gateway's other replicas: it forwards
+// CancelFlightInfo to every one (cluster.peers), so that a query stops
+// whichever replica serves its DoGet, and a call that names a transaction
+// to the replica holding it (route.go). Each address gets a circuit breaker, each attempt a timeout, and
 // a transient failure a bounded retry with backoff.
 type peers struct {
 	entries []string // host:port, as configured
@@ -50,6 +51,7 @@ type peers struct {
 
 	mu       sync.Mutex
 	breakers map[string]*gobreaker.CircuitBreaker[struct{}]
+	conns    map[string]*grpc.ClientConn // for forwarded calls (route.go)
 }
 
 func newPeers(entries []string, timeout time.Duration, creds credentials.TransportCredentials, log *slog.Logger) *peers {
@@ -65,6 +67,7 @@ func newPeers(entries []string, timeout time.Duration, creds credentials.Transpo
 			return grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 		},
 		breakers: map[string]*gobreaker.CircuitBreaker[struct{}]{},
+		conns:    map[string]*grpc.ClientConn{},
 	}
 }
 

@@ -40,6 +40,7 @@ type Server struct {
 	catalogs []handlers.Catalog
 	auth     *auth.Authenticator
 	engine   *engine.Engine
+	peers    *peers // nil without cluster.peers and cluster.advertise
 }
 
 // New opens the configured catalogs and builds the gRPC server. It does
@@ -96,9 +97,12 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 			return nil, err
 		}
 	}
-	var peers handlers.Peers
-	if len(cfg.Cluster.Peers) > 0 {
-		peers = newPeers(cfg.Cluster.Peers, cfg.Cluster.PeerTimeout.Duration, peerCreds, log)
+	var cancelPeers handlers.Peers
+	if len(cfg.Cluster.Peers) > 0 || cfg.Cluster.Advertise != "" {
+		s.peers = newPeers(cfg.Cluster.Peers, cfg.Cluster.PeerTimeout.Duration, peerCreds, log)
+		if len(cfg.Cluster.Peers) > 0 {
+			cancelPeers = s.peers
+		}
 	}
 	h, err := handlers.New(handlers.Options{
 		Engine:               s.engine,
@@ -110,7 +114,8 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		SplitMinBytes:        cfg.Engine.SplitMinBytes,
 		MaxConcurrentQueries: cfg.Limits.MaxConcurrentQueries,
 		QueryQueueWait:       cfg.Limits.QueryQueueWait.Duration,
-		Peers:                peers,
+		Peers:                cancelPeers,
+		Advertise:            cfg.Cluster.Advertise,
 		Catalogs:             s.catalogs,
 		Txns:                 s.txns,
 		DefaultCatalog:       cfg.DefaultCatalog,
@@ -125,13 +130,14 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	maxMsg := int(cfg.Limits.MaxBatchBytes)
+	rt := router{h: h, peers: s.peers, log: log}
 	s.grpc = grpc.NewServer(append(creds,
 		grpc.StatsHandler(connWatcher{txns: s.txns}),
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
 		grpc.ForceServerCodecV2(newFrameCodec()),
-		grpc.ChainUnaryInterceptor(recoverUnary(log), logUnary(log), authn.UnaryInterceptor()),
-		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), authn.StreamInterceptor(),
+		grpc.ChainUnaryInterceptor(recoverUnary(log), logUnary(log), authn.UnaryInterceptor(), rt.unary()),
+		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), authn.StreamInterceptor(), rt.stream(),
 			limitStreams("/DoPut", cfg.Limits.MaxConcurrentWrites)),
 	)...)
 	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{flightsql.NewFlightServer(h)}, h})
@@ -242,6 +248,9 @@ func (s *Server) Shutdown() {
 		s.log.Warn("shutdown grace period over; cancelling in-flight calls", "grace", s.cfg.Timeouts.ShutdownGrace)
 		s.grpc.Stop()
 		<-done
+	}
+	if s.peers != nil {
+		s.peers.close()
 	}
 	s.txns.Close()
 	s.closeCatalogs()

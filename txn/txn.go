@@ -191,14 +191,26 @@ func newID() string {
 }
 
 // Begin opens a transaction owned by owner and bound to session (empty for
-// none).
+// none), with a random id.
 func (m *Manager) Begin(owner, session string) (*Txn, error) {
+	return m.BeginWithID(newID(), owner, session)
+}
+
+// BeginWithID is Begin with the id given (a gateway in a cluster tags ids
+// with its address); an id already in use is refused.
+func (m *Manager) BeginWithID(id, owner, session string) (*Txn, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil, catalogs.Errorf(catalogs.ErrUnavailable, "server is shutting down")
 	}
-	t := &Txn{id: newID(), owner: owner, session: session, lastUsed: time.Now()}
+	if _, ok := m.open[id]; ok || id == "" {
+		return nil, catalogs.Errorf(catalogs.ErrAlreadyExists, "transaction id %s is already in use", printable(id))
+	}
+	if _, ok := m.ended[id]; ok {
+		return nil, catalogs.Errorf(catalogs.ErrAlreadyExists, "transaction id %s is already in use", printable(id))
+	}
+	t := &Txn{id: id, owner: owner, session: session, lastUsed: time.Now()}
 	m.open[t.id] = t
 	return t, nil
 }
@@ -224,8 +236,8 @@ func (m *Manager) Get(owner, id string) (*Txn, error) {
 
 // printable bounds and sanitizes a client-supplied id for messages.
 func printable(id string) string {
-	if len(id) > 64 {
-		id = id[:64] + "…"
+	if len(id) > 160 {
+		id = id[:160] + "…"
 	}
 	return fmt.Sprintf("%q", id)
 }
