@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -91,6 +92,12 @@ catalogs:
 	got, err := queryInTxn(t, c2, tx.ID(), "SELECT count(*) FROM orders")
 	if err != nil || !slices.Equal(got, []string{"100"}) {
 		t.Fatalf("query in the transaction through replica 2: %v, %v", got, err)
+	}
+	// A result bigger than gRPC's default 4 MiB message comes through.
+	big := g2.flightClient(t, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	got, err = queryInTxn(t, big, tx.ID(), "SELECT repeat('x', 1000) || i AS s FROM range(8000) t(i)")
+	if err != nil || len(got) != 8000 {
+		t.Fatalf("a large result in the transaction through replica 2: %d rows, %v", len(got), err)
 	}
 	// (The table exists, created by the ingest; its rows are staged.)
 	if got := countIn(t, c2, "orders"); got != "0" {

@@ -54,7 +54,9 @@ type peers struct {
 	conns    map[string]*grpc.ClientConn // for forwarded calls (route.go)
 }
 
-func newPeers(entries []string, timeout time.Duration, creds credentials.TransportCredentials, log *slog.Logger) *peers {
+// newPeers reaches entries with creds; maxMsg bounds a message either
+// way (limits.max_batch_bytes: a forwarded call carries batches).
+func newPeers(entries []string, timeout time.Duration, creds credentials.TransportCredentials, maxMsg int, log *slog.Logger) *peers {
 	if timeout <= 0 {
 		timeout = DefaultPeerTimeout
 	}
@@ -64,7 +66,8 @@ func newPeers(entries []string, timeout time.Duration, creds credentials.Transpo
 		log:     log,
 		lookup:  net.DefaultResolver.LookupHost,
 		dial: func(addr string) (*grpc.ClientConn, error) {
-			return grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+			return grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
+				grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsg), grpc.MaxCallSendMsgSize(maxMsg)))
 		},
 		breakers: map[string]*gobreaker.CircuitBreaker[struct{}]{},
 		conns:    map[string]*grpc.ClientConn{},

@@ -15,7 +15,7 @@ import (
 // stands for every address it resolves to; duplicates are dropped; a name
 // that does not resolve is reported, naming it, and the others are kept.
 func TestPeersResolve(t *testing.T) {
-	p := newPeers([]string{"10.0.0.9:32010", "gw.headless:32010", "gone:1", "10.0.0.9:32010", "[::1]:7"}, 0, insecure.NewCredentials(),
+	p := newPeers([]string{"10.0.0.9:32010", "gw.headless:32010", "gone:1", "10.0.0.9:32010", "[::1]:7"}, 0, insecure.NewCredentials(), 1<<20,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	p.lookup = func(_ context.Context, host string) ([]string, error) {
 		switch host {

@@ -99,7 +99,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 	}
 	var cancelPeers handlers.Peers
 	if len(cfg.Cluster.Peers) > 0 || cfg.Cluster.Advertise != "" {
-		s.peers = newPeers(cfg.Cluster.Peers, cfg.Cluster.PeerTimeout.Duration, peerCreds, log)
+		s.peers = newPeers(cfg.Cluster.Peers, cfg.Cluster.PeerTimeout.Duration, peerCreds, int(cfg.Limits.MaxBatchBytes), log)
 		if len(cfg.Cluster.Peers) > 0 {
 			cancelPeers = s.peers
 		}
