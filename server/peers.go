@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -26,6 +27,10 @@ import (
 // DefaultPeerTimeout bounds one call to a peer when cluster.peer_timeout
 // is unset.
 const DefaultPeerTimeout = 2 * time.Second
+
+// peerKeepalive is how often a connection to a peer with a call open is
+// pinged.
+const peerKeepalive = 30 * time.Second
 
 // peerAttempts is how many times a call to a peer is tried when it fails
 // with a transient error (every call to a peer is idempotent).
@@ -67,7 +72,10 @@ func newPeers(entries []string, timeout time.Duration, creds credentials.Transpo
 		lookup:  net.DefaultResolver.LookupHost,
 		dial: func(addr string) (*grpc.ClientConn, error) {
 			return grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
-				grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsg), grpc.MaxCallSendMsgSize(maxMsg)))
+				grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsg), grpc.MaxCallSendMsgSize(maxMsg)),
+				// A replica gone silent in a forwarded stream is noticed
+				// (the server permits pings this often: server.go).
+				grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: peerKeepalive, Timeout: 10 * time.Second}))
 		},
 		breakers: map[string]*gobreaker.CircuitBreaker[struct{}]{},
 		conns:    map[string]*grpc.ClientConn{},

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/sony/gobreaker/v2"
@@ -71,7 +73,7 @@ func (r router) unary() grpc.UnaryServerInterceptor {
 		default:
 			reply = &flight.FlightInfo{}
 		}
-		err := r.peers.forward(ctx, addr, func(ctx context.Context, conn *grpc.ClientConn) error {
+		err := r.peers.forward(ctx, addr, true, func(ctx context.Context, conn *grpc.ClientConn) error {
 			var header, trailer metadata.MD
 			err := conn.Invoke(ctx, info.FullMethod, req, reply, grpc.Header(&header), grpc.Trailer(&trailer))
 			_ = grpc.SetHeader(ctx, header)
@@ -103,7 +105,7 @@ func (r router) stream() grpc.StreamServerInterceptor {
 			return handler(srv, &replayStream{ServerStream: ss, first: first})
 		}
 		r.log.Debug("call forwarded to the transaction's replica", "method", info.FullMethod, "replica", addr)
-		return r.peers.forward(ss.Context(), addr, func(ctx context.Context, conn *grpc.ClientConn) error {
+		return r.peers.forward(ss.Context(), addr, false, func(ctx context.Context, conn *grpc.ClientConn) error {
 			return proxyStream(ctx, ss, conn, info.FullMethod, first, kind.req, kind.resp, kind.clientStreams)
 		})
 	}
@@ -196,8 +198,11 @@ func proxyStream(ctx context.Context, ss grpc.ServerStream, conn *grpc.ClientCon
 
 // forward runs call against the replica at addr through its breaker, as
 // the caller: the incoming metadata (but gRPC's own) goes along, marked
-// forwarded. An unreachable replica is Unavailable, naming it.
-func (p *peers) forward(ctx context.Context, addr string, call func(context.Context, *grpc.ClientConn) error) error {
+// forwarded. An idempotent call (planning a query) that finds the replica
+// unavailable is tried again, at most peerAttempts times in all; others
+// are not (an ingest or a commit may have landed). An unreachable replica
+// is Unavailable, naming it.
+func (p *peers) forward(ctx context.Context, addr string, idempotent bool, call func(context.Context, *grpc.ClientConn) error) error {
 	conn, err := p.conn(addr)
 	if err != nil {
 		return status.Errorf(codes.Unavailable, "the transaction's replica %s: %v", addr, err)
@@ -212,9 +217,25 @@ func (p *peers) forward(ctx context.Context, addr string, call func(context.Cont
 			out[k] = v
 		}
 	}
-	_, err = p.breaker(addr).Execute(func() (struct{}, error) {
-		return struct{}{}, call(metadata.NewOutgoingContext(ctx, out), conn)
-	})
+	attempts := 1
+	if idempotent {
+		attempts = peerAttempts
+	}
+	for attempt := range attempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(50*time.Millisecond<<(attempt-1) + rand.N(50*time.Millisecond)):
+			}
+		}
+		_, err = p.breaker(addr).Execute(func() (struct{}, error) {
+			return struct{}{}, call(metadata.NewOutgoingContext(ctx, out), conn)
+		})
+		if err == nil || status.Code(err) != codes.Unavailable {
+			break
+		}
+	}
 	switch {
 	case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
 		return status.Errorf(codes.Unavailable, "the transaction's replica %s is failing; retry later: %v", addr, err)

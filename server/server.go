@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/flightgw/flightgw/auth"
 	"github.com/flightgw/flightgw/catalogs"
@@ -135,6 +136,9 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		grpc.StatsHandler(connWatcher{txns: s.txns}),
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
+		// Clients and peer replicas may ping a connection with a call open
+		// every 10s (peers ping every 30s) to notice a dead one.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
 		grpc.ForceServerCodecV2(newFrameCodec()),
 		grpc.ChainUnaryInterceptor(recoverUnary(log), logUnary(log), authn.UnaryInterceptor(), rt.unary()),
 		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), authn.StreamInterceptor(), rt.stream(),
