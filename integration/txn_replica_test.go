@@ -113,6 +113,16 @@ catalogs:
 		}
 	}
 
+	// Calls that name no transaction are served where they arrive (the
+	// router hands the request it read to the handler): an auto-commit
+	// ingest, a query.
+	if n, err := c2.ExecuteIngest(ctx, reader(t, people(t, 0, 30)), modeCreate("local_orders")); err != nil || n != 30 {
+		t.Fatalf("auto-commit ingest through replica 2: %d rows, %v", n, err)
+	}
+	if got := countIn(t, c2, "local_orders"); got != "30" {
+		t.Errorf("replica 2 counts %s rows of its own ingest, want 30", got)
+	}
+
 	// Rollback: begun on 2, ingested and rolled back through 1.
 	tx2, err := c2.BeginTransaction(ctx)
 	if err != nil {
