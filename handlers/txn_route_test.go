@@ -14,7 +14,7 @@ import (
 	"github.com/flightgw/flightgw/txn"
 )
 
-func replicaHandler(t *testing.T, key, advertise string) *Handler {
+func replicaHandler(t testing.TB, key, advertise string) *Handler {
 	t.Helper()
 	h, err := New(Options{Txns: txn.NewManager(time.Minute, nil), TicketKey: []byte(key), Advertise: advertise})
 	if err != nil {
@@ -23,7 +23,7 @@ func replicaHandler(t *testing.T, key, advertise string) *Handler {
 	return h
 }
 
-func packed(t *testing.T, m proto.Message) []byte {
+func packed(t testing.TB, m proto.Message) []byte {
 	t.Helper()
 	var a anypb.Any
 	if err := a.MarshalFrom(m); err != nil {
@@ -104,4 +104,33 @@ func TestRoute(t *testing.T) {
 			t.Errorf("%s: routed to %q, want served here", name, got)
 		}
 	}
+}
+
+// FuzzRoute: no request makes Route panic, and only a transaction id a
+// replica with the same key signed routes anywhere, to the replica it
+// names.
+func FuzzRoute(f *testing.F) {
+	here := replicaHandler(f, "k", "10.0.0.1:32010")
+	there := replicaHandler(f, "k", "10.0.0.2:32010")
+	theirs, _ := there.newTxnID()
+	f.Add(uint8(0), packed(f, &pb.ActionEndTransactionRequest{TransactionId: []byte(theirs)}))
+	f.Add(uint8(1), packed(f, &pb.CommandStatementIngest{TransactionId: []byte(theirs)}))
+	f.Add(uint8(2), packed(f, &pb.TicketStatementQuery{StatementHandle: []byte("fgw1.e30.AAAA")}))
+	f.Add(uint8(1), []byte("fgwt1.."))
+	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
+		var m proto.Message
+		switch kind % 4 {
+		case 0:
+			m = &flight.Action{Type: flightsql.EndTransactionActionType, Body: b}
+		case 1:
+			m = &flight.FlightData{FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: b}}
+		case 2:
+			m = &flight.Ticket{Ticket: b}
+		default:
+			m = &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: b}
+		}
+		if got := here.Route(m); got != "" && got != "10.0.0.2:32010" {
+			t.Fatalf("routed to %q, an address no replica with the key signed", got)
+		}
+	})
 }
