@@ -15,8 +15,6 @@ import (
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 )
 
 // queryInTxn plans query in transaction id through c and reads it there:
@@ -24,11 +22,7 @@ import (
 // forwards them.
 func queryInTxn(t *testing.T, c *flightsql.Client, id []byte, query string) ([]string, error) {
 	t.Helper()
-	var a anypb.Any
-	if err := a.MarshalFrom(&pb.CommandStatementQuery{Query: query, TransactionId: id}); err != nil {
-		t.Fatal(err)
-	}
-	cmd, _ := proto.Marshal(&a)
+	cmd := mustAny(t, &pb.CommandStatementQuery{Query: query, TransactionId: id})
 	info, err := c.Client.GetFlightInfo(context.Background(), &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd})
 	if err != nil {
 		return nil, err
