@@ -44,9 +44,10 @@ var routedStreams = map[string]struct {
 // router forwards a call that names a transaction another replica holds
 // to that replica (handlers.Handler.Route), as the caller: its metadata
 // is passed on, marked forwarded, and the answer, headers and trailers
-// come back as they are. The call is not retried (an ingest is not
-// idempotent unless the client made it so); the replica's breaker fails
-// it fast while that replica is unreachable.
+// come back as they are. Only a plan (unary) is retried (peers.forward);
+// the replica's breaker fails calls fast while it is unreachable. The
+// router runs after authentication, so only an authenticated call is
+// forwarded, and the replica authenticates it again.
 type router struct {
 	h     *handlers.Handler
 	peers *peers
@@ -136,7 +137,11 @@ func (s *replayStream) RecvMsg(m any) error {
 }
 
 // proxyStream runs the call on conn: first and the rest of the client's
-// messages go there, its answers come back, one message at a time.
+// messages go there, its answers come back, one message at a time. When
+// the replica ends the call first, the goroutine pumping the client's
+// messages may still be blocked reading the next one: it ends with the
+// call, which this function's return ends (it cannot be waited for
+// before, since the read only returns then).
 func proxyStream(ctx context.Context, ss grpc.ServerStream, conn *grpc.ClientConn, method string, first proto.Message,
 	newReq, newResp func() proto.Message, clientStreams bool) error {
 	ctx, cancel := context.WithCancel(ctx)
