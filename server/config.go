@@ -51,6 +51,7 @@ type Config struct {
 	Tickets        TicketsConfig   `yaml:"tickets"`
 	TLS            TLSConfig       `yaml:"tls"`
 	Cluster        ClusterConfig   `yaml:"cluster"`
+	Health         HealthConfig    `yaml:"health"`
 	Debug          DebugConfig     `yaml:"debug"`
 }
 
@@ -73,6 +74,15 @@ type ClusterConfig struct {
 	// transaction here, so that clients may send each call to any
 	// replica.
 	Advertise string `yaml:"advertise"`
+}
+
+// HealthConfig configures the plain-HTTP health endpoints.
+type HealthConfig struct {
+	// Listen serves /healthz and /readyz over plain HTTP on this address
+	// (e.g. :8081), for probes that cannot call the gRPC health service
+	// over TLS; empty serves nothing. The gRPC health service is always
+	// served on the main listener.
+	Listen string `yaml:"listen"`
 }
 
 // DebugConfig holds operator diagnostics, off by default.
@@ -218,7 +228,7 @@ var EnvVars = []string{
 	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_STATEMENT_TIMEOUT", "FLIGHTGW_AUTH_SIGNING_KEY",
 	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
 	"FLIGHTGW_GC_PERCENT", "FLIGHTGW_CLUSTER_PEERS", "FLIGHTGW_TLS_CERT_FILE", "FLIGHTGW_TLS_KEY_FILE",
-	"FLIGHTGW_TLS_CLIENT_CA_FILE", "FLIGHTGW_CLUSTER_ADVERTISE",
+	"FLIGHTGW_TLS_CLIENT_CA_FILE", "FLIGHTGW_CLUSTER_ADVERTISE", "FLIGHTGW_HEALTH_LISTEN",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -230,6 +240,7 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		"FLIGHTGW_TICKETS_SIGNING_KEY": &c.Tickets.SigningKey, "FLIGHTGW_PPROF_LISTEN": &c.Debug.PprofListen,
 		"FLIGHTGW_TLS_CERT_FILE": &c.TLS.CertFile, "FLIGHTGW_TLS_KEY_FILE": &c.TLS.KeyFile,
 		"FLIGHTGW_TLS_CLIENT_CA_FILE": &c.TLS.ClientCAFile, "FLIGHTGW_CLUSTER_ADVERTISE": &c.Cluster.Advertise,
+		"FLIGHTGW_HEALTH_LISTEN": &c.Health.Listen,
 	}
 	for k, p := range str {
 		if v, ok := lookup(k); ok {
@@ -444,6 +455,11 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.TLS.validate()...)
+	if c.Health.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Health.Listen); err != nil {
+			errs = append(errs, fmt.Errorf("health.listen: %q is not host:port", c.Health.Listen))
+		}
+	}
 	if c.Debug.PprofListen != "" {
 		if err := checkExposure(c.Debug.PprofListen, false, false); err != nil {
 			errs = append(errs, fmt.Errorf("debug.pprof_listen: must be a loopback address, got %q", c.Debug.PprofListen))

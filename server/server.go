@@ -312,6 +312,16 @@ func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		}
 		defer stop()
 	}
+	if cfg.Health.Listen != "" {
+		stop, _, err := s.serveHealthHTTP(cfg.Health.Listen)
+		if err != nil {
+			lis.Close()
+			s.txns.Close()
+			s.closeCatalogs()
+			return fmt.Errorf("health.listen: %w", err)
+		}
+		defer stop()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(lis) }()
 	select {

@@ -3,7 +3,9 @@ package server
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -80,6 +82,30 @@ func TestServeHealthAndShutdown(t *testing.T) {
 	if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health = %v, %v", resp, err)
 	}
+	// The same over plain HTTP (health.listen), for probes without TLS.
+	stopHTTP, httpAddr, err := s.serveHealthHTTP("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopHTTP()
+	get := func(path string) (int, string) {
+		r, err := http.Get("http://" + httpAddr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, strings.TrimSpace(string(b))
+	}
+	if code, body := get("/healthz"); code != 200 || body != "ok" {
+		t.Errorf("/healthz = %d %q", code, body)
+	}
+	if code, body := get("/readyz"); code != 200 || body != "serving" {
+		t.Errorf("/readyz = %d %q", code, body)
+	}
+	if code, _ := get("/debug/pprof/"); code != 404 {
+		t.Errorf("/debug/pprof/ = %d, want 404: only health is served there", code)
+	}
 	// An open transaction is rolled back at shutdown.
 	if _, err := s.txns.Begin("default/anonymous", ""); err != nil {
 		t.Fatal(err)
@@ -87,6 +113,13 @@ func TestServeHealthAndShutdown(t *testing.T) {
 	s.Shutdown()
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v", err)
+	}
+	// Once shutdown began, not ready; still alive.
+	if code, body := get("/readyz"); code != 503 || body != "not serving" {
+		t.Errorf("/readyz after shutdown = %d %q", code, body)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("/healthz after shutdown = %d", code)
 	}
 	if s.txns.OpenCount() != 0 {
 		t.Fatal("transactions left open after shutdown")

@@ -1,0 +1,48 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// serveHealthHTTP serves the gateway's health over plain HTTP on addr,
+// for probes that cannot call gRPC over TLS (Kubernetes' gRPC probe has
+// no TLS): /healthz answers 200 while the process runs (liveness), and
+// /readyz 200 while the gRPC health service reports SERVING, 503 once a
+// shutdown began (readiness: the load balancer stops sending calls while
+// in-flight ones finish). Nothing else is served there.
+func (s *Server) serveHealthHTTP(addr string) (stop func(), bound string, err error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		resp, err := s.health.Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "not serving")
+			return
+		}
+		fmt.Fprintln(w, "serving")
+	})
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Warn("health HTTP server", "err", err)
+		}
+	}()
+	s.log.Info("health HTTP serving", "addr", lis.Addr().String())
+	return func() { _ = srv.Close() }, lis.Addr().String(), nil
+}
