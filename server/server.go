@@ -302,23 +302,27 @@ func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
 		s.closeCatalogs()
 		return err
 	}
-	if cfg.Debug.PprofListen != "" {
-		stop, err := servePprof(cfg.Debug.PprofListen, log)
-		if err != nil {
-			lis.Close()
-			s.txns.Close()
-			s.closeCatalogs()
-			return fmt.Errorf("debug.pprof_listen: %w", err)
+	// The side listeners (pprof, HTTP health): one that cannot start
+	// stops the gateway before it serves.
+	for _, side := range []struct {
+		key, addr string
+		start     func(string) (func(), error)
+	}{
+		{"debug.pprof_listen", cfg.Debug.PprofListen, func(a string) (func(), error) { return servePprof(a, log) }},
+		{"health.listen", cfg.Health.Listen, func(a string) (func(), error) {
+			stop, _, err := s.serveHealthHTTP(a)
+			return stop, err
+		}},
+	} {
+		if side.addr == "" {
+			continue
 		}
-		defer stop()
-	}
-	if cfg.Health.Listen != "" {
-		stop, _, err := s.serveHealthHTTP(cfg.Health.Listen)
+		stop, err := side.start(side.addr)
 		if err != nil {
 			lis.Close()
 			s.txns.Close()
 			s.closeCatalogs()
-			return fmt.Errorf("health.listen: %w", err)
+			return fmt.Errorf("%s: %w", side.key, err)
 		}
 		defer stop()
 	}
