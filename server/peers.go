@@ -150,25 +150,31 @@ func (p *peers) resolve(ctx context.Context) ([]string, []error) {
 	return slices.Compact(addrs), errs
 }
 
-// call sends the cancel to one address through its breaker, retrying a
-// transient failure.
+// call sends the cancel to one address, each attempt bounded by the
+// peer timeout.
 func (p *peers) call(ctx context.Context, addr string, req *flight.CancelFlightInfoRequest) error {
+	return p.attempt(ctx, addr, peerAttempts, func(ctx context.Context) error {
+		actx, cancel := context.WithTimeout(ctx, p.timeout)
+		defer cancel()
+		return p.cancelOn(actx, addr, req)
+	})
+}
+
+// attempt runs fn against addr through its breaker, at most n times: a
+// transient failure (transientPeerError) is tried again after a backoff
+// with jitter, while ctx lasts.
+func (p *peers) attempt(ctx context.Context, addr string, n int, fn func(context.Context) error) error {
 	cb := p.breaker(addr)
 	var err error
-	for attempt := range peerAttempts {
-		if attempt > 0 {
-			wait := 50*time.Millisecond<<(attempt-1) + rand.N(50*time.Millisecond)
+	for i := range n {
+		if i > 0 {
 			select {
 			case <-ctx.Done():
 				return err
-			case <-time.After(wait):
+			case <-time.After(50*time.Millisecond<<(i-1) + rand.N(50*time.Millisecond)):
 			}
 		}
-		_, err = cb.Execute(func() (struct{}, error) {
-			actx, cancel := context.WithTimeout(ctx, p.timeout)
-			defer cancel()
-			return struct{}{}, p.cancelOn(actx, addr, req)
-		})
+		_, err = cb.Execute(func() (struct{}, error) { return struct{}{}, fn(ctx) })
 		if err == nil || !transientPeerError(err) || ctx.Err() != nil {
 			return err
 		}
@@ -177,11 +183,10 @@ func (p *peers) call(ctx context.Context, addr string, req *flight.CancelFlightI
 }
 
 func (p *peers) cancelOn(ctx context.Context, addr string, req *flight.CancelFlightInfoRequest) error {
-	conn, err := p.dial(addr)
+	conn, err := p.conn(addr)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
 	res, err := flight.NewClientFromConn(conn, nil).CancelFlightInfo(ctx, req)
 	if err != nil {
 		return err

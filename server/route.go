@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/sony/gobreaker/v2"
@@ -204,8 +202,8 @@ func proxyStream(ctx context.Context, ss grpc.ServerStream, conn *grpc.ClientCon
 // forward runs call against the replica at addr through its breaker, as
 // the caller: the incoming metadata (but gRPC's own) goes along, marked
 // forwarded. An idempotent call (planning a query) that finds the replica
-// unavailable is tried again, at most peerAttempts times in all; others
-// are not (an ingest or a commit may have landed). An unreachable replica
+// unavailable or slow is tried again, at most peerAttempts times in all;
+// others are not (an ingest or a commit may have landed). An unreachable replica
 // is Unavailable, naming it.
 func (p *peers) forward(ctx context.Context, addr string, idempotent bool, call func(context.Context, *grpc.ClientConn) error) error {
 	conn, err := p.conn(addr)
@@ -226,21 +224,9 @@ func (p *peers) forward(ctx context.Context, addr string, idempotent bool, call 
 	if idempotent {
 		attempts = peerAttempts
 	}
-	for attempt := range attempts {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return err
-			case <-time.After(50*time.Millisecond<<(attempt-1) + rand.N(50*time.Millisecond)):
-			}
-		}
-		_, err = p.breaker(addr).Execute(func() (struct{}, error) {
-			return struct{}{}, call(metadata.NewOutgoingContext(ctx, out), conn)
-		})
-		if err == nil || status.Code(err) != codes.Unavailable {
-			break
-		}
-	}
+	err = p.attempt(ctx, addr, attempts, func(ctx context.Context) error {
+		return call(metadata.NewOutgoingContext(ctx, out), conn)
+	})
 	switch {
 	case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
 		return status.Errorf(codes.Unavailable, "the transaction's replica %s is failing; retry later: %v", addr, err)
