@@ -86,6 +86,13 @@ type CommitOutcome struct {
 	CommittedAt time.Time `json:"committed_at"`
 	// Retried counts the compare-and-swap conflicts the commit retried.
 	Retried uint32 `json:"retried"`
+	// Duplicate is true when the commit id had already landed with other
+	// data than these receipts' (a second writer using the same commit id):
+	// nothing of these receipts is in the table, and their staged files are
+	// the caller's to discard. A commit repeated after a lost reply, whose
+	// landed snapshot holds these very receipts, is not a duplicate. It is
+	// not part of the JSON form.
+	Duplicate bool `json:"-"`
 }
 
 // MarshalJSON writes committed_at in RFC 3339, in UTC.

@@ -1,0 +1,98 @@
+package catalogs
+
+import (
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// WriteTxn names the gateway unit of work a write belongs to: a Flight SQL
+// transaction, or one auto-commit ingest or INSERT. Backends whose writes
+// go into a transaction of their own (StarRocks Stream Load, an upstream
+// Flight SQL server) use it so that one gateway unit of work is one backend
+// transaction, however many streams and batches it receives.
+type WriteTxn struct {
+	// ID identifies the unit of work: the Flight transaction id, or a
+	// fresh id for an auto-commit write. Every write of one unit of work to
+	// one table carries the same ID.
+	ID string
+	// CommitID is the id the commit of this unit of work will record (the
+	// value CommitOnce receives). A backend that labels its transactions
+	// derives the label from it, so that a retried commit finds the first.
+	CommitID string
+	// AutoCommit is true when the unit of work commits as soon as its one
+	// stream ends (no Flight transaction).
+	AutoCommit bool
+}
+
+// TxnStreamWriter is implemented by backends that need to know the unit of
+// work a write stream belongs to. The gateway prefers it to StreamWriter.
+//
+// Every stream opened with the same WriteTxn.ID on the same table belongs
+// to one backend transaction; the receipts the streams return are
+// committed together (Commit, CommitOnce or CommitOverwrite with
+// WriteTxn.CommitID) or discarded together (Discarder), exactly once.
+// Aborting one stream (WriteStream.Abort) may doom the whole backend
+// transaction: the later commit then fails with ErrFailedPrecondition
+// naming the table, and nothing of the unit of work becomes visible.
+type TxnStreamWriter interface {
+	OpenTxnStream(ctx context.Context, table TableIdent, w WriteTxn) (WriteStream, error)
+}
+
+// CommitMode says how one table's receipts land.
+type CommitMode int
+
+const (
+	// ModeAppend adds the receipts' data to the table.
+	ModeAppend CommitMode = iota
+	// ModeOverwrite replaces all of the table's data with the receipts'
+	// (and its schema too, when the receipts came from a SchemaReplacer
+	// stream with another schema).
+	ModeOverwrite
+)
+
+// String names the mode for messages.
+func (m CommitMode) String() string {
+	if m == ModeOverwrite {
+		return "overwrite"
+	}
+	return "append"
+}
+
+// TableCommit is one table's share of a multi-table commit.
+type TableCommit struct {
+	Table    TableIdent
+	Mode     CommitMode
+	Receipts []WriteReceipt
+}
+
+// MultiTableCommitter is implemented by backends whose catalog can commit
+// several tables atomically (Iceberg on a REST catalog, through its
+// transactions/commit endpoint): either every table's snapshot lands or
+// none does.
+type MultiTableCommitter interface {
+	// CommitTables commits every table in one atomic catalog operation,
+	// recording commitID in each new snapshot, with the compare-and-swap
+	// retry loop of Commit. When commitID has already landed on every
+	// table it returns those outcomes and appends nothing (with
+	// CommitOutcome.Duplicate set where the landed data are not these
+	// receipts'). Outcomes are in the order of tables.
+	CommitTables(ctx context.Context, commitID string, tables []TableCommit) ([]CommitOutcome, error)
+}
+
+// SchemaReplacer is implemented by backends that can replace a table's
+// data and schema in one commit (ingest mode replace, whatever columns the
+// upload has). The backend decides whether the upload's schema is the
+// table's own (after its type conversions, so that int8 columns sent to an
+// int column are the same schema) or a new one; either way the table keeps
+// its identity and history, and readers see the old table until the commit
+// and the new one after it, never an empty or missing table.
+type SchemaReplacer interface {
+	// OpenReplaceStream opens a write stream whose files are written
+	// under schema. Its receipts are committed with
+	// Overwriter.CommitOverwrite (or MultiTableCommitter with
+	// ModeOverwrite), which then also makes schema the table's schema when
+	// it differs from the current one. It returns ErrInvalidArgument
+	// naming the column when a type cannot be stored.
+	OpenReplaceStream(ctx context.Context, table TableIdent, schema *arrow.Schema) (WriteStream, error)
+}
