@@ -163,37 +163,16 @@ func (h *Handler) insertSource(ctx context.Context, t *insertTable, st *insertSt
 		close: func() { rows.Close(); cancel() }}, nil
 }
 
-// writeInsert writes an INSERT's batches through the bulk-ingest path
-// (planIngest, writeStream, then the transaction or commitIngest).
+// writeInsert writes an INSERT's batches through the one write path
+// (txn.Manager.Write) as an append, inside the caller's transaction when
+// one is open.
 func (h *Handler) writeInsert(ctx context.Context, t *insertTable, txnID []byte, src *batchSource) (int64, error) {
 	tx, err := h.ingestTxn(ctx, t.p, txnID)
 	if err != nil {
 		return 0, err
 	}
-	plan, err := h.planIngest(ctx, t.cat, t.ident, nil, t.schema, tx != nil)
-	if err != nil {
-		return 0, err
-	}
-	receipts, rows, err := writeStream(ctx, plan, src)
-	if err != nil {
-		h.abandon(ctx, plan, receipts, tx == nil)
-		return 0, err
-	}
-	if tx != nil {
-		superseded, err := tx.Add(t.ident, plan.provider, txn.Append, receipts)
-		if err != nil {
-			h.abandon(ctx, plan, receipts, false)
-			return 0, err
-		}
-		if err := txn.Discard(context.WithoutCancel(ctx), plan.provider, t.ident, superseded); err != nil {
-			h.log.Warn("discard superseded receipts", "table", t.ident.String(), "err", err)
-		}
-		return rows, nil
-	}
-	if err := h.commitIngest(ctx, plan, "insert-"+randomID(), receipts); err != nil {
-		return 0, err
-	}
-	return rows, nil
+	res, err := h.opts.Txns.Write(ctx, txn.Write{Table: t.ident, Provider: t.cat.Provider, Txn: tx}, src)
+	return res.Rows, err
 }
 
 // batchSource adapts a stream of batches (an engine result, or parameter

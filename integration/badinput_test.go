@@ -284,7 +284,12 @@ func TestEndTransactionErrors(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	assertStatus(t, endTransaction(t, c, id, commit), codes.FailedPrecondition, "already committed")
+	// COMMIT repeated (a client that lost the reply) succeeds again;
+	// ROLLBACK of a committed transaction is refused.
+	if err := endTransaction(t, c, id, commit); err != nil {
+		t.Fatalf("repeated COMMIT: %v", err)
+	}
+	assertStatus(t, endTransaction(t, c, id, pb.ActionEndTransactionRequest_END_TRANSACTION_ROLLBACK), codes.FailedPrecondition, "already committed")
 
 	// An explicit transaction id on the ingest command. (The table is
 	// created first: once tx2 is open, an ingest from this connection

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
@@ -27,16 +28,19 @@ const (
 // State of a transaction.
 type State int
 
-// Transaction states.
+// Transaction states. A commit that fails leaves the transaction Open (its
+// tables that landed stay landed), so that COMMIT can be retried or the
+// rest rolled back.
 const (
 	Open State = iota
 	Committed
 	RolledBack
 	Expired
+	Committing
 )
 
 func (s State) String() string {
-	return [...]string{"open", "committed", "rolled back", "expired"}[s]
+	return [...]string{"open", "committed", "rolled back", "expired", "committing"}[s]
 }
 
 // Staged is what one table has staged inside a transaction.
@@ -45,6 +49,15 @@ type Staged struct {
 	Provider catalogs.Provider
 	Mode     Mode
 	Receipts []catalogs.WriteReceipt
+	// landed is set once the table's commit has landed (an earlier COMMIT
+	// attempt that failed on a later table); it is never committed or
+	// discarded again.
+	landed bool
+	// unknown is set when a commit attempt's outcome could not be told:
+	// before its receipts are discarded the commit id is looked up again.
+	unknown bool
+	// commitID is the id its commit records.
+	commitID string
 }
 
 // Txn is one transaction. Its methods are safe for concurrent use.
@@ -52,11 +65,12 @@ type Txn struct {
 	id      string
 	owner   string
 	session string
+	// lastUsed is a UnixNano time, read without the lock by the manager.
+	lastUsed atomic.Int64
 
-	mu       sync.Mutex
-	state    State
-	tables   []*Staged // in first-write order
-	lastUsed time.Time
+	mu     sync.Mutex
+	state  State
+	tables []*Staged // in first-write order
 	// orphanedAt is when the session the transaction is bound to ended
 	// (the client's connection closed); zero while it lives.
 	orphanedAt time.Time
@@ -65,34 +79,47 @@ type Txn struct {
 // ID is the transaction id given to the client.
 func (t *Txn) ID() string { return t.id }
 
-// Add joins receipts staged for table to the transaction. It fails with
-// ErrFailedPrecondition when the transaction is no longer open; the caller then
-// discards the receipts itself. With Overwrite, what the transaction had
-// staged for the table before is superseded: Add returns those receipts
-// for the caller to discard.
-func (t *Txn) Add(table catalogs.TableIdent, p catalogs.Provider, mode Mode, receipts []catalogs.WriteReceipt) (superseded []catalogs.WriteReceipt, err error) {
+// CommitID is the commit id every table of the transaction records.
+func (t *Txn) CommitID() string { return "txn-" + t.id }
+
+func (t *Txn) touch() { t.lastUsed.Store(time.Now().UnixNano()) }
+
+func (t *Txn) used() time.Time { return time.Unix(0, t.lastUsed.Load()) }
+
+// add joins receipts staged for table to the transaction. It fails with
+// ErrFailedPrecondition when the transaction is not open (ended, or a
+// COMMIT is under way); the caller then discards the receipts itself. With
+// Overwrite, what the transaction had staged for the table before is
+// superseded: add returns those receipts for the caller to discard.
+func (t *Txn) add(table catalogs.TableIdent, p catalogs.Provider, mode Mode, receipts []catalogs.WriteReceipt) (superseded []catalogs.WriteReceipt, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.state != Open {
 		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "transaction %s is %s", t.id, t.state)
 	}
-	t.lastUsed = time.Now()
+	t.touch()
 	key := table.Key()
 	for _, s := range t.tables {
-		if s.Table.Key() == key {
-			if mode == Overwrite {
-				// A later replace supersedes what the transaction staged
-				// before: those files must not land.
-				old := s.Receipts
-				s.Mode = Overwrite
-				s.Receipts = append([]catalogs.WriteReceipt(nil), receipts...)
-				return old, nil
-			}
-			s.Receipts = append(s.Receipts, receipts...)
-			return nil, nil
+		if s.Table.Key() != key {
+			continue
 		}
+		if s.landed {
+			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition,
+				"transaction %s: table %s was already committed by an earlier COMMIT of this transaction", t.id, table)
+		}
+		if mode == Overwrite {
+			// A later replace supersedes what the transaction staged
+			// before: those files must not land.
+			old := s.Receipts
+			s.Mode = Overwrite
+			s.Receipts = append([]catalogs.WriteReceipt(nil), receipts...)
+			return old, nil
+		}
+		s.Receipts = append(s.Receipts, receipts...)
+		return nil, nil
 	}
-	t.tables = append(t.tables, &Staged{Table: table, Provider: p, Mode: mode, Receipts: append([]catalogs.WriteReceipt(nil), receipts...)})
+	t.tables = append(t.tables, &Staged{Table: table, Provider: p, Mode: mode,
+		Receipts: append([]catalogs.WriteReceipt(nil), receipts...), commitID: t.CommitID()})
 	return nil, nil
 }
 
@@ -107,22 +134,42 @@ func (t *Txn) StagedFor(table catalogs.TableIdent) (mode Mode, receipts []catalo
 	}
 	key := table.Key()
 	for _, s := range t.tables {
-		if s.Table.Key() == key {
+		if s.Table.Key() == key && !s.landed {
 			return s.Mode, append([]catalogs.WriteReceipt(nil), s.Receipts...), true
 		}
 	}
 	return Append, nil, false
 }
 
-// finish moves an open transaction to state and returns what it staged.
-func (t *Txn) finish(state State) ([]*Staged, error) {
+// begin moves an open transaction to state (Committing, RolledBack or
+// Expired) and returns what it staged.
+func (t *Txn) begin(state State) ([]*Staged, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.state != Open {
+	switch t.state {
+	case Open:
+	case Committing:
+		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "transaction %s: a COMMIT is under way", t.id)
+	default:
 		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "transaction %s is already %s", t.id, t.state)
 	}
 	t.state = state
 	return t.tables, nil
+}
+
+// reopen moves a transaction whose COMMIT failed back to Open.
+func (t *Txn) reopen() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.state = Open
+	t.touch()
+}
+
+// setState ends a COMMIT.
+func (t *Txn) setState(state State) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.state = state
 }
 
 // Manager creates, finds and ends transactions.
@@ -210,7 +257,8 @@ func (m *Manager) BeginWithID(id, owner, session string) (*Txn, error) {
 	if _, ok := m.ended[id]; ok {
 		return nil, catalogs.Errorf(catalogs.ErrAlreadyExists, "transaction id %s is already in use", printable(id))
 	}
-	t := &Txn{id: id, owner: owner, session: session, lastUsed: time.Now()}
+	t := &Txn{id: id, owner: owner, session: session}
+	t.touch()
 	m.open[t.id] = t
 	return t, nil
 }
@@ -223,9 +271,7 @@ func (m *Manager) Get(owner, id string) (*Txn, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t, ok := m.open[id]; ok && t.owner == owner {
-		t.mu.Lock()
-		t.lastUsed = time.Now()
-		t.mu.Unlock()
+		t.touch()
 		return t, nil
 	}
 	if e, ok := m.ended[id]; ok && e.owner == owner {
@@ -253,12 +299,23 @@ func (m *Manager) ForSession(owner, session string) (*Txn, bool) {
 	var best *Txn
 	for _, t := range m.open {
 		if t.owner == owner && t.session == session {
-			if best == nil || t.lastUsed.After(best.lastUsed) {
+			if best == nil || t.used().After(best.used()) {
 				best = t
 			}
 		}
 	}
 	return best, best != nil
+}
+
+// endedAs returns how the ended transaction id of owner ended, or Open
+// when the manager has no record of it.
+func (m *Manager) endedAs(owner, id string) State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.ended[id]; ok && e.owner == owner {
+		return e.state
+	}
+	return Open
 }
 
 func (m *Manager) retire(t *Txn, state State) {
@@ -268,59 +325,118 @@ func (m *Manager) retire(t *Txn, state State) {
 	m.ended[t.id] = endedTxn{owner: t.owner, state: state, at: time.Now()}
 }
 
-// Commit commits every table the transaction staged, each in one snapshot,
-// in first-write order. The transaction id is the commit id, so a commit
-// that a backend already applied is not applied twice.
+// Commit commits every table the transaction staged, under the commit id
+// txn-<id>, and then ends it. Tables of one catalog that can commit
+// several tables atomically (catalogs.MultiTableCommitter) commit in one
+// catalog operation; otherwise each table commits in one snapshot, in
+// first-write order, each with the landed-commit check.
+//
+// When a table's commit fails, the tables before it stay committed and
+// the transaction stays open: COMMIT may be retried (what landed is found
+// by its commit id and not applied twice) or the rest rolled back. Staged
+// files are deleted only when their commit certainly did not land. COMMIT
+// of a transaction that has already committed succeeds again, so a client
+// that lost the reply can retry.
 func (m *Manager) Commit(ctx context.Context, owner, id string) error {
 	t, err := m.Get(owner, id)
 	if err != nil {
+		if m.endedAs(owner, id) == Committed {
+			return nil
+		}
 		return err
 	}
-	staged, err := t.finish(Committed)
+	staged, err := t.begin(Committing)
 	if err != nil {
 		return err
 	}
-	defer m.retire(t, Committed)
-	var done []string
-	for i, s := range staged {
-		if err := commitTable(ctx, id, s); err != nil {
-			rest := staged[i+1:]
-			m.discardAll(context.WithoutCancel(ctx), rest)
-			m.discardAll(context.WithoutCancel(ctx), []*Staged{s})
-			return fmt.Errorf("transaction %s: commit of %s failed after %s committed; %s discarded: %w",
-				id, s.Table, listOrNone(done), listOrNone(names(append([]*Staged{s}, rest...))), err)
+	if err := m.commitAll(ctx, t, staged); err != nil {
+		t.reopen()
+		return err
+	}
+	t.setState(Committed)
+	m.retire(t, Committed)
+	return nil
+}
+
+// commitAll commits what is not yet landed of staged.
+func (m *Manager) commitAll(ctx context.Context, t *Txn, staged []*Staged) error {
+	var pending []*Staged
+	for _, s := range staged {
+		if !s.landed {
+			pending = append(pending, s)
 		}
-		done = append(done, s.Table.String())
+	}
+	if mc, ok := oneMultiCommitter(pending); ok {
+		outs, err := commitTables(ctx, mc, pending, t.CommitID())
+		if err != nil {
+			for _, s := range pending {
+				s.unknown = s.unknown || isUnknown(err)
+			}
+			return fmt.Errorf("transaction %s: atomic commit of %s failed, nothing committed; the transaction is still open (retry COMMIT or ROLLBACK): %w",
+				t.id, listOrNone(names(pending)), err)
+		}
+		for i, s := range pending {
+			m.landed(ctx, s, outs[i])
+		}
+		return nil
+	}
+	for i, s := range pending {
+		out, err := commitStaged(ctx, s, t.CommitID())
+		if err != nil {
+			s.unknown = s.unknown || isUnknown(err)
+			return fmt.Errorf("transaction %s: commit of %s failed (committed: %s; not committed: %s); the transaction is still open (retry COMMIT or ROLLBACK): %w",
+				t.id, s.Table, listOrNone(landedNames(staged)), listOrNone(names(pending[i:])), err)
+		}
+		m.landed(ctx, s, out)
 	}
 	return nil
 }
 
-func commitTable(ctx context.Context, id string, s *Staged) error {
-	commitID := "txn-" + id
-	switch {
-	case s.Mode == Overwrite:
-		ow, ok := s.Provider.(catalogs.Overwriter)
-		if !ok {
-			return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: backend cannot replace data", s.Table)
+// landed records that s's commit landed; a Duplicate outcome (the commit
+// id landed with other data) leaves s's own files unreferenced, so they
+// are discarded.
+func (m *Manager) landed(ctx context.Context, s *Staged, out catalogs.CommitOutcome) {
+	s.landed = true
+	if out.Duplicate {
+		if err := discard(context.WithoutCancel(ctx), s.Provider, s.Table, s.Receipts); err != nil {
+			m.log.Warn("discard receipts of a duplicate commit", "table", s.Table.String(), "err", err)
 		}
-		_, err := ow.CommitOverwrite(ctx, s.Table, commitID, s.Receipts)
-		return err
-	case len(s.Receipts) == 0:
-		return nil
-	default:
-		if ic, ok := s.Provider.(catalogs.IdempotentCommitter); ok {
-			_, err := ic.CommitOnce(ctx, s.Table, commitID, s.Receipts)
-			return err
-		}
-		_, err := s.Provider.Commit(ctx, s.Table, s.Receipts)
-		return err
 	}
+}
+
+// oneMultiCommitter returns the atomic multi-table committer when every
+// pending table belongs to one catalog that offers one, and there are at
+// least two tables.
+func oneMultiCommitter(pending []*Staged) (catalogs.MultiTableCommitter, bool) {
+	if len(pending) < 2 {
+		return nil, false
+	}
+	mc, ok := pending[0].Provider.(catalogs.MultiTableCommitter)
+	if !ok {
+		return nil, false
+	}
+	for _, s := range pending[1:] {
+		if s.Provider != pending[0].Provider {
+			return nil, false
+		}
+	}
+	return mc, true
 }
 
 func names(s []*Staged) []string {
 	out := make([]string, len(s))
 	for i, x := range s {
 		out[i] = x.Table.String()
+	}
+	return out
+}
+
+func landedNames(s []*Staged) []string {
+	var out []string
+	for _, x := range s {
+		if x.landed {
+			out = append(out, x.Table.String())
+		}
 	}
 	return out
 }
@@ -332,24 +448,50 @@ func listOrNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// Rollback discards everything the transaction staged.
+// Rollback discards everything the transaction staged that has not
+// landed. Tables that an earlier, partly failed COMMIT committed stay
+// committed; the error says so. ROLLBACK of a transaction already rolled
+// back (or expired) succeeds again.
 func (m *Manager) Rollback(ctx context.Context, owner, id string) error {
 	t, err := m.Get(owner, id)
 	if err != nil {
+		if st := m.endedAs(owner, id); st == RolledBack || st == Expired {
+			return nil
+		}
 		return err
 	}
-	staged, err := t.finish(RolledBack)
+	staged, err := t.begin(RolledBack)
 	if err != nil {
 		return err
 	}
-	defer m.retire(t, RolledBack)
-	return m.discardAll(ctx, staged)
+	m.retire(t, RolledBack)
+	err = m.discardAll(ctx, staged)
+	if done := landedNames(staged); len(done) > 0 {
+		return errors.Join(catalogs.Errorf(catalogs.ErrFailedPrecondition,
+			"transaction %s rolled back, but %s had already been committed by an earlier COMMIT and stay committed", t.id, listOrNone(done)), err)
+	}
+	return err
 }
 
+// discardAll deletes the staged files of every table whose commit did not
+// land. A table whose commit outcome was unknown is looked up by its
+// commit id first; if that cannot be told, its files are kept (the orphan
+// reclaimer removes them once they are old enough and unreferenced).
 func (m *Manager) discardAll(ctx context.Context, staged []*Staged) error {
 	var errs []error
 	for _, s := range staged {
-		if err := Discard(ctx, s.Provider, s.Table, s.Receipts); err != nil {
+		if s.landed {
+			continue
+		}
+		if s.unknown {
+			if landed, err := m.lookup(ctx, s); landed || err != nil {
+				if err != nil {
+					m.log.Warn("commit outcome unknown; staged files kept", "table", s.Table.String(), "err", err)
+				}
+				continue
+			}
+		}
+		if err := discard(ctx, s.Provider, s.Table, s.Receipts); err != nil {
 			m.log.Warn("discard staged files", "table", s.Table.String(), "receipts", len(s.Receipts), "err", err)
 			errs = append(errs, err)
 		}
@@ -357,15 +499,17 @@ func (m *Manager) discardAll(ctx context.Context, staged []*Staged) error {
 	return errors.Join(errs...)
 }
 
-// Discard removes staged receipts when the backend can.
-func Discard(ctx context.Context, p catalogs.Provider, table catalogs.TableIdent, receipts []catalogs.WriteReceipt) error {
-	if len(receipts) == 0 {
-		return nil
+// lookup tells whether s's commit under the transaction's commit id
+// landed after all.
+func (m *Manager) lookup(ctx context.Context, s *Staged) (bool, error) {
+	ic, ok := s.Provider.(catalogs.IdempotentCommitter)
+	if !ok {
+		return false, fmt.Errorf("table %s: the catalog cannot look commits up", s.Table)
 	}
-	if d, ok := p.(catalogs.Discarder); ok {
-		return d.Discard(ctx, table, receipts)
-	}
-	return nil
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+	defer cancel()
+	_, landed, err := ic.FindCommit(lctx, s.Table, s.commitID)
+	return landed, err
 }
 
 // OpenCount returns the number of open transactions.
@@ -416,10 +560,10 @@ func (m *Manager) expireIdle(now time.Time) {
 	for _, t := range m.open {
 		t.mu.Lock()
 		limit := m.idle
-		if !t.orphanedAt.IsZero() && !t.lastUsed.After(t.orphanedAt) {
+		if !t.orphanedAt.IsZero() && !t.used().After(t.orphanedAt) {
 			limit = min(limit, m.orphan)
 		}
-		if now.Sub(t.lastUsed) > limit {
+		if now.Sub(t.used()) > limit && t.state == Open {
 			stale = append(stale, t)
 		}
 		t.mu.Unlock()
@@ -436,7 +580,7 @@ func (m *Manager) expireIdle(now time.Time) {
 }
 
 func (m *Manager) abort(t *Txn, state State) {
-	staged, err := t.finish(state)
+	staged, err := t.begin(state)
 	if err != nil {
 		return
 	}

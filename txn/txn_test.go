@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,11 +68,11 @@ func TestCommitAndRollback(t *testing.T) {
 	ctx := context.Background()
 
 	a, _ := m.Begin("realm/alice", "s1")
-	if _, err := a.Add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("a1")}); err != nil {
+	if _, err := a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("a1")}); err != nil {
 		t.Fatal(err)
 	}
-	a.Add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("a2")})
-	a.Add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("a3")})
+	a.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("a2")})
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("a3")})
 	if len(p.committed) != 0 {
 		t.Fatal("data committed before EndTransaction")
 	}
@@ -83,7 +84,7 @@ func TestCommitAndRollback(t *testing.T) {
 	}
 
 	b, _ := m.Begin("realm/alice", "s1")
-	b.Add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("b1")})
+	b.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("b1")})
 	if err := m.Rollback(ctx, "realm/alice", b.ID()); err != nil {
 		t.Fatal(err)
 	}
@@ -114,26 +115,162 @@ func TestEndErrors(t *testing.T) {
 	if !errors.Is(err, catalogs.ErrFailedPrecondition) {
 		t.Fatalf("ended id: %v", err)
 	}
-	if _, err := a.Add(tbl("t"), &recorder{}, Append, nil); !errors.Is(err, catalogs.ErrFailedPrecondition) {
+	if _, err := a.add(tbl("t"), &recorder{}, Append, nil); !errors.Is(err, catalogs.ErrFailedPrecondition) {
 		t.Fatalf("add to ended: %v", err)
 	}
 }
 
-func TestPartialFailureDiscardsRest(t *testing.T) {
+func TestFailedCommitStaysRetryable(t *testing.T) {
 	m := NewManager(time.Minute, nil)
 	defer m.Close()
 	p := &recorder{committed: map[string][]string{}, failOn: "t2"}
+	ctx := context.Background()
 	a, _ := m.Begin("r/a", "")
-	a.Add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")})
-	a.Add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("2")})
-	a.Add(tbl("t3"), p, Append, []catalogs.WriteReceipt{rc("3")})
-	err := m.Commit(context.Background(), "r/a", a.ID())
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")})
+	a.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("2")})
+	a.add(tbl("t3"), p, Append, []catalogs.WriteReceipt{rc("3")})
+	err := m.Commit(ctx, "r/a", a.ID())
 	if !errors.Is(err, catalogs.ErrConflict) {
 		t.Fatalf("err = %v", err)
 	}
-	if len(p.committed["t1"]) != 1 || len(p.discarded) != 2 {
+	if !strings.Contains(err.Error(), "still open") || !strings.Contains(err.Error(), "committed: c.n.t1") {
+		t.Fatalf("message does not say what happened: %v", err)
+	}
+	if len(p.committed["t1"]) != 1 || len(p.discarded) != 0 {
 		t.Fatalf("committed=%v discarded=%v", p.committed, p.discarded)
 	}
+	// Retried, the commit lands the rest and not t1 again.
+	p.failOn = ""
+	if err := m.Commit(ctx, "r/a", a.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.committed["t1"]) != 1 || len(p.committed["t2"]) != 1 || len(p.committed["t3"]) != 1 {
+		t.Fatalf("committed=%v", p.committed)
+	}
+	// A COMMIT repeated after its reply was lost succeeds again.
+	if err := m.Commit(ctx, "r/a", a.ID()); err != nil {
+		t.Fatalf("repeated commit: %v", err)
+	}
+}
+
+func TestRollbackAfterFailedCommit(t *testing.T) {
+	m := NewManager(time.Minute, nil)
+	defer m.Close()
+	p := &recorder{committed: map[string][]string{}, failOn: "t2"}
+	ctx := context.Background()
+	a, _ := m.Begin("r/a", "")
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")})
+	a.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("2")})
+	if err := m.Commit(ctx, "r/a", a.ID()); err == nil {
+		t.Fatal("commit succeeded")
+	}
+	err := m.Rollback(ctx, "r/a", a.ID())
+	if !errors.Is(err, catalogs.ErrFailedPrecondition) || !strings.Contains(err.Error(), "c.n.t1") {
+		t.Fatalf("rollback must say t1 stays committed: %v", err)
+	}
+	if len(p.discarded) != 1 || p.discarded[0] != `"2"` {
+		t.Fatalf("discarded = %v (t1's files are live)", p.discarded)
+	}
+}
+
+// lossy is a backend whose commits land but whose replies are lost
+// (lose), or whose outcome nobody can tell (blind: FindCommit fails too).
+type lossy struct {
+	recorder
+	lose, blind bool
+	ids         map[string]bool // table/commit id that landed
+}
+
+func (l *lossy) CommitOnce(ctx context.Context, t catalogs.TableIdent, id string, rs []catalogs.WriteReceipt) (catalogs.CommitOutcome, error) {
+	l.mu.Lock()
+	landed := l.ids[t.Name+"/"+id]
+	l.mu.Unlock()
+	if landed {
+		return catalogs.CommitOutcome{SnapshotID: 1}, nil
+	}
+	out, err := l.Commit(ctx, t, rs)
+	if err != nil {
+		return out, err
+	}
+	l.mu.Lock()
+	l.ids[t.Name+"/"+id] = true
+	l.mu.Unlock()
+	if l.lose || l.blind {
+		return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrUnavailable, "table %s: connection reset", t)
+	}
+	return out, nil
+}
+
+func (l *lossy) FindCommit(_ context.Context, t catalogs.TableIdent, id string) (catalogs.CommitRecord, bool, error) {
+	if l.blind {
+		return catalogs.CommitRecord{}, false, catalogs.Errorf(catalogs.ErrUnavailable, "catalog down")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return catalogs.CommitRecord{Outcome: catalogs.CommitOutcome{SnapshotID: 1}}, l.ids[t.Name+"/"+id], nil
+}
+
+func TestLostReplyKeepsFiles(t *testing.T) {
+	m := NewManager(time.Minute, nil)
+	defer m.Close()
+	p := &lossy{recorder: recorder{committed: map[string][]string{}}, lose: true, ids: map[string]bool{}}
+	a, _ := m.Begin("r/a", "")
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")})
+	if err := m.Commit(context.Background(), "r/a", a.ID()); err != nil {
+		t.Fatalf("a commit that landed must report success: %v", err)
+	}
+	if len(p.discarded) != 0 || len(p.committed["t1"]) != 1 {
+		t.Fatalf("committed=%v discarded=%v", p.committed, p.discarded)
+	}
+}
+
+func TestUnknownOutcomeKeepsFiles(t *testing.T) {
+	m := NewManager(time.Minute, nil)
+	defer m.Close()
+	p := &lossy{recorder: recorder{committed: map[string][]string{}}, blind: true, ids: map[string]bool{}}
+	ctx := context.Background()
+	a, _ := m.Begin("r/a", "")
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")})
+	err := m.Commit(ctx, "r/a", a.ID())
+	if !errors.Is(err, catalogs.ErrUnavailable) || !strings.Contains(err.Error(), "outcome unknown") {
+		t.Fatalf("err = %v", err)
+	}
+	// Rolled back (or expired) while the outcome still cannot be told:
+	// the files stay.
+	if err := m.Rollback(ctx, "r/a", a.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.discarded) != 0 {
+		t.Fatalf("discarded %v of a commit that may have landed", p.discarded)
+	}
+}
+
+func TestTwoTransactionsOneSessionConcurrently(t *testing.T) {
+	m := NewManager(time.Minute, nil)
+	defer m.Close()
+	p := &recorder{committed: map[string][]string{}}
+	a, _ := m.Begin("r/a", "s")
+	b, _ := m.Begin("r/a", "s")
+	var wg sync.WaitGroup
+	for _, x := range []*Txn{a, b} {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				x.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("x")})
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if _, ok := m.ForSession("r/a", "s"); !ok {
+					t.Error("session lost its transactions")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func TestOverwriteSupersedes(t *testing.T) {
@@ -141,8 +278,8 @@ func TestOverwriteSupersedes(t *testing.T) {
 	defer m.Close()
 	p := &recorder{committed: map[string][]string{}}
 	a, _ := m.Begin("r/a", "")
-	a.Add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("old")})
-	sup, err := a.Add(tbl("t1"), p, Overwrite, []catalogs.WriteReceipt{rc("new")})
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("old")})
+	sup, err := a.add(tbl("t1"), p, Overwrite, []catalogs.WriteReceipt{rc("new")})
 	if err != nil || len(sup) != 1 || string(sup[0].Metadata) != `"old"` {
 		t.Fatalf("superseded = %v, %v", sup, err)
 	}
@@ -162,7 +299,7 @@ func TestSessionBindingAndIdleExpiry(t *testing.T) {
 	if _, ok := m.ForSession("r/a", "peer:2"); ok {
 		t.Fatal("another session found the transaction")
 	}
-	a.Add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("x")})
+	a.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("x")})
 	m.expireIdle(time.Now().Add(2 * time.Hour))
 	if m.OpenCount() != 0 || len(p.discarded) != 1 {
 		t.Fatalf("open=%d discarded=%v", m.OpenCount(), p.discarded)
@@ -176,7 +313,7 @@ func TestCloseRollsBackOpen(t *testing.T) {
 	m := NewManager(time.Hour, nil)
 	p := &recorder{committed: map[string][]string{}}
 	a, _ := m.Begin("r/a", "")
-	a.Add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("x")})
+	a.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("x")})
 	m.Close()
 	if len(p.discarded) != 1 {
 		t.Fatalf("discarded = %v", p.discarded)
@@ -192,8 +329,8 @@ func TestOrphanedSessionExpiresEarly(t *testing.T) {
 	p := &recorder{committed: map[string][]string{}}
 	a, _ := m.Begin("r/a", "peer:1")
 	b, _ := m.Begin("r/a", "peer:2")
-	a.Add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("a")})
-	b.Add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("b")})
+	a.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("a")})
+	b.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("b")})
 	m.SessionEnded("peer:1")
 	m.expireIdle(time.Now().Add(DefaultOrphanGrace + time.Second))
 	if _, err := m.Get("r/a", a.ID()); !errors.Is(err, catalogs.ErrFailedPrecondition) {

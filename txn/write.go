@@ -1,0 +1,348 @@
+package txn
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// IfExists says what a write does to a table that exists.
+type IfExists int
+
+const (
+	// ExistsAppend appends to it (the default).
+	ExistsAppend IfExists = iota
+	// ExistsFail refuses the write with ErrAlreadyExists.
+	ExistsFail
+	// ExistsReplace replaces its data (and its schema, when the write's
+	// differs) in one commit.
+	ExistsReplace
+)
+
+// Write is one write into one table: a bulk-ingest stream, an INSERT's
+// result, a prepared INSERT's parameter batches.
+type Write struct {
+	Table    catalogs.TableIdent
+	Provider catalogs.Provider
+	// CreateIfMissing creates a missing table from the source's schema;
+	// otherwise a missing table is ErrNotFound.
+	CreateIfMissing bool
+	IfExists        IfExists
+	// Txn is the transaction the write joins; nil commits it on its own
+	// (auto-commit) as soon as the source ends.
+	Txn *Txn
+	// CommitID is the id an auto-commit records (IdempotencyCommitID for
+	// a client's key); empty draws a random one. It must be empty inside
+	// a transaction, whose commit id is the transaction's.
+	CommitID string
+	// Idempotent says CommitID came from the client: when it has already
+	// landed on the table, the source is read to its end and nothing is
+	// written (a retry of a write whose reply was lost).
+	Idempotent bool
+}
+
+// Source is a stream of batches to write: flight.MessageReader satisfies
+// it. Err is the error that ended the stream, already classified for the
+// client by whoever built the source.
+type Source interface {
+	Schema() *arrow.Schema
+	Next() bool
+	RecordBatch() arrow.RecordBatch
+	Err() error
+}
+
+// Result is what a write did.
+type Result struct {
+	// Rows is the number of rows written (for a repeated idempotent
+	// write, the number the first one wrote).
+	Rows int64
+	// Created is true when the write created the table.
+	Created bool
+	// Repeated is true when an idempotent write had already landed.
+	Repeated bool
+}
+
+// IdempotencyCommitID scopes a client's idempotency key to its realm and
+// principal (the table scopes it too: commit ids are looked up per table),
+// so that another principal choosing the same key is a different write.
+func IdempotencyCommitID(realm, principal, key string) string {
+	h := sha256.Sum256([]byte(realm + "\x00" + principal + "\x00" + key))
+	return "idem-" + hex.EncodeToString(h[:16])
+}
+
+// Write is the one write path of the gateway. It plans the write (create,
+// append, replace), streams the source into the backend, and then either
+// joins the staged receipts to w.Txn or commits them with the landed-commit
+// check. On any failure what it staged is deleted, unless a commit's
+// outcome is unknown (then nothing is, and the error says so).
+//
+// A table it creates is never dropped again, even when the write then
+// fails: other writers may already have committed to it, and their
+// acknowledged rows must not be lost.
+func (m *Manager) Write(ctx context.Context, w Write, src Source) (Result, error) {
+	if w.Txn != nil && w.CommitID != "" {
+		return Result{}, catalogs.Errorf(catalogs.ErrInvalidArgument,
+			"write into %s: an idempotency key cannot be used inside a transaction (the transaction's commit is the unit of retry)", w.Table)
+	}
+	if w.Txn == nil && w.CommitID == "" {
+		w.CommitID = "write-" + randomID()
+	}
+	if w.Idempotent {
+		if res, done, err := repeated(ctx, w, src); done || err != nil {
+			return res, err
+		}
+	}
+	schema := src.Schema()
+	if schema == nil {
+		if err := src.Err(); err != nil {
+			return Result{}, err
+		}
+		return Result{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "write into %s: the stream ended before its schema", w.Table)
+	}
+	p, err := plan(ctx, w, schema)
+	if err != nil {
+		return Result{Created: p.created}, p.explain(err)
+	}
+	ws, err := p.open(ctx, schema)
+	if err != nil {
+		return Result{Created: p.created}, p.explain(err)
+	}
+	rows, err := copyBatches(ctx, w.Table, ws, src)
+	if err != nil {
+		if aerr := ws.Abort(context.WithoutCancel(ctx)); aerr != nil {
+			m.log.Warn("abort write stream", "table", w.Table.String(), "err", aerr)
+		}
+		return Result{Created: p.created}, p.explain(err)
+	}
+	receipts, err := ws.Close(ctx)
+	if err != nil {
+		return Result{Created: p.created}, p.explain(err)
+	}
+	res := Result{Rows: rows, Created: p.created}
+	if w.Txn != nil {
+		superseded, err := w.Txn.add(w.Table, w.Provider, p.mode, receipts)
+		if err != nil {
+			receipts = append(receipts, superseded...)
+			if derr := discard(context.WithoutCancel(ctx), w.Provider, w.Table, receipts); derr != nil {
+				m.log.Warn("discard staged files", "table", w.Table.String(), "err", derr)
+			}
+			return Result{Created: p.created}, err
+		}
+		if err := discard(context.WithoutCancel(ctx), w.Provider, w.Table, superseded); err != nil {
+			m.log.Warn("discard superseded receipts", "table", w.Table.String(), "err", err)
+		}
+		return res, nil
+	}
+	s := &Staged{Table: w.Table, Provider: w.Provider, Mode: p.mode, Receipts: receipts, commitID: w.CommitID}
+	out, err := commitStaged(ctx, s, w.CommitID)
+	switch {
+	case isUnknown(err):
+		m.log.Warn("commit outcome unknown; staged files kept", "table", w.Table.String(), "commit_id", w.CommitID, "err", err)
+		return Result{Created: p.created}, p.explain(err)
+	case err != nil:
+		if derr := discard(context.WithoutCancel(ctx), w.Provider, w.Table, receipts); derr != nil {
+			m.log.Warn("discard staged files", "table", w.Table.String(), "err", derr)
+		}
+		return Result{Created: p.created}, p.explain(err)
+	case out.Duplicate:
+		// Another write with the same commit id landed first: this one's
+		// files are in no snapshot.
+		if derr := discard(context.WithoutCancel(ctx), w.Provider, w.Table, receipts); derr != nil {
+			m.log.Warn("discard staged files of a duplicate write", "table", w.Table.String(), "err", derr)
+		}
+		res.Repeated = true
+	}
+	return res, nil
+}
+
+// repeated answers an idempotent write whose commit id has already landed:
+// it reads the source to its end (the client is retrying the whole upload)
+// and writes nothing.
+func repeated(ctx context.Context, w Write, src Source) (Result, bool, error) {
+	ic, ok := w.Provider.(catalogs.IdempotentCommitter)
+	if !ok {
+		return Result{}, false, catalogs.Errorf(catalogs.ErrInvalidArgument,
+			"write into %s: catalog %q does not record idempotency keys", w.Table, w.Table.Catalog)
+	}
+	rec, found, err := ic.FindCommit(ctx, w.Table, w.CommitID)
+	if err != nil && !errors.Is(err, catalogs.ErrNotFound) {
+		return Result{}, false, err
+	}
+	if !found {
+		return Result{}, false, nil
+	}
+	for src.Next() {
+	}
+	return Result{Rows: int64(rec.RowCount), Repeated: true}, true, nil
+}
+
+// writePlan is what the write's options and the table's state decided
+// before any data is written.
+type writePlan struct {
+	w       Write
+	mode    Mode
+	created bool
+	// replacer opens the stream of a replace (nil: an ordinary stream).
+	replacer catalogs.SchemaReplacer
+}
+
+// plan applies the create / append / replace rules.
+func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error) {
+	p := writePlan{w: w, mode: Append}
+	spec, err := w.Provider.GetTableSpec(ctx, w.Table)
+	exists := err == nil
+	if err != nil && !errors.Is(err, catalogs.ErrNotFound) {
+		return p, err
+	}
+	if !exists {
+		if !w.CreateIfMissing {
+			return p, catalogs.Errorf(catalogs.ErrNotFound, "write into %s: table does not exist (use mode create or create_append)", w.Table)
+		}
+		tm, ok := w.Provider.(catalogs.TableManager)
+		if !ok {
+			return p, catalogs.Errorf(catalogs.ErrInvalidArgument, "write into %s: catalog %q cannot create tables", w.Table, w.Table.Catalog)
+		}
+		_, err := tm.CreateTable(ctx, w.Table, schema)
+		switch {
+		case err == nil:
+			p.created = true
+			return p, nil
+		case !errors.Is(err, catalogs.ErrAlreadyExists):
+			return p, err
+		}
+		// Created by someone else meanwhile: it exists after all.
+		if spec, err = w.Provider.GetTableSpec(ctx, w.Table); err != nil {
+			return p, err
+		}
+	}
+	switch w.IfExists {
+	case ExistsFail:
+		return p, catalogs.Errorf(catalogs.ErrAlreadyExists, "write into %s: table already exists (use mode append or replace)", w.Table)
+	case ExistsReplace:
+		if _, ok := w.Provider.(catalogs.Overwriter); !ok {
+			return p, catalogs.Errorf(catalogs.ErrInvalidArgument, "write into %s: catalog %q cannot replace a table's data", w.Table, w.Table.Catalog)
+		}
+		p.mode = Overwrite
+		if sr, ok := w.Provider.(catalogs.SchemaReplacer); ok {
+			p.replacer = sr
+			return p, nil
+		}
+		if !sameColumns(spec.Schema, schema) {
+			return p, catalogs.Errorf(catalogs.ErrFailedPrecondition,
+				"write into %s: catalog %q cannot replace a table with other columns in one commit", w.Table, w.Table.Catalog)
+		}
+	}
+	return p, nil
+}
+
+// explain adds to a failed write's error that the table it created stays.
+func (p writePlan) explain(err error) error {
+	if err == nil || !p.created {
+		return err
+	}
+	return fmt.Errorf("%w (table %s was created by this write and is kept, empty: retry with mode create_append)", err, p.w.Table)
+}
+
+// open opens the write stream: a replace's stream, a stream that knows
+// its unit of work, a plain stream, or WriteBatch per batch, in that order
+// of preference.
+func (p writePlan) open(ctx context.Context, schema *arrow.Schema) (catalogs.WriteStream, error) {
+	w := p.w
+	if p.replacer != nil {
+		return p.replacer.OpenReplaceStream(ctx, w.Table, schema)
+	}
+	if tw, ok := w.Provider.(catalogs.TxnStreamWriter); ok {
+		wt := catalogs.WriteTxn{ID: w.CommitID, CommitID: w.CommitID, AutoCommit: true}
+		if w.Txn != nil {
+			wt = catalogs.WriteTxn{ID: w.Txn.ID(), CommitID: w.Txn.CommitID()}
+		}
+		return tw.OpenTxnStream(ctx, w.Table, wt)
+	}
+	if sw, ok := w.Provider.(catalogs.StreamWriter); ok {
+		return sw.OpenStream(ctx, w.Table)
+	}
+	return &batchStream{p: w.Provider, table: w.Table}, nil
+}
+
+// copyBatches writes every batch of src to ws, after checking that its
+// strings are UTF-8.
+func copyBatches(ctx context.Context, table catalogs.TableIdent, ws catalogs.WriteStream, src Source) (int64, error) {
+	var rows int64
+	for src.Next() {
+		batch := src.RecordBatch()
+		if batch.NumRows() == 0 {
+			continue
+		}
+		if err := checkUTF8(table, batch, rows); err != nil {
+			return rows, err
+		}
+		if err := ws.Write(ctx, batch); err != nil {
+			return rows, err
+		}
+		rows += batch.NumRows()
+	}
+	if err := src.Err(); err != nil {
+		return rows, err
+	}
+	if err := ctx.Err(); err != nil {
+		return rows, err
+	}
+	return rows, nil
+}
+
+// sameColumns reports whether two schemas have the same column names and
+// types in the same order (nullability aside).
+func sameColumns(a, b *arrow.Schema) bool {
+	if a == nil || b == nil || a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		fa, fb := a.Field(i), b.Field(i)
+		if fa.Name != fb.Name || !arrow.TypeEqual(fa.Type, fb.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// batchStream is the WriteStream of a backend that has only WriteBatch: a
+// receipt per batch.
+type batchStream struct {
+	p        catalogs.Provider
+	table    catalogs.TableIdent
+	receipts []catalogs.WriteReceipt
+}
+
+func (b *batchStream) Write(ctx context.Context, batch arrow.RecordBatch) error {
+	r, err := b.p.WriteBatch(ctx, b.table, batch)
+	if err != nil {
+		return err
+	}
+	b.receipts = append(b.receipts, r)
+	return nil
+}
+
+func (b *batchStream) Close(context.Context) ([]catalogs.WriteReceipt, error) {
+	r := b.receipts
+	b.receipts = nil
+	return r, nil
+}
+
+func (b *batchStream) Abort(ctx context.Context) error {
+	r := b.receipts
+	b.receipts = nil
+	return discard(ctx, b.p, b.table, r)
+}
+
+func randomID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand never fails on supported platforms
+	return hex.EncodeToString(b)
+}
