@@ -1,5 +1,15 @@
-// Package txn holds Flight SQL transactions: the receipts that writes
-// staged, per table, until EndTransaction commits or rolls them back.
+// Package txn is the gateway's unit of work: the one write path every
+// write takes, and the Flight SQL transactions that hold staged writes.
+//
+// Manager.Write is the only way data reaches a backend. Bulk ingest,
+// INSERT, prepared INSERT and (through Commit) EndTransaction all go
+// through it: it plans the write (create, append, replace), streams the
+// batches into the backend (checking that strings are UTF-8), and then
+// either joins the receipts to a transaction or commits them at once.
+// Every commit goes through commitStaged, which records a commit id and,
+// when the backend's reply is an error, looks the id up before anything
+// is deleted: staged files are discarded only when their commit certainly
+// did not land. A table that a failed write created is never dropped.
 //
 // A transaction is owned by the principal that began it and, optionally,
 // bound to the client session that began it, so that a client which does
@@ -7,9 +17,12 @@
 // with autocommit off) still writes inside it. Abandoned transactions are
 // rolled back after an idle timeout, their staged files discarded.
 //
-// Atomicity: each table's writes commit in one snapshot of that table. A
-// transaction over several tables commits them one after the other, in the
-// order they were first written; if one fails, the tables before it stay
-// committed, the rest are discarded, and the error names both lists. Table
-// formats have no cross-table commit to offer.
+// Atomicity: each table's writes commit in one snapshot of that table.
+// Tables of one catalog that offers an atomic multi-table commit
+// (catalogs.MultiTableCommitter: Iceberg on a REST catalog) commit
+// together, all or none. Elsewhere the tables commit one after the other
+// in the order they were first written; if one fails, the tables before
+// it stay committed and the transaction stays open, so that COMMIT can be
+// retried (what landed is recognised by its commit id) or the rest rolled
+// back.
 package txn
