@@ -100,23 +100,31 @@ catalogs:
 	return g, f
 }
 
-func TestCommitWhoseReplyWasLostKeepsItsFiles(t *testing.T) {
-	g, f := startFaulty(t, "lake")
-	c := g.flightClient(t)
+// stagedTxn creates table with 2 rows, then stages 5 more in a new
+// transaction; it returns the transaction and a copy of its id.
+func stagedTxn(t *testing.T, c *flightsql.Client, table string) (*flightsql.Txn, []byte) {
+	t.Helper()
 	ctx := context.Background()
-	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 2)), modeCreate("lost")); err != nil {
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 2)), modeCreate(table)); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := c.BeginTransaction(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := modeAppend("lost")
+	o := modeAppend(table)
 	o.TransactionId = tx.ID()
 	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 10, 5)), o); err != nil {
 		t.Fatal(err)
 	}
-	id := append([]byte(nil), tx.ID()...)
+	return tx, append([]byte(nil), tx.ID()...)
+}
+
+func TestCommitWhoseReplyWasLostKeepsItsFiles(t *testing.T) {
+	g, f := startFaulty(t, "lake")
+	c := g.flightClient(t)
+	ctx := context.Background()
+	tx, id := stagedTxn(t, c, "lost")
 	f.mu.Lock()
 	f.loseReply = 1
 	f.mu.Unlock()
@@ -141,16 +149,7 @@ func TestCommitWithUnknownOutcomeStaysRetryable(t *testing.T) {
 	g, f := startFaulty(t, "lake")
 	c := g.flightClient(t)
 	ctx := context.Background()
-	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 2)), modeCreate("unknown")); err != nil {
-		t.Fatal(err)
-	}
-	tx, _ := c.BeginTransaction(ctx)
-	o := modeAppend("unknown")
-	o.TransactionId = tx.ID()
-	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 10, 5)), o); err != nil {
-		t.Fatal(err)
-	}
-	id := append([]byte(nil), tx.ID()...)
+	tx, id := stagedTxn(t, c, "unknown")
 	f.mu.Lock()
 	f.loseReply, f.blind = 1, true
 	f.mu.Unlock()
@@ -173,19 +172,10 @@ func TestFailedCommitIsNeverReportedCommitted(t *testing.T) {
 	g, f := startFaulty(t, "lake")
 	c := g.flightClient(t)
 	ctx := context.Background()
-	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 2)), modeCreate("refused")); err != nil {
-		t.Fatal(err)
-	}
-	tx, _ := c.BeginTransaction(ctx)
-	o := modeAppend("refused")
-	o.TransactionId = tx.ID()
-	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 10, 5)), o); err != nil {
-		t.Fatal(err)
-	}
+	tx, id := stagedTxn(t, c, "refused")
 	f.mu.Lock()
 	f.refuse = 1
 	f.mu.Unlock()
-	id := append([]byte(nil), tx.ID()...)
 	assertStatus(t, tx.Commit(ctx), codes.Aborted, "still open")
 	if got := rows(g.readTable(t, "refused")); got != 2 {
 		t.Fatalf("rows = %d after a refused commit", got)
