@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -138,8 +139,11 @@ func connect(db duck.Database) (*conn, error) {
 
 func (c *conn) close() { duck.Disconnect(&c.c) }
 
-// interruptOn interrupts the connection's running query when ctx ends,
-// until the returned stop is called.
+// interruptOn interrupts the connection's statements once ctx ends,
+// until the returned stop is called (which must happen before the
+// connection closes). DuckDB forgets an interrupt when its next statement
+// begins, and a statement may still be starting when ctx ends, so the
+// interrupt is repeated until stop.
 func (c *conn) interruptOn(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
@@ -147,8 +151,18 @@ func (c *conn) interruptOn(ctx context.Context) (stop func()) {
 		defer close(finished)
 		select {
 		case <-ctx.Done():
-			duck.Interrupt(c.c)
 		case <-done:
+			return
+		}
+		tick := time.NewTicker(interruptEvery)
+		defer tick.Stop()
+		for {
+			duck.Interrupt(c.c)
+			select {
+			case <-tick.C:
+			case <-done:
+				return
+			}
 		}
 	}()
 	return func() {
@@ -156,6 +170,10 @@ func (c *conn) interruptOn(ctx context.Context) (stop func()) {
 		<-finished
 	}
 }
+
+// interruptEvery is how often an ended context's connection is
+// interrupted again.
+const interruptEvery = 20 * time.Millisecond
 
 // queryString runs a one-row, one-VARCHAR-column statement with one
 // VARCHAR parameter and returns the value.

@@ -70,7 +70,7 @@ func writeParquet(t *testing.T, dir string, rec arrow.RecordBatch) []string {
 			t.Fatal(err)
 		}
 		name := fmt.Sprintf("src%d", i)
-		release, err := registerStream(c.c, name, rdr)
+		release, err := registerStream(c, name, rdr)
 		if err != nil {
 			t.Fatal(err)
 		}
