@@ -26,6 +26,7 @@ type Engine struct {
 	// keywords are DuckDB's keywords, which it quotes when it prints a
 	// name (names.go).
 	keywords map[string]bool
+	pol      *policy // what queries may not name or must bound (policy.go)
 }
 
 // setting is one DuckDB configuration option.
@@ -93,7 +94,73 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.keywords = kw
+	if e.pol, err = e.loadPolicy(); err != nil {
+		duck.Close(&e.db)
+		return nil, err
+	}
 	return e, nil
+}
+
+// loadPolicy reads from DuckDB the names policy refuses and the engine's
+// memory limit, which bounds guarded functions.
+func (e *Engine) loadPolicy() (*policy, error) {
+	c, err := e.connect()
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	pol := &policy{}
+	for _, q := range []struct {
+		set *map[string]bool
+		sql string
+	}{
+		{&pol.systemViews, `SELECT string_agg(DISTINCT view_name, ' ') FROM duckdb_views()
+			WHERE internal AND schema_name IN ('main', 'pg_catalog') AND $1 <> ''`},
+		{&pol.catalogMacros, `SELECT string_agg(DISTINCT function_name, ' ') FROM duckdb_functions()
+			WHERE function_type = 'macro' AND $1 <> '' AND regexp_matches(macro_definition,
+			'duckdb_[a-z_]+\s*\(|sqlite_|information_schema|pg_catalog\.')`},
+		{&pol.volatile, `SELECT string_agg(DISTINCT function_name, ' ') FROM duckdb_functions()
+			WHERE stability = 'VOLATILE' AND $1 <> ''`},
+	} {
+		list, err := c.queryString(q.sql, "x")
+		if err != nil {
+			return nil, fmt.Errorf("engine: policy: %w", err)
+		}
+		*q.set = map[string]bool{}
+		for _, n := range strings.Fields(list) {
+			(*q.set)[strings.ToLower(n)] = true
+		}
+	}
+	limit, err := c.queryString(`SELECT current_setting('memory_limit')::VARCHAR WHERE $1 <> ''`, "x")
+	if err != nil {
+		return nil, fmt.Errorf("engine: policy: %w", err)
+	}
+	n, err := parseBytes(limit)
+	if err != nil {
+		return nil, fmt.Errorf("engine: memory_limit %q: %w", limit, err)
+	}
+	pol.maxString = max(n/maxStringDivisor, 4<<10)
+	pol.guards = map[string]guard{}
+	for name, forms := range guardSQL {
+		for nargs, g := range forms {
+			js, err := c.queryString("SELECT json_serialize_sql($1::VARCHAR)::VARCHAR", "SELECT "+g.size)
+			if err != nil {
+				return nil, fmt.Errorf("engine: guard of %s: %w", name, err)
+			}
+			tree, err := decodeParse("SELECT", js)
+			if err != nil {
+				return nil, fmt.Errorf("engine: guard of %s: %w", name, err)
+			}
+			node, _ := tree["node"].(map[string]any)
+			sel := anyList(node["select_list"])
+			if len(sel) != 1 {
+				return nil, fmt.Errorf("engine: guard of %s: no expression", name)
+			}
+			size, _ := sel[0].(map[string]any)
+			pol.guards[guardKey(name, nargs)] = guard{arg: g.arg, size: size}
+		}
+	}
+	return pol, nil
 }
 
 // open opens an in-memory DuckDB with the given configuration.
@@ -213,6 +280,9 @@ func (c *conn) queryString(query, arg string) (string, error) {
 
 // classify turns a DuckDB error into an error of a catalogs kind.
 func classify(t duck.ErrorType, msg string) error {
+	if strings.Contains(msg, stringBoundMarker) {
+		return fmt.Errorf("%w: %s", ErrResourceExhausted, msg)
+	}
 	if strings.Contains(msg, "unsuccessful or closed pending query result") {
 		// A DuckDB worker failed while the result streamed, and the fetch
 		// found the query already closed: DuckDB has dropped the cause,

@@ -38,7 +38,7 @@ func (e *Engine) DescribeSplit(ctx context.Context, query string, resolve Resolv
 	defer c.close()
 	stop := c.interruptOn(ctx)
 	defer stop()
-	p, sql, err := c.plan(query, resolve)
+	p, sql, err := c.plan(query, resolve, e.pol)
 	if err != nil {
 		return nil, nil, ctxErr(ctx, err)
 	}
@@ -133,7 +133,7 @@ func destroyTypes(types []duck.LogicalType) {
 
 // plan parses query with DuckDB's parser, resolves and rewrites its table
 // references, and returns the SQL to run.
-func (c *conn) plan(query string, resolve Resolver) (*plan, string, error) {
+func (c *conn) plan(query string, resolve Resolver, pol *policy) (*plan, string, error) {
 	js, err := c.queryString("SELECT json_serialize_sql($1::VARCHAR)::VARCHAR", query)
 	if err != nil {
 		return nil, "", err
@@ -142,8 +142,8 @@ func (c *conn) plan(query string, resolve Resolver) (*plan, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	prefix := "__flightgw_" + randomHex(8) + "_"
-	p, err := newPlan(tree, resolve, func(i int) string { return fmt.Sprintf("%s%d", prefix, i) })
+	prefix := privatePrefix + randomHex(8) + "_"
+	p, err := newPlan(tree, resolve, func(i int) string { return fmt.Sprintf("%s%d", prefix, i) }, pol)
 	if err != nil {
 		return nil, "", err
 	}
@@ -203,7 +203,7 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 	// From the parse on: DuckDB folds constant expressions while it
 	// prepares, which can be as long as running them.
 	r.stop = c.interruptOn(ctx)
-	p, sql, err := c.plan(query, resolve)
+	p, sql, err := c.plan(query, resolve, r.eng.pol)
 	if err != nil {
 		return ctxErr(ctx, err)
 	}

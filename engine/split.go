@@ -39,7 +39,7 @@ func (e *Engine) Split(ctx context.Context, q string, params arrow.RecordBatch, 
 	defer c.close()
 	stop := c.interruptOn(ctx)
 	defer stop()
-	p, sql, err := c.plan(q, resolve)
+	p, sql, err := c.plan(q, resolve, e.pol)
 	if err != nil {
 		return nil, ctxErr(ctx, err)
 	}
