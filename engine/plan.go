@@ -129,11 +129,7 @@ func skipSpace(s string) string {
 				return ""
 			}
 		case strings.HasPrefix(s, "/*"):
-			if i := strings.Index(s[2:], "*/"); i >= 0 {
-				s = s[i+4:]
-			} else {
-				return ""
-			}
+			s = s[skipBlockComment(s, 0):]
 		default:
 			return s
 		}
