@@ -18,7 +18,11 @@
 // DuckDB is locked down when it opens: no external access (no files but
 // the native DuckDB's warehouse roots, no ATTACH, no COPY TO, no extension
 // installs or autoloading) and a locked configuration. Only SELECT statements reach DuckDB at all; every other
-// statement kind is refused by name before it is executed.
+// statement kind is refused by name before it is executed, as are several
+// statements at once, SHOW/DESCRIBE/SUMMARIZE, DuckDB's catalog views and
+// functions (policy.go). No object a query creates outlives it or is seen
+// by another query (cstream.go), and functions whose result size their
+// arguments set are bounded by the memory limit (policy.go).
 //
 // The package needs the duckdb_arrow build tag (set by mk/query.mk for
 // every make target); without it New returns an error of kind

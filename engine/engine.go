@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -25,6 +26,7 @@ type Engine struct {
 	// keywords are DuckDB's keywords, which it quotes when it prints a
 	// name (names.go).
 	keywords map[string]bool
+	pol      *policy // what queries may not name or must bound (policy.go)
 }
 
 // setting is one DuckDB configuration option.
@@ -92,7 +94,73 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.keywords = kw
+	if e.pol, err = e.loadPolicy(); err != nil {
+		duck.Close(&e.db)
+		return nil, err
+	}
 	return e, nil
+}
+
+// loadPolicy reads from DuckDB the names policy refuses and the engine's
+// memory limit, which bounds guarded functions.
+func (e *Engine) loadPolicy() (*policy, error) {
+	c, err := e.connect()
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	pol := &policy{}
+	for _, q := range []struct {
+		set *map[string]bool
+		sql string
+	}{
+		{&pol.systemViews, `SELECT string_agg(DISTINCT view_name, ' ') FROM duckdb_views()
+			WHERE internal AND schema_name IN ('main', 'pg_catalog') AND $1 <> ''`},
+		{&pol.catalogMacros, `SELECT string_agg(DISTINCT function_name, ' ') FROM duckdb_functions()
+			WHERE function_type = 'macro' AND $1 <> '' AND regexp_matches(macro_definition,
+			'duckdb_[a-z_]+\s*\(|sqlite_|information_schema|pg_catalog\.')`},
+		{&pol.volatile, `SELECT string_agg(DISTINCT function_name, ' ') FROM duckdb_functions()
+			WHERE stability = 'VOLATILE' AND $1 <> ''`},
+	} {
+		list, err := c.queryString(q.sql, "x")
+		if err != nil {
+			return nil, fmt.Errorf("engine: policy: %w", err)
+		}
+		*q.set = map[string]bool{}
+		for _, n := range strings.Fields(list) {
+			(*q.set)[strings.ToLower(n)] = true
+		}
+	}
+	limit, err := c.queryString(`SELECT current_setting('memory_limit')::VARCHAR WHERE $1 <> ''`, "x")
+	if err != nil {
+		return nil, fmt.Errorf("engine: policy: %w", err)
+	}
+	n, err := parseBytes(limit)
+	if err != nil {
+		return nil, fmt.Errorf("engine: memory_limit %q: %w", limit, err)
+	}
+	pol.maxString = max(n/maxStringDivisor, 4<<10)
+	pol.guards = map[string]guard{}
+	for name, forms := range guardSQL {
+		for nargs, g := range forms {
+			js, err := c.queryString("SELECT json_serialize_sql($1::VARCHAR)::VARCHAR", "SELECT "+g.size)
+			if err != nil {
+				return nil, fmt.Errorf("engine: guard of %s: %w", name, err)
+			}
+			tree, err := decodeParse("SELECT", js)
+			if err != nil {
+				return nil, fmt.Errorf("engine: guard of %s: %w", name, err)
+			}
+			node, _ := tree["node"].(map[string]any)
+			sel := anyList(node["select_list"])
+			if len(sel) != 1 {
+				return nil, fmt.Errorf("engine: guard of %s: no expression", name)
+			}
+			size, _ := sel[0].(map[string]any)
+			pol.guards[guardKey(name, nargs)] = guard{arg: g.arg, size: size}
+		}
+	}
+	return pol, nil
 }
 
 // open opens an in-memory DuckDB with the given configuration.
@@ -138,8 +206,11 @@ func connect(db duck.Database) (*conn, error) {
 
 func (c *conn) close() { duck.Disconnect(&c.c) }
 
-// interruptOn interrupts the connection's running query when ctx ends,
-// until the returned stop is called.
+// interruptOn interrupts the connection's statements once ctx ends,
+// until the returned stop is called (which must happen before the
+// connection closes). DuckDB forgets an interrupt when its next statement
+// begins, and a statement may still be starting when ctx ends, so the
+// interrupt is repeated until stop.
 func (c *conn) interruptOn(ctx context.Context) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
@@ -147,8 +218,18 @@ func (c *conn) interruptOn(ctx context.Context) (stop func()) {
 		defer close(finished)
 		select {
 		case <-ctx.Done():
-			duck.Interrupt(c.c)
 		case <-done:
+			return
+		}
+		tick := time.NewTicker(interruptEvery)
+		defer tick.Stop()
+		for {
+			duck.Interrupt(c.c)
+			select {
+			case <-tick.C:
+			case <-done:
+				return
+			}
 		}
 	}()
 	return func() {
@@ -156,6 +237,10 @@ func (c *conn) interruptOn(ctx context.Context) (stop func()) {
 		<-finished
 	}
 }
+
+// interruptEvery is how often an ended context's connection is
+// interrupted again.
+const interruptEvery = 20 * time.Millisecond
 
 // queryString runs a one-row, one-VARCHAR-column statement with one
 // VARCHAR parameter and returns the value.
@@ -195,6 +280,9 @@ func (c *conn) queryString(query, arg string) (string, error) {
 
 // classify turns a DuckDB error into an error of a catalogs kind.
 func classify(t duck.ErrorType, msg string) error {
+	if strings.Contains(msg, stringBoundMarker) {
+		return fmt.Errorf("%w: %s", ErrResourceExhausted, msg)
+	}
 	if strings.Contains(msg, "unsuccessful or closed pending query result") {
 		// A DuckDB worker failed while the result streamed, and the fetch
 		// found the query already closed: DuckDB has dropped the cause,

@@ -372,8 +372,10 @@ func (r *Rows) startNative(ctx context.Context, p *plan, sql string, params arro
 		}
 	}
 	// From here the query is the native connection's; Close gives it back.
+	r.stop()
 	r.conn.close()
 	r.conn = nc
+	r.stop = nc.interruptOn(ctx)
 	r.native, r.views = db, names
 	for i, ref := range p.refs {
 		r.scans = append(r.scans, ScanStats{Table: ref.table.Ident, Columns: ref.columns, Filters: ref.filters,
@@ -394,12 +396,11 @@ func (c *conn) streamTypes(ref *scanRef) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	release, err := registerStream(c.c, probe, empty)
+	release, err := registerStream(c, probe, empty)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	defer func() { _ = c.exec("DROP VIEW IF EXISTS " + sqlIdent(probe)) }()
 	var res duck.Result
 	defer duck.DestroyResult(&res)
 	if duck.Query(c.c, "DESCRIBE SELECT * FROM "+sqlIdent(probe), &res) == duck.StateError {

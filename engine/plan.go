@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -77,6 +79,11 @@ func decodeParse(query, js string) (map[string]any, error) {
 	if err := dec.Decode(&p); err != nil {
 		return nil, fmt.Errorf("engine: parse tree: %w", err)
 	}
+	if kinds := StatementKinds(query); len(kinds) > 1 || len(p.Statements) > 1 {
+		// Before the statement kind: the first statement may be a query
+		// and a later one what DuckDB refused to serialize.
+		return nil, errMultiple(kinds)
+	}
 	if p.Error {
 		if strings.Contains(p.ErrorMessage, "Only SELECT statements") {
 			return nil, errUnsupported("%s statements are not supported (only queries and INSERT)", StatementKind(query))
@@ -87,6 +94,11 @@ func decodeParse(query, js string) (map[string]any, error) {
 		return nil, errInvalid("expected exactly one statement, got %d", len(p.Statements))
 	}
 	return p.Statements[0], nil
+}
+
+// errMultiple refuses a text of several statements, naming each.
+func errMultiple(kinds []string) error {
+	return errInvalid("multiple statements are not supported: %s (send one statement per request)", strings.Join(kinds, "; "))
 }
 
 // StatementKind is the first keyword of a statement, upper-cased ("SELECT",
@@ -117,11 +129,7 @@ func skipSpace(s string) string {
 				return ""
 			}
 		case strings.HasPrefix(s, "/*"):
-			if i := strings.Index(s[2:], "*/"); i >= 0 {
-				s = s[i+4:]
-			} else {
-				return ""
-			}
+			s = s[skipBlockComment(s, 0):]
 		default:
 			return s
 		}
@@ -130,25 +138,33 @@ func skipSpace(s string) string {
 
 // newPlan resolves every table reference of tree and works out each
 // scan's projection and filters. views names the private view of the
-// i-th reference.
-func newPlan(tree map[string]any, resolve Resolver, views func(i int) string) (*plan, error) {
+// i-th reference; pol says what else is refused or bounded.
+func newPlan(tree map[string]any, resolve Resolver, views func(i int) string, pol *policy) (*plan, error) {
 	p := &plan{tree: tree, fileSafe: true}
-	ctes := map[string]bool{}
 	star := false
 	cols := map[string]bool{}
 	var walkErr error
+	fail := func(err error) {
+		if walkErr == nil {
+			walkErr = err
+		}
+	}
 	walk(tree, func(m map[string]any) {
 		switch m["type"] {
 		case "RECURSIVE_CTE_NODE":
-			walkErr = errUnsupported("recursive CTEs are not supported")
+			fail(errUnsupported("recursive CTEs are not supported"))
 		case "TABLE_FUNCTION":
-			if err := checkTableFunction(m); err != nil && walkErr == nil {
-				walkErr = err
+			if err := checkTableFunction(m); err != nil {
+				fail(err)
 			}
 		case "SHOW_REF":
-			// DESCRIBE/SUMMARIZE name their table outside a table
-			// reference, where DuckDB would take a path for a file.
-			p.fileSafe = false
+			// DESCRIBE/SUMMARIZE/SHOW look names up in DuckDB's catalog
+			// themselves, outside any table reference.
+			fail(errIntrospection(showKind(m)))
+		case "FUNCTION":
+			if err := pol.checkFunction(m); err != nil {
+				fail(err)
+			}
 		case "STAR":
 			star = true
 		case "COLUMN_REF":
@@ -163,24 +179,21 @@ func newPlan(tree map[string]any, resolve Resolver, views func(i int) string) (*
 				cols[strings.ToLower(n)] = true
 			}
 		}
-		if cm, ok := m["cte_map"].(map[string]any); ok {
-			for _, e := range anyList(cm["map"]) {
-				if em, ok := e.(map[string]any); ok {
-					if k, ok := em["key"].(string); ok {
-						ctes[strings.ToLower(k)] = true
-					}
-					// A stream can be read once: a CTE named twice must be
-					// materialized, not inlined twice.
-					if v, ok := em["value"].(map[string]any); ok {
-						v["materialized"] = "CTE_MATERIALIZE_ALWAYS"
-					}
-				}
+		for _, e := range cteEntries(m) {
+			if strings.HasPrefix(strings.ToLower(e.name), privatePrefix) || pol.systemViews[strings.ToLower(e.name)] {
+				fail(errInvalid("CTE name %s is reserved (a DuckDB system view or the gateway's own)", e.name))
 			}
+			// A stream can be read once: a CTE named twice must be
+			// materialized, not inlined twice.
+			e.value["materialized"] = "CTE_MATERIALIZE_ALWAYS"
 		}
 	})
 	if walkErr != nil {
 		return nil, walkErr
 	}
+	// The references that name a CTE in scope are left to DuckDB; every
+	// other one is a table of the caller's, or refused.
+	ctes := cteRefs(tree)
 	walk(tree, func(m map[string]any) {
 		if walkErr != nil || m["type"] != "BASE_TABLE" {
 			return
@@ -189,13 +202,17 @@ func newPlan(tree map[string]any, resolve Resolver, views func(i int) string) (*
 			return
 		}
 		cat, sch, name := str(m["catalog_name"]), str(m["schema_name"]), str(m["table_name"])
-		if cat == "" && sch == "" && ctes[strings.ToLower(name)] {
-			// Left to DuckDB. Out of the CTE's scope DuckDB would look
-			// the name up itself, and a name like 'x.parquet' is a file
-			// to it: only identifiers may run where files are readable.
+		if ctes.has(m) {
+			// Out of the CTE's scope DuckDB would look the name up
+			// itself, and a name like 'x.parquet' is a file to it: only
+			// identifiers may run where files are readable.
 			if !isIdentifier(name) {
 				p.fileSafe = false
 			}
+			return
+		}
+		if err := pol.checkTable(cat, sch, name); err != nil {
+			walkErr = err
 			return
 		}
 		if at, ok := m["at_clause"]; ok && at != nil {
@@ -229,7 +246,100 @@ func newPlan(tree map[string]any, resolve Resolver, views func(i int) string) (*
 		r.node["catalog_name"] = ""
 		r.node["alias"] = r.alias
 	}
+	if err := pol.bound(tree); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// privatePrefix starts the names of the gateway's own views.
+const privatePrefix = "__flightgw_"
+
+// cteEntry is one CTE of a WITH.
+type cteEntry struct {
+	name  string
+	value map[string]any // its CommonTableExpressionInfo
+}
+
+// cteEntries are the CTEs a query node defines, in the order written.
+func cteEntries(m map[string]any) []cteEntry {
+	cm, ok := m["cte_map"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	var out []cteEntry
+	for _, e := range anyList(cm["map"]) {
+		em, _ := e.(map[string]any)
+		k, ok1 := em["key"].(string)
+		v, ok2 := em["value"].(map[string]any)
+		if ok1 && ok2 {
+			out = append(out, cteEntry{name: k, value: v})
+		}
+	}
+	return out
+}
+
+// refSet is a set of nodes of a tree, by identity.
+type refSet map[uintptr]bool
+
+func (s refSet) has(m map[string]any) bool { return s[reflect.ValueOf(m).Pointer()] }
+
+// cteRefs finds the table references that name a CTE in scope, by SQL's
+// rules: a CTE is visible in the body of the query its WITH belongs to,
+// in the subqueries nested there, and in the CTEs written after it in the
+// same WITH; not in an outer query, a sibling query, or itself (recursive
+// CTEs are refused). DuckDB binds the same way, so a name outside every
+// CTE's scope is resolved as a table of the caller's and never reaches
+// DuckDB's own catalog.
+func cteRefs(tree map[string]any) refSet {
+	set := refSet{}
+	var visit func(v any, scope map[string]bool)
+	visit = func(v any, scope map[string]bool) {
+		switch t := v.(type) {
+		case []any:
+			for _, c := range t {
+				visit(c, scope)
+			}
+		case map[string]any:
+			if t["type"] == "BASE_TABLE" && str(t["catalog_name"]) == "" && str(t["schema_name"]) == "" &&
+				scope[strings.ToLower(str(t["table_name"]))] {
+				set[reflect.ValueOf(t).Pointer()] = true
+			}
+			entries := cteEntries(t)
+			inner := scope
+			if len(entries) > 0 {
+				inner = maps.Clone(scope)
+				for _, e := range entries {
+					visit(e.value, inner) // sees the CTEs before it
+					inner[strings.ToLower(e.name)] = true
+				}
+			}
+			for k, c := range t {
+				if k != "cte_map" {
+					visit(c, inner)
+				}
+			}
+		}
+	}
+	visit(tree, map[string]bool{})
+	return set
+}
+
+// showKind names the statement of a SHOW_REF.
+func showKind(m map[string]any) string {
+	switch m["show_type"] {
+	case "SUMMARY":
+		return "SUMMARIZE"
+	case "DESCRIBE":
+		return "DESCRIBE"
+	}
+	return "SHOW"
+}
+
+// errIntrospection refuses a statement that reads DuckDB's catalog.
+func errIntrospection(what string) error {
+	return errInvalid("%s is not supported: DuckDB's catalog is not readable from SQL "+
+		"(use the Flight SQL metadata calls: GetCatalogs, GetDbSchemas, GetTables with schemas)", what)
 }
 
 // tableFunctions are the table functions a query may call: they make

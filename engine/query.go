@@ -36,9 +36,11 @@ func (e *Engine) DescribeSplit(ctx context.Context, query string, resolve Resolv
 		return nil, nil, err
 	}
 	defer c.close()
-	p, sql, err := c.plan(query, resolve)
+	stop := c.interruptOn(ctx)
+	defer stop()
+	p, sql, err := c.plan(query, resolve, e.pol)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, ctxErr(ctx, err)
 	}
 	release, err := c.registerEmpty(p)
 	if err != nil {
@@ -48,7 +50,7 @@ func (e *Engine) DescribeSplit(ctx context.Context, query string, resolve Resolv
 	var st duck.PreparedStatement
 	defer duck.DestroyPrepare(&st)
 	if duck.Prepare(c.c, sql, &st) == duck.StateError {
-		return nil, nil, classifyMessage(duck.PrepareError(st))
+		return nil, nil, ctxErr(ctx, classifyMessage(duck.PrepareError(st)))
 	}
 	d, err := describe(c, st)
 	if err != nil {
@@ -70,9 +72,6 @@ func (e *Engine) DescribeSplit(ctx context.Context, query string, resolve Resolv
 func (c *conn) registerEmpty(p *plan) (release func(), err error) {
 	var releases []func()
 	release = func() {
-		for _, r := range p.refs {
-			_ = c.exec("DROP VIEW IF EXISTS " + sqlIdent(r.view))
-		}
 		for _, rel := range releases {
 			rel()
 		}
@@ -83,7 +82,7 @@ func (c *conn) registerEmpty(p *plan) (release func(), err error) {
 			release()
 			return nil, err
 		}
-		rel, err := registerStream(c.c, r.view, empty)
+		rel, err := registerStream(c, r.view, empty)
 		if err != nil {
 			release()
 			return nil, err
@@ -134,7 +133,7 @@ func destroyTypes(types []duck.LogicalType) {
 
 // plan parses query with DuckDB's parser, resolves and rewrites its table
 // references, and returns the SQL to run.
-func (c *conn) plan(query string, resolve Resolver) (*plan, string, error) {
+func (c *conn) plan(query string, resolve Resolver, pol *policy) (*plan, string, error) {
 	js, err := c.queryString("SELECT json_serialize_sql($1::VARCHAR)::VARCHAR", query)
 	if err != nil {
 		return nil, "", err
@@ -143,8 +142,8 @@ func (c *conn) plan(query string, resolve Resolver) (*plan, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	prefix := "__flightgw_" + randomHex(8) + "_"
-	p, err := newPlan(tree, resolve, func(i int) string { return fmt.Sprintf("%s%d", prefix, i) })
+	prefix := privatePrefix + randomHex(8) + "_"
+	p, err := newPlan(tree, resolve, func(i int) string { return fmt.Sprintf("%s%d", prefix, i) }, pol)
 	if err != nil {
 		return nil, "", err
 	}
@@ -201,9 +200,12 @@ type Rows struct {
 
 func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch, resolve Resolver) error {
 	c := r.conn
-	p, sql, err := c.plan(query, resolve)
+	// From the parse on: DuckDB folds constant expressions while it
+	// prepares, which can be as long as running them.
+	r.stop = c.interruptOn(ctx)
+	p, sql, err := c.plan(query, resolve, r.eng.pol)
 	if err != nil {
-		return err
+		return ctxErr(ctx, err)
 	}
 	r.plan = p
 	if ok, err := r.startNative(ctx, p, sql, params); ok || err != nil {
@@ -227,7 +229,7 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 		}
 		r.scans = append(r.scans, ScanStats{Table: ref.table.Ident, Columns: ref.columns, Filters: ref.filters,
 			FilesPlanned: res.FilesPlanned, FilesTotal: res.FilesTotal})
-		release, err := registerStream(c.c, ref.view, newPrefetchReader(res.Reader))
+		release, err := registerStream(c, ref.view, newPrefetchReader(res.Reader))
 		if err != nil {
 			return err
 		}
@@ -241,7 +243,7 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 func (r *Rows) run(ctx context.Context, sql string, params arrow.RecordBatch) error {
 	c := r.conn
 	if duck.Prepare(c.c, sql, &r.st) == duck.StateError {
-		return classifyMessage(duck.PrepareError(r.st))
+		return ctxErr(ctx, classifyMessage(duck.PrepareError(r.st)))
 	}
 	if err := bindParams(r.st, params); err != nil {
 		return err
@@ -250,12 +252,18 @@ func (r *Rows) run(ctx context.Context, sql string, params arrow.RecordBatch) er
 	if duck.PendingPreparedStreaming(r.st, &pending) == duck.StateError {
 		err := classifyMessage(duck.PendingError(pending))
 		duck.DestroyPending(&pending)
-		return err
+		return ctxErr(ctx, err)
 	}
 	defer duck.DestroyPending(&pending)
-	r.stop = c.interruptOn(ctx)
 	state := duck.ExecutePending(pending, &r.res)
 	r.hasRes = true
+	if r.native == nil {
+		// The query is bound and started: its streams' views are no
+		// longer needed, and no other connection may see them
+		// (cstream.go). Another connection drops them: a statement on
+		// this one would close the streaming result.
+		r.eng.dropViews(r.plan)
+	}
 	if state == duck.StateError {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -469,6 +477,15 @@ func classifyMessage(msg string) error {
 		}
 	}
 	return classify(duck.ErrorTypeInvalid, msg)
+}
+
+// ctxErr is ctx's error when ctx has ended (DuckDB was interrupted
+// because of it), else err.
+func ctxErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }
 
 func randomHex(n int) string {

@@ -37,9 +37,11 @@ func (e *Engine) Split(ctx context.Context, q string, params arrow.RecordBatch, 
 		return nil, err
 	}
 	defer c.close()
-	p, sql, err := c.plan(q, resolve)
+	stop := c.interruptOn(ctx)
+	defer stop()
+	p, sql, err := c.plan(q, resolve, e.pol)
 	if err != nil {
-		return nil, err
+		return nil, ctxErr(ctx, err)
 	}
 	release, err := c.registerEmpty(p)
 	if err != nil {

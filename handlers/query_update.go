@@ -58,9 +58,18 @@ func (h *Handler) update(ctx context.Context, query string, txnID []byte, params
 
 // refuseNonInsert refuses every update statement but INSERT by name.
 func refuseNonInsert(query string) error {
+	if kinds := engine.StatementKinds(query); len(kinds) > 1 {
+		// Before the first statement's kind: an INSERT or a query may
+		// come first and anything after it.
+		return status.Errorf(codes.InvalidArgument, "multiple statements are not supported: %s (send one statement per request)",
+			strings.Join(kinds, "; "))
+	}
 	switch kind := engine.StatementKind(query); {
 	case kind == "INSERT":
 		return nil
+	case kind == "SHOW" || kind == "DESCRIBE" || kind == "SUMMARIZE":
+		return status.Errorf(codes.InvalidArgument, "%s is not supported: DuckDB's catalog is not readable from SQL "+
+			"(use the Flight SQL metadata calls: GetCatalogs, GetDbSchemas, GetTables with schemas)", kind)
 	case kind == "SELECT" || kind == "WITH" || kind == "VALUES" || kind == "FROM":
 		return status.Errorf(codes.InvalidArgument, "%s is a query, not an update: execute it with executeQuery (CommandStatementQuery)", kind)
 	case kind == "":
@@ -78,7 +87,7 @@ var knownStatements = map[string]bool{
 	"COPY": true, "ATTACH": true, "DETACH": true, "INSTALL": true, "LOAD": true, "SET": true, "RESET": true,
 	"PRAGMA": true, "CALL": true, "EXPORT": true, "IMPORT": true, "VACUUM": true, "CHECKPOINT": true,
 	"GRANT": true, "REVOKE": true, "BEGIN": true, "START": true, "COMMIT": true, "ROLLBACK": true, "ABORT": true,
-	"USE": true, "DESCRIBE": true, "SHOW": true, "EXPLAIN": true, "SUMMARIZE": true, "PREPARE": true,
+	"USE": true, "EXPLAIN": true, "PREPARE": true,
 	"EXECUTE": true, "DEALLOCATE": true, "UPSERT": true, "REPLACE": true, "ANALYZE": true,
 }
 
