@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-adbc/go/adbc"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 )
 
 // hostileNames are the spellings of a path a client may try as a name:
@@ -103,6 +104,15 @@ func TestHostileNamesInSQL(t *testing.T) {
 			stmt.Close()
 			assertRefusedName(t, err, name, "sql", sql)
 		}
+	}
+	// A session's default schema is a namespace name too.
+	opts, err := flight.NewSessionOptionValues(map[string]any{"schema": "%2e%2e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.flightClient(t).SetSessionOptions(ctx, &flight.SetSessionOptionsRequest{SessionOptions: opts})
+	if err != nil || res.Errors["schema"] == nil {
+		t.Errorf("session schema %q accepted: %v %v", "%2e%2e", res, err)
 	}
 	pattern := "%"
 	rdr, err := cnxn.GetObjects(ctx, adbc.ObjectDepthTables, nil, &pattern, &pattern, nil, nil)
