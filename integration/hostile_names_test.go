@@ -13,6 +13,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 )
 
 // hostileNames are the spellings of a path a client may try as a name:
@@ -179,4 +182,37 @@ func treeDiff(before, after []string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestReplaceNeverPurgesOutsideTheWarehouse: a table another engine
+// registered in the shared catalog with its location outside the
+// warehouse (here the data dir itself, holding catalog.db) cannot be
+// replaced with other columns, the path that drops and purges: the ingest
+// is PermissionDenied naming the table, and no file is deleted.
+func TestReplaceNeverPurgesOutsideTheWarehouse(t *testing.T) {
+	g := startGateway(t, "")
+	cnxn := g.adbcConn(t, nil)
+	if _, err := ingest(t, cnxn, "keep", adbc.OptionValueIngestModeCreate, people(t, 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	sc := ice.NewSchema(0, ice.NestedField{ID: 1, Name: "id", Type: ice.PrimitiveTypes.Int64, Required: true})
+	for name, loc := range map[string]string{
+		"squat":   "file://" + g.dataDir,
+		"encoded": "file://" + filepath.Join(g.dataDir, "warehouse") + "/%2e%2e",
+	} {
+		if _, err := g.catalog(t).CreateTable(context.Background(), table.Identifier{"default", name}, sc, catalog.WithLocation(loc)); err != nil {
+			t.Fatal(err)
+		}
+		before := dataDirTree(t, g.dataDir)
+		other := batchFromJSON(t, arrow.NewSchema([]arrow.Field{{Name: "other", Type: arrow.BinaryTypes.String, Nullable: true}}, nil),
+			func(int) string { return `{"other": "x"}` }, 1)
+		_, err := ingest(t, cnxn, name, adbc.OptionValueIngestModeReplace, other)
+		assertADBC(t, err, adbc.StatusUnauthorized, "lake.default."+name)
+		if after := dataDirTree(t, g.dataDir); !slices.Equal(before, after) {
+			t.Fatalf("replace of %s at %s changed the data dir:\n%s", name, loc, treeDiff(before, after))
+		}
+	}
+	if got := int64Column(t, g.readTable(t, "keep"), "id"); !slices.Equal(got, ids(0, 3)) {
+		t.Fatalf("table keep changed: %v", got)
+	}
 }
