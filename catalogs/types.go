@@ -35,7 +35,9 @@ func (t TableIdent) Key() string {
 }
 
 // Validate reports an ErrInvalidArgument when a component is empty or
-// contains a character that no backend accepts in a name.
+// breaks the name rules (ValidateName, ValidateNamespace). Every name from
+// a client passes here before a backend builds a path or a location from
+// it; the message names the table and the component at fault.
 func (t TableIdent) Validate() error {
 	if t.Catalog == "" {
 		return Errorf(ErrInvalidArgument, "table %q: catalog name is empty", t.Name)
@@ -44,15 +46,15 @@ func (t TableIdent) Validate() error {
 		return Errorf(ErrInvalidArgument, "table in catalog %q: table name is empty", t.Catalog)
 	}
 	if len(t.Namespace) == 0 {
-		return Errorf(ErrInvalidArgument, "table %s: namespace is empty", t)
+		return Errorf(ErrInvalidArgument, "table %q: namespace is empty", t.String())
 	}
-	for _, p := range append(append([]string{}, t.Namespace...), t.Name) {
-		if p == "" {
-			return Errorf(ErrInvalidArgument, "table %s: empty name component", t)
+	for _, c := range []struct{ kind, name string }{{"catalog", t.Catalog}, {"table", t.Name}} {
+		if err := ValidateName(c.kind, c.name); err != nil {
+			return Errorf(ErrInvalidArgument, "table %q: %w", t.String(), err)
 		}
-		if strings.ContainsAny(p, "\x00/\\") || p == "." || p == ".." {
-			return Errorf(ErrInvalidArgument, "table %s: name component %q has a forbidden character", t, p)
-		}
+	}
+	if err := ValidateNamespace(t.Namespace); err != nil {
+		return Errorf(ErrInvalidArgument, "table %q: %w", t.String(), err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightgw/flightgw/auth"
+	"github.com/flightgw/flightgw/catalogs"
 )
 
 // The session options flightgw understands: the default catalog and
@@ -78,6 +79,12 @@ func (h *Handler) SetSessionOptions(ctx context.Context, req *flight.SetSessionO
 			}
 			o.catalog = s
 		case SessionOptionSchema:
+			// A schema is a namespace name: refuse one no table name
+			// could use, rather than fail every later query.
+			if s != "" && catalogs.ValidateNamespace(strings.Split(s, ".")) != nil {
+				fail(name, flight.SetSessionOptionsResultErrorInvalidValue)
+				continue
+			}
 			o.schema = s
 		default:
 			fail(name, flight.SetSessionOptionsResultErrorInvalidName)

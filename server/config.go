@@ -15,6 +15,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/flightgw/flightgw/auth"
+	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/internal/duration"
 )
 
@@ -387,13 +388,20 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("catalogs[%d].name: empty", i))
 		case names[cat.Name]:
 			errs = append(errs, fmt.Errorf("catalogs[%d].name: duplicate catalog %q", i, cat.Name))
-		case strings.ContainsAny(cat.Name, ". \t\"'`"):
-			errs = append(errs, fmt.Errorf("catalogs[%d].name: %q may not contain dots, spaces or quotes", i, cat.Name))
+		default:
+			// Catalog names reach table identifiers and storage paths:
+			// they obey the rules of client names.
+			if err := catalogs.ValidateName("catalog", cat.Name); err != nil {
+				errs = append(errs, fmt.Errorf("catalogs[%d].name: %w", i, err))
+			}
 		}
 		names[cat.Name] = true
 		if cat.Type == "" {
 			errs = append(errs, fmt.Errorf("catalogs[%d].type: empty", i))
 		}
+	}
+	if err := catalogs.ValidateNamespace(strings.Split(c.DefaultSchema, ".")); err != nil {
+		errs = append(errs, fmt.Errorf("default_schema: %w", err))
 	}
 	if !names[c.DefaultCatalog] {
 		errs = append(errs, fmt.Errorf("default_catalog: %q is not a configured catalog", c.DefaultCatalog))

@@ -210,6 +210,12 @@ func (p *Provider) load(ctx context.Context, t catalogs.TableIdent) (*table.Tabl
 	if err != nil {
 		return nil, mapErr(err, fmt.Sprintf("table %s", t))
 	}
+	// Every use of a table, reads included, starts here: a table whose
+	// location lies outside the warehouse is refused before any file of
+	// it is read, written or deleted.
+	if _, err := p.checkTable(t, tbl); err != nil {
+		return nil, err
+	}
 	return tbl, nil
 }
 

@@ -49,6 +49,10 @@ func FuzzReceipt(f *testing.F) {
 	f.Add([]byte(`{"format":"flightgw.iceberg.data-files/v1","table":"lake.default.fuzz","files":[{"path":"/etc/passwd","data_file":"` +
 		base64.StdEncoding.EncodeToString([]byte{0, 1, 2}) + `"}]}`))
 	f.Add([]byte(`null`))
+	loc, err := resolveLocation(tbl.Location())
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rms, err := parseReceipts(id, []catalogs.WriteReceipt{{Metadata: data}})
 		if err != nil {
@@ -61,6 +65,8 @@ func FuzzReceipt(f *testing.F) {
 		for _, df := range files {
 			if df == nil || df.FilePath() == "" {
 				t.Errorf("decoded a data file with no path from %q", data)
+			} else if err := checkFile(id, loc, df.FilePath()); err != nil {
+				t.Errorf("accepted a file outside the table from %q: %v", data, err)
 			}
 		}
 	})

@@ -180,14 +180,20 @@ func (w *fileWriter) wait() ([]ice.DataFile, error) {
 
 // cleanup deletes the files the writer reported and sweeps the data
 // directory for files of this write that it never reported (a write
-// cancelled mid-file).
+// cancelled mid-file). It deletes nothing outside the table's location.
 func (w *fileWriter) cleanup(ctx context.Context, files []ice.DataFile) {
 	fsys, err := fileIO(ctx, w.tbl)
 	if err != nil {
 		return
 	}
+	loc, err := resolveLocation(w.tbl.Location())
+	if err != nil {
+		return
+	}
 	for _, f := range files {
-		_ = removeFile(fsys, f.FilePath())
+		if checkFile(w.ident, loc, f.FilePath()) == nil {
+			_ = removeFile(fsys, f.FilePath())
+		}
 	}
 	l, ok := fsys.(iceio.ListableIO)
 	if !ok {
@@ -202,7 +208,9 @@ func (w *fileWriter) cleanup(ctx context.Context, files []ice.DataFile) {
 		return nil
 	})
 	for _, path := range stray {
-		_ = removeFile(fsys, path)
+		if checkFile(w.ident, loc, path) == nil {
+			_ = removeFile(fsys, path)
+		}
 	}
 }
 
@@ -252,8 +260,12 @@ func (p *Provider) receipt(t catalogs.TableIdent, tbl *table.Table, files []ice.
 }
 
 // parseReceipts decodes the receipts' metadata, checking they were made by
-// this backend for table t.
+// this backend for table t. It checks t's name first: commits and
+// discards start here.
 func parseReceipts(t catalogs.TableIdent, receipts []catalogs.WriteReceipt) ([]receiptMeta, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
 	out := make([]receiptMeta, 0, len(receipts))
 	for i, r := range receipts {
 		var rm receiptMeta
@@ -272,8 +284,13 @@ func parseReceipts(t catalogs.TableIdent, receipts []catalogs.WriteReceipt) ([]r
 }
 
 // dataFiles decodes the files of receipts against the table they were
-// written for.
+// written for. A receipt comes from a client: a file outside the table's
+// location is refused, never committed.
 func dataFiles(t catalogs.TableIdent, meta table.Metadata, rms []receiptMeta) ([]ice.DataFile, error) {
+	loc, err := resolveLocation(meta.Location())
+	if err != nil {
+		return nil, catalogs.Errorf(catalogs.ErrPermissionDenied, "table %s: location refused: %v", t, err)
+	}
 	var out []ice.DataFile
 	seen := map[string]bool{}
 	for _, rm := range rms {
@@ -293,6 +310,9 @@ func dataFiles(t catalogs.TableIdent, meta table.Metadata, rms []receiptMeta) ([
 		for _, f := range rm.Files {
 			if seen[f.Path] {
 				continue // the same receipt passed twice adds its files once
+			}
+			if err := checkFile(t, loc, f.Path); err != nil {
+				return nil, err
 			}
 			seen[f.Path] = true
 			var df ice.DataFile
@@ -328,20 +348,21 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 	if len(paths) == 0 {
 		return nil
 	}
-	fsys, root, err := p.discardIO(ctx, t, paths[0])
+	fsys, root, ok, err := p.discardIO(ctx, t, paths[0])
 	if err != nil {
 		return err
 	}
-	if root == "" {
+	if !ok {
 		// The table is gone and no warehouse is configured to check the
 		// paths against: delete nothing rather than trust the receipt.
 		p.log.WarnContext(ctx, "discard: table dropped, staged files left", "table", t.String(), "files", len(paths))
 		return nil
 	}
 	for _, path := range paths {
-		// A receipt is data from a client: never delete outside the table.
-		if !strings.HasPrefix(path, root+"/") || strings.Contains(path, "/../") {
-			return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: staged file %s is outside the table's location", t, path)
+		// A receipt is data from a client: never delete outside the table
+		// (or, once it is gone, the warehouse), read as the storage reads it.
+		if err := checkFile(t, root, path); err != nil {
+			return err
 		}
 	}
 	var errs []error
@@ -363,19 +384,28 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 }
 
 // discardIO finds the storage of the staged files and the location they
-// must lie under: the table's when it still exists, else the warehouse's.
-func (p *Provider) discardIO(ctx context.Context, t catalogs.TableIdent, path string) (iceio.IO, string, error) {
+// must lie under: the table's when it still exists, else the warehouse's;
+// ok is false when there is neither.
+func (p *Provider) discardIO(ctx context.Context, t catalogs.TableIdent, path string) (iceio.IO, storeLoc, bool, error) {
 	tbl, err := p.load(ctx, t)
 	if err == nil {
+		loc, err := p.checkTable(t, tbl)
+		if err != nil {
+			return nil, storeLoc{}, false, err
+		}
 		fsys, err := fileIO(ctx, tbl)
-		return fsys, strings.TrimSuffix(tbl.Location(), "/"), err
+		return fsys, loc, true, err
 	}
 	if !errors.Is(err, catalogs.ErrNotFound) {
-		return nil, "", err
+		return nil, storeLoc{}, false, err
+	}
+	w, ok, err := p.warehouseLoc()
+	if err != nil || !ok {
+		return nil, storeLoc{}, false, err
 	}
 	fsys, err := iceio.LoadFS(ctx, p.cfg.passthrough, path)
 	if err != nil {
-		return nil, "", mapErr(err, fmt.Sprintf("table %s: storage for %s", t, path))
+		return nil, storeLoc{}, false, mapErr(err, fmt.Sprintf("table %s: storage for %s", t, path))
 	}
-	return fsys, strings.TrimSuffix(p.cfg.warehouse, "/"), nil
+	return fsys, w, true, nil
 }
