@@ -90,6 +90,10 @@ func (l *reclaimLoop) runOnce(ctx context.Context) {
 		attrs := []any{"catalog", c.Name, "tables", rep.Tables, "files", rep.Files(), "bytes", rep.Bytes,
 			"data", rep.DataFiles, "manifests", rep.ManifestFiles, "metadata", rep.MetadataFiles,
 			"young", rep.Young, "failed_tables", rep.TablesFailed, "took", time.Since(start).Round(time.Millisecond)}
+		if ctx.Err() != nil {
+			l.log.Info("reclaim stopped by shutdown", attrs...)
+			return
+		}
 		if err != nil {
 			l.log.Warn("reclaim finished with errors", append(attrs, "err", err)...)
 			continue
