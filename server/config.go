@@ -32,6 +32,8 @@ const (
 	DefaultMaxConcurrentQueries = 16
 	DefaultQueryQueueWait       = 30 * time.Second
 	DefaultGCPercent            = 30
+	DefaultReclaimInterval      = time.Hour
+	DefaultReclaimMinAge        = 24 * time.Hour
 )
 
 // Config is the gateway configuration (YAML, see docs/configuration.md).
@@ -54,6 +56,23 @@ type Config struct {
 	Cluster        ClusterConfig   `yaml:"cluster"`
 	Health         HealthConfig    `yaml:"health"`
 	Debug          DebugConfig     `yaml:"debug"`
+	Reclaim        ReclaimConfig   `yaml:"reclaim"`
+}
+
+// ReclaimConfig configures the reclaimer of orphan files: staged data
+// files whose write died with its process, manifests and metadata files of
+// commits that never landed. It runs for every catalog whose backend can
+// (catalogs.Reclaimer), when the gateway starts and then periodically.
+type ReclaimConfig struct {
+	// Interval is the time between runs (default 1h); 0 turns the
+	// reclaimer off, the start-up run included. Unset is nil.
+	Interval *duration.Duration `yaml:"interval"`
+	// MinAge protects young files (default 24h): only files older than
+	// this may be deleted. It must exceed the longest a transaction or a
+	// staged file awaiting its commit may live on any replica sharing the
+	// catalogs (timeouts.txn_idle bounds an idle one, not a busy one),
+	// because nothing references those files yet.
+	MinAge duration.Duration `yaml:"min_age"`
 }
 
 // ClusterConfig names the gateway's other replicas.
@@ -230,6 +249,7 @@ var EnvVars = []string{
 	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
 	"FLIGHTGW_GC_PERCENT", "FLIGHTGW_CLUSTER_PEERS", "FLIGHTGW_TLS_CERT_FILE", "FLIGHTGW_TLS_KEY_FILE",
 	"FLIGHTGW_TLS_CLIENT_CA_FILE", "FLIGHTGW_CLUSTER_ADVERTISE", "FLIGHTGW_HEALTH_LISTEN",
+	"FLIGHTGW_RECLAIM_INTERVAL", "FLIGHTGW_RECLAIM_MIN_AGE",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -275,12 +295,19 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		c.Limits.GCPercent = n
 	}
 	for k, p := range map[string]*duration.Duration{"FLIGHTGW_TXN_IDLE_TIMEOUT": &c.Timeouts.TxnIdle, "FLIGHTGW_SHUTDOWN_GRACE": &c.Timeouts.ShutdownGrace,
-		"FLIGHTGW_STATEMENT_TIMEOUT": &c.Timeouts.Statement} {
+		"FLIGHTGW_STATEMENT_TIMEOUT": &c.Timeouts.Statement, "FLIGHTGW_RECLAIM_MIN_AGE": &c.Reclaim.MinAge} {
 		if v, ok := lookup(k); ok {
 			_ = p.UnmarshalText([]byte(v))
 			if err := p.Check(k); err != nil {
 				return err
 			}
+		}
+	}
+	if v, ok := lookup("FLIGHTGW_RECLAIM_INTERVAL"); ok {
+		c.Reclaim.Interval = &duration.Duration{}
+		_ = c.Reclaim.Interval.UnmarshalText([]byte(v))
+		if err := c.Reclaim.Interval.Check("FLIGHTGW_RECLAIM_INTERVAL"); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -337,6 +364,13 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Timeouts.ShutdownGrace == (duration.Duration{}) {
 		c.Timeouts.ShutdownGrace = duration.Of(DefaultShutdownGrace)
+	}
+	if c.Reclaim.Interval == nil {
+		iv := duration.Of(DefaultReclaimInterval)
+		c.Reclaim.Interval = &iv
+	}
+	if c.Reclaim.MinAge == (duration.Duration{}) {
+		c.Reclaim.MinAge = duration.Of(DefaultReclaimMinAge)
 	}
 	for i := range c.Catalogs {
 		if c.Catalogs[i].Realm == "" {
@@ -436,6 +470,14 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Timeouts.Statement.Check("timeouts.statement"); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Reclaim.Interval != nil {
+		if err := c.Reclaim.Interval.Check("reclaim.interval"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.Reclaim.MinAge.Check("reclaim.min_age"); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Engine.MaxEndpoints < 1 || c.Engine.MaxEndpoints > 64 {

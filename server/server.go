@@ -42,6 +42,7 @@ type Server struct {
 	auth     *auth.Authenticator
 	engine   *engine.Engine
 	peers    *peers // nil without cluster.peers and cluster.advertise
+	reclaim  *reclaimLoop
 }
 
 // New opens the configured catalogs and builds the gRPC server. It does
@@ -71,6 +72,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		log.Info("catalog opened", "catalog", cc.Name, "type", cc.Type, "realm", cc.Realm)
 	}
 	s.txns = txn.NewManager(cfg.Timeouts.TxnIdle.Duration, log, txn.WithOrphanGrace(cfg.Timeouts.TxnOrphanGrace.Duration))
+	s.reclaim = newReclaimLoop(cfg.Reclaim, cfg.Timeouts.TxnIdle.Duration, s.catalogs, log)
 	s.engine, err = openEngine(cfg, log)
 	if err != nil {
 		s.txns.Close()
@@ -229,6 +231,7 @@ func (s *Server) Serve(lis net.Listener) error {
 	if s.auth.Enabled() && !s.cfg.TLS.Enabled() && !loopback(s.cfg.Listen) {
 		s.log.Warn("authentication without TLS on a non-loopback address: passwords and tokens cross the network in clear text; set tls.cert_file and tls.key_file, or terminate TLS in front of the gateway")
 	}
+	s.reclaim.start()
 	err := s.grpc.Serve(lis)
 	if errors.Is(err, grpc.ErrServerStopped) {
 		return nil
@@ -253,6 +256,7 @@ func (s *Server) Shutdown() {
 		s.grpc.Stop()
 		<-done
 	}
+	s.reclaim.stop()
 	if s.peers != nil {
 		s.peers.close()
 	}

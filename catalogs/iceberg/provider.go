@@ -44,6 +44,9 @@ type Provider struct {
 	storage *remote
 	vendor  *vendor // REST catalogs: vended credentials
 	log     *slog.Logger
+	// beforeRecheck, set only by tests, runs in Reclaim between the
+	// listing of a table's orphans and the re-read of its metadata.
+	beforeRecheck func(catalogs.TableIdent)
 }
 
 // Interfaces the provider implements.
@@ -57,6 +60,7 @@ var (
 	_ catalogs.Closer              = (*Provider)(nil)
 	_ catalogs.Scanner             = (*Provider)(nil)
 	_ catalogs.StreamWriter        = (*Provider)(nil)
+	_ catalogs.Reclaimer           = (*Provider)(nil)
 )
 
 // Open builds the Iceberg catalog called name from props (see the Prop*
