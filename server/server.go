@@ -73,6 +73,8 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 	}
 	s.txns = txn.NewManager(cfg.Timeouts.TxnIdle.Duration, log, txn.WithOrphanGrace(cfg.Timeouts.TxnOrphanGrace.Duration))
 	s.reclaim = newReclaimLoop(cfg.Reclaim, cfg.Timeouts.TxnIdle.Duration, s.catalogs, log)
+	// The files the open transactions staged are kept whatever their age.
+	s.reclaim.opts.Held = s.txns.Held
 	s.engine, err = openEngine(cfg, log)
 	if err != nil {
 		s.txns.Close()

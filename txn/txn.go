@@ -611,3 +611,27 @@ func (m *Manager) Close() {
 		m.abort(t, RolledBack)
 	}
 }
+
+// Held returns the receipts that the manager's live transactions hold for
+// table (staged, not yet committed or discarded), so that the orphan
+// reclaimer keeps their files whatever their age.
+func (m *Manager) Held(_ context.Context, table catalogs.TableIdent) []catalogs.WriteReceipt {
+	m.mu.Lock()
+	open := make([]*Txn, 0, len(m.open))
+	for _, t := range m.open {
+		open = append(open, t)
+	}
+	m.mu.Unlock()
+	key := table.Key()
+	var out []catalogs.WriteReceipt
+	for _, t := range open {
+		t.mu.Lock()
+		for _, s := range t.tables {
+			if s.Table.Key() == key && !s.landed {
+				out = append(out, s.Receipts...)
+			}
+		}
+		t.mu.Unlock()
+	}
+	return out
+}

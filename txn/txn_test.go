@@ -343,3 +343,23 @@ func TestOrphanedSessionExpiresEarly(t *testing.T) {
 		t.Fatalf("discarded = %v", p.discarded)
 	}
 }
+
+func TestHeldListsOpenReceipts(t *testing.T) {
+	m := NewManager(time.Minute, nil)
+	defer m.Close()
+	p := &recorder{committed: map[string][]string{}}
+	a, _ := m.Begin("r/a", "")
+	b, _ := m.Begin("r/b", "")
+	a.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("a")})
+	b.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("b")})
+	b.add(tbl("u"), p, Append, []catalogs.WriteReceipt{rc("u")})
+	if got := m.Held(context.Background(), tbl("t")); len(got) != 2 {
+		t.Fatalf("held = %v", got)
+	}
+	if err := m.Commit(context.Background(), "r/a", a.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Held(context.Background(), tbl("t")); len(got) != 1 || string(got[0].Metadata) != `"b"` {
+		t.Fatalf("held after commit = %v", got)
+	}
+}
