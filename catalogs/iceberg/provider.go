@@ -57,6 +57,7 @@ var (
 	_ catalogs.Closer              = (*Provider)(nil)
 	_ catalogs.Scanner             = (*Provider)(nil)
 	_ catalogs.StreamWriter        = (*Provider)(nil)
+	_ catalogs.SchemaReplacer      = (*Provider)(nil)
 )
 
 // Open builds the Iceberg catalog called name from props (see the Prop*
