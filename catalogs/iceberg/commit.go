@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -113,7 +114,11 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 		if err != nil {
 			return catalogs.CommitOutcome{}, err
 		}
-		snap, err := p.attempt(cctx, tbl, commitID, files, overwrite)
+		change, err := schemaChangeFor(t, tbl, rms, overwrite)
+		if err != nil {
+			return catalogs.CommitOutcome{}, err
+		}
+		snap, err := p.attempt(cctx, tbl, commitID, files, overwrite, change)
 		if err == nil {
 			if snap == nil {
 				return catalogs.CommitOutcome{CommittedAt: time.Now().UTC(), Retried: retried}, nil
@@ -147,21 +152,29 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 // attempt makes one try at committing files on top of tbl. iceberg-go's
 // own retry is bypassed (oneShot fails fast on a conflict) so that the
 // loop above counts conflicts and re-checks the commit id each time. It
-// returns the new snapshot, or nil when there was nothing to commit.
-func (p *Provider) attempt(ctx context.Context, tbl *table.Table, commitID string, files []ice.DataFile, overwrite bool) (*table.Snapshot, error) {
-	cat := &oneShot{p: p}
-	wrapped := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, cat)
+// returns the new snapshot, or nil when there was nothing to commit. A
+// schema change (replace.go) is built on and committed with the snapshot.
+func (p *Provider) attempt(ctx context.Context, tbl *table.Table, commitID string, files []ice.DataFile, overwrite bool, change *schemaChange) (*table.Snapshot, error) {
+	cat := &oneShot{p: p, change: change}
+	meta := tbl.Metadata()
+	if change != nil {
+		meta = change.meta
+	}
+	wrapped := table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), tbl.FS, cat)
 	props := ice.Properties{CommitIDKey: commitID}
 	var committed *table.Table
 	err := protect(catalogs.ErrInvalidArgument, "commit", func() error {
 		txn := wrapped.NewTransaction()
 		if overwrite {
-			old, err := currentFiles(ctx, wrapped)
+			old, err := currentFiles(ctx, tbl)
 			if err != nil {
 				return err
 			}
 			if len(old) == 0 && len(files) == 0 {
-				return nil
+				if change != nil { // the schema alone
+					_, _, err = cat.CommitTable(ctx, tbl.Identifier(), []table.Requirement{table.AssertTableUUID(tbl.Metadata().TableUUID())}, nil)
+				}
+				return err
 			}
 			if err := txn.ReplaceDataFilesWithDataFiles(ctx, old, files, props); err != nil {
 				return err
@@ -215,7 +228,9 @@ func currentFiles(ctx context.Context, tbl *table.Table) ([]ice.DataFile, error)
 // iceberg-go does not retry, remembering the manifest list the failed
 // attempt wrote so that it can be deleted.
 type oneShot struct {
-	p              *Provider
+	p *Provider
+	// change, when set, is committed with the snapshot, before it.
+	change         *schemaChange
 	orphanList     string
 	orphanSnapshot int64
 }
@@ -228,6 +243,10 @@ func (o *oneShot) CommitTable(ctx context.Context, id table.Identifier, reqs []t
 	type res struct {
 		meta table.Metadata
 		loc  string
+	}
+	if o.change != nil {
+		reqs = append(slices.Clone(o.change.reqs), reqs...)
+		ups = append(slices.Clone(o.change.updates), ups...)
 	}
 	r, err := guard(ctx, o.p.remote, false, func(ctx context.Context) (res, error) {
 		m, l, err := o.p.cat.CommitTable(ctx, id, reqs, ups)

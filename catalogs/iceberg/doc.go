@@ -62,6 +62,29 @@
 // conflicts. Before every attempt the commit id is looked up, so a commit
 // whose reply was lost is never applied twice.
 //
+// # Replace
+//
+// OpenReplaceStream (catalogs.SchemaReplacer) keeps the table's UUID,
+// snapshot history and older metadata. An upload whose columns, converted
+// as CreateTable converts them, are the current schema is an ordinary
+// stream, committed by CommitOverwrite as one overwrite snapshot.
+// Otherwise the stream writes under a new schema (a column keeping its
+// name and a compatible type keeps its field id, others get fresh ids
+// above last-column-id) and its receipts (format v2) carry it;
+// CommitOverwrite adds and sets that schema and replaces every data file
+// in one catalog commit. A schema change landing meanwhile fails the
+// commit with ErrConflict; a replace that drops or retypes a column the
+// partition spec uses is refused with ErrInvalidArgument naming the
+// partition field (the spec is kept, never reset).
+//
+// # Multi-table commits
+//
+// On a REST catalog whose server offers the transactions/commit endpoint,
+// the registry's provider also implements catalogs.MultiTableCommitter:
+// CommitTables sends every table's snapshot in one CommitTransaction,
+// which the catalog applies to all tables or none. The SQL catalog has no
+// such commit and its provider does not offer it.
+//
 // # Security context
 //
 // Encryption comes from table properties: encryption.kms-key-id maps to

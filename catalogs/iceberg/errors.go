@@ -73,7 +73,8 @@ func isConflict(err error) bool {
 		return true
 	}
 	msg := err.Error()
-	return strings.Contains(msg, "requirement failed") || strings.Contains(msg, "database is locked") ||
+	// iceberg-go spells it "Requirement failed" for some requirements.
+	return strings.Contains(strings.ToLower(msg), "requirement failed") || strings.Contains(msg, "database is locked") ||
 		strings.Contains(msg, "SQLITE_BUSY")
 }
 

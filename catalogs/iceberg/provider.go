@@ -27,7 +27,11 @@ const Type = "iceberg"
 
 func init() {
 	catalogs.Register(Type, func(ctx context.Context, name string, props map[string]string) (catalogs.Provider, error) {
-		return Open(ctx, name, props)
+		p, err := Open(ctx, name, props)
+		if err != nil {
+			return nil, err
+		}
+		return p.capabilities(), nil // multitable.go
 	})
 }
 
@@ -61,6 +65,7 @@ var (
 	_ catalogs.Scanner             = (*Provider)(nil)
 	_ catalogs.StreamWriter        = (*Provider)(nil)
 	_ catalogs.Reclaimer           = (*Provider)(nil)
+	_ catalogs.SchemaReplacer      = (*Provider)(nil)
 )
 
 // Open builds the Iceberg catalog called name from props (see the Prop*

@@ -10,6 +10,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
 	"github.com/flightgw/flightgw/catalogs/iceberg"
@@ -99,5 +103,88 @@ func TestPyIcebergInterop(t *testing.T) {
 	}
 	if n != 28 {
 		t.Errorf("after pyiceberg's append the gateway reads %d rows, want 28", n)
+	}
+}
+
+// TestPyIcebergReadsReplace: after a replace with a new schema, pyiceberg
+// sees the same table (same UUID, history kept) with the new columns and
+// exactly the replaced rows.
+func TestPyIcebergReadsReplace(t *testing.T) {
+	py := pyiceberg(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	p, err := iceberg.OpenEmbedded(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: "people"}
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		t.Fatal(err)
+	}
+	b := catalogtest.Batch(0, 25)
+	r, err := p.WriteBatch(ctx, id, b)
+	b.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.CommitOnce(ctx, id, "before", []catalogs.WriteReceipt{r}); err != nil {
+		t.Fatal(err)
+	}
+	type view struct {
+		UUID      string   `json:"uuid"`
+		Snapshots int      `json:"snapshots"`
+		Operation string   `json:"operation"`
+		Columns   []string `json:"columns"`
+		Rows      int      `json:"rows"`
+		IDs       []int64  `json:"ids"`
+	}
+	read := func() view {
+		t.Helper()
+		cmd := exec.Command(py, filepath.Join("testdata", "pyiceberg_replace.py"), dir, "default.people")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
+		}
+		var v view
+		if err := json.Unmarshal(out, &v); err != nil {
+			t.Fatalf("pyiceberg output %q: %v", out, err)
+		}
+		return v
+	}
+	before := read()
+
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "label", Type: arrow.BinaryTypes.LargeString, Nullable: true},
+	}, nil)
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	bld.Field(0).(*array.Int32Builder).AppendValues([]int32{100, 101, 102}, nil)
+	bld.Field(1).(*array.LargeStringBuilder).AppendValues([]string{"a", "b", "c"}, nil)
+	rec := bld.NewRecordBatch()
+	bld.Release()
+	s, err := p.OpenReplaceStream(ctx, id, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	receipts, err := s.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.CommitOverwrite(ctx, id, "replace", receipts); err != nil {
+		t.Fatal(err)
+	}
+	after := read()
+	if after.UUID != before.UUID || after.Snapshots != before.Snapshots+1 || after.Operation != "overwrite" {
+		t.Errorf("pyiceberg sees %+v after the replace, %+v before: want the same table with one overwrite more", after, before)
+	}
+	if !slices.Equal(after.Columns, []string{"id", "label"}) || after.Rows != 3 || !slices.Equal(after.IDs, []int64{100, 101, 102}) {
+		t.Errorf("pyiceberg reads %+v, want columns id, label and ids 100..102", after)
 	}
 }

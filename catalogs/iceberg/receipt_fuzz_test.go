@@ -46,6 +46,17 @@ func FuzzReceipt(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add([]byte(r.Metadata))
+	// A replace receipt (format v2, with a new schema).
+	wide := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	rs, err := p.OpenReplaceStream(ctx, id, wide)
+	if err != nil {
+		f.Fatal(err)
+	}
+	rr, err := rs.Close(ctx)
+	if err != nil || len(rr) != 1 {
+		f.Fatalf("replace receipts %v: %v", rr, err)
+	}
+	f.Add([]byte(rr[0].Metadata))
 	f.Add([]byte(`{"format":"flightgw.iceberg.data-files/v1","table":"lake.default.fuzz","files":[{"path":"/etc/passwd","data_file":"` +
 		base64.StdEncoding.EncodeToString([]byte{0, 1, 2}) + `"}]}`))
 	f.Add([]byte(`null`))
@@ -60,6 +71,9 @@ func FuzzReceipt(f *testing.F) {
 		}
 		files, err := dataFiles(id, tbl.Metadata(), rms)
 		if err != nil {
+			return
+		}
+		if _, err := schemaChangeFor(id, tbl, rms, true); err != nil {
 			return
 		}
 		for _, df := range files {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/flightgw/flightgw/catalogs"
@@ -25,11 +26,18 @@ func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent) (catal
 	if err != nil {
 		return nil, err
 	}
+	return p.openStream(ctx, t, tbl, nil)
+}
+
+// openStream starts the writer of a stream on tbl, whose current schema
+// and partition spec the files follow; rep is set for a replace with a
+// new schema (replace.go).
+func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent, tbl *table.Table, rep *replacement) (catalogs.WriteStream, error) {
 	target, err := arrowSchema(tbl.Schema(), true)
 	if err != nil {
 		return nil, mapErr(err, fmt.Sprintf("table %s: schema", t))
 	}
-	s := &stream{ident: t, target: target, in: make(chan arrow.RecordBatch, 1)}
+	s := &stream{ident: t, target: target, replace: rep, in: make(chan arrow.RecordBatch, 1)}
 	// The writer outlives the OpenStream call: it stops on Close or Abort,
 	// not when ctx ends.
 	s.w = p.newFileWriter(context.WithoutCancel(ctx), t, tbl, target)
@@ -49,9 +57,11 @@ func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent) (catal
 type stream struct {
 	ident  catalogs.TableIdent
 	target *arrow.Schema
-	w      *fileWriter
-	in     chan arrow.RecordBatch
-	closed bool
+	// replace is set when the stream writes under a new schema.
+	replace *replacement
+	w       *fileWriter
+	in      chan arrow.RecordBatch
+	closed  bool
 	// finished is set once the stream's files belong to receipts or are
 	// deleted.
 	finished bool
@@ -115,8 +125,16 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 		return nil, err
 	}
 	out := make([]catalogs.WriteReceipt, 0, len(files))
+	if len(files) == 0 && s.replace != nil {
+		// An empty replace still carries its schema to the commit.
+		r, err := s.w.p.receiptFor(s.ident, s.w.tbl, nil, s.replace)
+		if err != nil {
+			return nil, err
+		}
+		return append(out, r), nil
+	}
 	for _, f := range files {
-		r, err := s.w.p.receipt(s.ident, s.w.tbl, []ice.DataFile{f})
+		r, err := s.w.p.receiptFor(s.ident, s.w.tbl, []ice.DataFile{f}, s.replace)
 		if err != nil {
 			s.w.cleanup(context.WithoutCancel(ctx), files)
 			return nil, err

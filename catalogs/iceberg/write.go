@@ -35,6 +35,12 @@ type receiptMeta struct {
 	SpecID        int          `json:"spec_id"`
 	SchemaID      int          `json:"schema_id"`
 	Files         []stagedFile `json:"files"`
+	// Replace is set, with Format replaceFormat, on the receipts of a
+	// replace with a new schema (replace.go); SchemaID is then the schema
+	// it replaces.
+	Replace *replaceMeta `json:"replace,omitempty"`
+
+	schema *ice.Schema // decoded Replace.Schema
 }
 
 // stagedFile is one data file awaiting commit.
@@ -233,11 +239,25 @@ func removeFile(fsys iceio.IO, path string) error {
 
 // receipt encodes files into one receipt.
 func (p *Provider) receipt(t catalogs.TableIdent, tbl *table.Table, files []ice.DataFile) (catalogs.WriteReceipt, error) {
+	return p.receiptFor(t, tbl, files, nil)
+}
+
+// receiptFor encodes files written under tbl's current schema into one
+// receipt; rep is set when that schema is a replace's new one.
+func (p *Provider) receiptFor(t catalogs.TableIdent, tbl *table.Table, files []ice.DataFile, rep *replacement) (catalogs.WriteReceipt, error) {
 	meta := tbl.Metadata()
 	spec := meta.PartitionSpec()
 	sc := meta.CurrentSchema()
 	rm := receiptMeta{Format: receiptFormat, Table: t.String(), TableUUID: meta.TableUUID().String(),
 		FormatVersion: meta.Version(), SpecID: spec.ID(), SchemaID: sc.ID, Files: []stagedFile{}}
+	if rep != nil {
+		raw, err := json.Marshal(rep.schema)
+		if err != nil {
+			return catalogs.WriteReceipt{}, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: receipt schema", t))
+		}
+		rm.Format, rm.SchemaID = replaceFormat, rep.baseSchemaID
+		rm.Replace = &replaceMeta{Schema: raw, BaseSchemaID: rep.baseSchemaID, BaseLastColumnID: rep.baseLastColumnID}
+	}
 	var rows, size uint64
 	for _, f := range files {
 		var b []byte
@@ -272,11 +292,27 @@ func parseReceipts(t catalogs.TableIdent, receipts []catalogs.WriteReceipt) ([]r
 		if err := json.Unmarshal(r.Metadata, &rm); err != nil {
 			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: not an iceberg receipt: %v", t, i, err)
 		}
-		if rm.Format != receiptFormat {
-			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: format %q is not %q", t, i, rm.Format, receiptFormat)
+		if (rm.Format != receiptFormat || rm.Replace != nil) && (rm.Format != replaceFormat || rm.Replace == nil) {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: format %q is not %q or %q with a replace", t, i, rm.Format, receiptFormat, replaceFormat)
 		}
 		if rm.Table != t.String() {
 			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d was written for table %s", t, i, rm.Table)
+		}
+		if rm.Replace != nil {
+			err := protect(catalogs.ErrInvalidArgument, "decode schema", func() error {
+				rm.schema = new(ice.Schema)
+				if err := json.Unmarshal(rm.Replace.Schema, rm.schema); err != nil {
+					return err
+				}
+				if len(rm.schema.Fields()) == 0 {
+					return errors.New("no columns")
+				}
+				_, err := arrowSchema(rm.schema, true)
+				return err
+			})
+			if err != nil {
+				return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: schema: %v", t, i, err)
+			}
 		}
 		out = append(out, rm)
 	}
@@ -298,9 +334,9 @@ func dataFiles(t catalogs.TableIdent, meta table.Metadata, rms []receiptMeta) ([
 			return nil, catalogs.Errorf(catalogs.ErrConflict, "table %s: receipt was written for an earlier table of the same name (uuid %s, now %s)", t, rm.TableUUID, meta.TableUUID())
 		}
 		spec := meta.PartitionSpecByID(rm.SpecID)
-		var sc *ice.Schema
+		sc := rm.schema // a replace's files follow its new schema
 		for _, s := range meta.Schemas() {
-			if s.ID == rm.SchemaID {
+			if sc == nil && s.ID == rm.SchemaID {
 				sc = s
 			}
 		}

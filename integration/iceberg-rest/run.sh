@@ -3,7 +3,8 @@
 # REST catalog server (org.apache.iceberg.rest.RESTCatalogServer from the
 # iceberg-open-api test fixtures, resolved from Maven Central by pom.xml),
 # serving a JDBC catalog on SQLite with local files in a temporary directory.
-# Entry point: make iceberg-rest-check.
+# It also runs the multi-table commit tests (CommitTables through the
+# transactions/commit endpoint). Entry point: make iceberg-rest-check.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -46,7 +47,7 @@ curl -sf "http://127.0.0.1:$port/v1/config" >/dev/null || { echo "iceberg-rest: 
 cd "$root"
 status=0
 FLIGHTGW_ICEBERG_REST_URI="http://127.0.0.1:$port" FLIGHTGW_ICEBERG_REST_WAREHOUSE="$work/warehouse" \
-  ${GO:-go} test -count=1 -run '^(TestConformanceREST|TestRESTSecurityContext)$' -v ./catalogs/iceberg || status=$?
+  ${GO:-go} test -count=1 -run '^(TestConformanceREST|TestRESTSecurityContext|TestRESTCommitTables|TestRESTCommitTablesAtomic)$' -v ./catalogs/iceberg || status=$?
 if [ "$status" -ne 0 ]; then
   echo "--- server log (tail)" >&2
   tail -50 "$work/server.log" >&2
