@@ -1,3 +1,8 @@
+//go:build duckdb_arrow
+
+// The gateway test reads back through SQL queries, which need the engine
+// (the duckdb_arrow build tag; make sets it).
+
 package catalogtest_test
 
 import (
