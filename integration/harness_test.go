@@ -233,7 +233,7 @@ func rows(at arrow.Table) int64 {
 	return at.NumRows()
 }
 
-// int64Column returns the values of an int64 column, sorted.
+// int64Column returns the values of an integer column as int64, sorted.
 func int64Column(t *testing.T, at arrow.Table, col string) []int64 {
 	t.Helper()
 	if at == nil {
@@ -245,7 +245,16 @@ func int64Column(t *testing.T, at arrow.Table, col string) []int64 {
 	}
 	var out []int64
 	for _, chunk := range at.Column(idx[0]).Data().Chunks() {
-		out = append(out, chunk.(*array.Int64).Int64Values()...)
+		switch c := chunk.(type) {
+		case *array.Int64:
+			out = append(out, c.Int64Values()...)
+		case *array.Int32:
+			for _, v := range c.Int32Values() {
+				out = append(out, int64(v))
+			}
+		default:
+			t.Fatalf("column %s is %s, not an integer", col, chunk.DataType())
+		}
 	}
 	slices.Sort(out)
 	return out

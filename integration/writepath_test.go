@@ -386,3 +386,85 @@ func dataFilesOf(t *testing.T, g *gateway, name string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// converted is a batch of types the Iceberg backend converts (int8 to
+// int, large_string to string, timestamp[ns] to timestamp[us]).
+func converted(t *testing.T, from, n int) arrow.RecordBatch {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "k", Type: arrow.PrimitiveTypes.Int8},
+		{Name: "s", Type: arrow.BinaryTypes.LargeString},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}},
+	}, nil)
+	return batchFromJSON(t, schema, func(i int) string {
+		return fmt.Sprintf(`{"k": %d, "s": "v%d", "ts": "2026-12-01T00:00:%02d"}`, from+i, from+i, i)
+	}, n)
+}
+
+func TestReplaceKeepsTheTable(t *testing.T) {
+	g := startGateway(t, "")
+	c := g.flightClient(t)
+	ctx := context.Background()
+	replace := ingestOpts("conv", flightsql.TableDefinitionOptionsTableNotExistOptionCreate, flightsql.TableDefinitionOptionsTableExistsOptionReplace)
+	if _, err := c.ExecuteIngest(ctx, reader(t, converted(t, 0, 3)), replace); err != nil {
+		t.Fatal(err)
+	}
+	before := g.loadTable(t, "conv").Metadata()
+	// The same columns again: one overwrite snapshot, same table.
+	if n, err := c.ExecuteIngest(ctx, reader(t, converted(t, 10, 4)), replace); err != nil || n != 4 {
+		t.Fatalf("replace: n=%d err=%v", n, err)
+	}
+	after := g.loadTable(t, "conv").Metadata()
+	if after.TableUUID() != before.TableUUID() {
+		t.Fatal("replace created a new table")
+	}
+	if len(after.Snapshots()) != len(before.Snapshots())+1 || after.CurrentSnapshot().Summary.Operation != "overwrite" {
+		t.Fatalf("snapshots %d -> %d, operation %v", len(before.Snapshots()), len(after.Snapshots()), after.CurrentSnapshot().Summary)
+	}
+	if after.CurrentSchema().ID != before.CurrentSchema().ID {
+		t.Fatal("the same columns changed the schema")
+	}
+	if got := int64Column(t, g.readTable(t, "conv"), "k"); !slices.Equal(got, ids(10, 4)) {
+		t.Fatalf("rows = %v", got)
+	}
+	// Other columns: a new schema in the same table, history kept.
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 50, 2)), replace); err != nil {
+		t.Fatal(err)
+	}
+	last := g.loadTable(t, "conv").Metadata()
+	if last.TableUUID() != before.TableUUID() || len(last.Snapshots()) != len(after.Snapshots())+1 {
+		t.Fatal("a replace with other columns did not keep the table and its history")
+	}
+	if got := int64Column(t, g.readTable(t, "conv"), "id"); !slices.Equal(got, ids(50, 2)) {
+		t.Fatalf("rows = %v", got)
+	}
+}
+
+func TestReplaceThenAppendInOneTransaction(t *testing.T) {
+	g := startGateway(t, "")
+	c := g.flightClient(t)
+	ctx := context.Background()
+	if _, err := c.ExecuteIngest(ctx, reader(t, converted(t, 0, 3)), modeCreate("ra")); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := c.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replace := ingestOpts("ra", flightsql.TableDefinitionOptionsTableNotExistOptionFail, flightsql.TableDefinitionOptionsTableExistsOptionReplace)
+	replace.TransactionId = tx.ID()
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 2)), replace); err != nil {
+		t.Fatal(err)
+	}
+	app := modeAppend("ra")
+	app.TransactionId = tx.ID()
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 2, 3)), app); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := int64Column(t, g.readTable(t, "ra"), "id"); !slices.Equal(got, ids(0, 5)) {
+		t.Fatalf("rows = %v", got)
+	}
+}

@@ -222,6 +222,13 @@ func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error)
 			return p, err
 		}
 	}
+	if sr, ok := w.Provider.(catalogs.SchemaReplacer); ok && w.Txn != nil && w.IfExists != ExistsReplace {
+		// An append after a replace in the same transaction is written
+		// under the replace's schema, so that both land in its commit.
+		if mode, _, staged := w.Txn.StagedFor(w.Table); staged && mode == Overwrite {
+			p.replacer = sr
+		}
+	}
 	switch w.IfExists {
 	case ExistsFail:
 		return p, catalogs.Errorf(catalogs.ErrAlreadyExists, "write into %s: table already exists (use mode append or replace)", w.Table)
