@@ -25,12 +25,16 @@ import (
 // transaction is then Prepared: a later COMMIT, ROLLBACK or Prepare of it
 // fails with ErrFailedPrecondition saying so.
 //
+// handOut, when not nil, is called with each table before the transaction
+// ends (the caller encodes its receipts there): an error from it leaves the
+// transaction open, so that nothing is handed out half.
+//
 // A transaction that cannot be handed out whole is refused and stays
 // open: one that an earlier COMMIT committed in part, one whose commit
 // outcome is unknown (its receipts may already be in a snapshot), and one
 // that replaces a table's data (a merged commit of several workers only
 // appends).
-func (m *Manager) Prepare(ctx context.Context, owner, id string) ([]Staged, error) {
+func (m *Manager) Prepare(ctx context.Context, owner, id string, handOut func(Staged) error) ([]Staged, error) {
 	t, err := m.Get(owner, id)
 	if err != nil {
 		return nil, err
@@ -51,6 +55,13 @@ func (m *Manager) Prepare(ctx context.Context, owner, id string) ([]Staged, erro
 	for i, s := range staged {
 		out[i] = Staged{Table: s.Table, Provider: s.Provider, Mode: s.Mode,
 			Receipts: append([]catalogs.WriteReceipt(nil), s.Receipts...)}
+		if handOut == nil {
+			continue
+		}
+		if err := handOut(out[i]); err != nil {
+			t.reopen()
+			return nil, err
+		}
 	}
 	t.setState(Prepared)
 	m.retire(t, Prepared)
@@ -110,4 +121,18 @@ func (m *Manager) CommitReceipts(ctx context.Context, commitID string, tables []
 		outs[i] = out
 	}
 	return outs, nil
+}
+
+// DiscardReceipts deletes the staged files of receipts another process
+// handed out (an AbortMessages), through each table's backend
+// (catalogs.Discarder). The caller has made sure that they were never
+// committed.
+func (m *Manager) DiscardReceipts(ctx context.Context, tables []Staged) error {
+	var errs []error
+	for _, s := range tables {
+		if err := discard(ctx, s.Provider, s.Table, s.Receipts); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -20,10 +20,13 @@ func TestPrepareHandsReceiptsOut(t *testing.T) {
 	a.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("2")})
 	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("3")})
 
-	if _, err := m.Prepare(ctx, "r/b", a.ID()); !errors.Is(err, catalogs.ErrNotFound) {
+	if _, err := m.Prepare(ctx, "r/b", a.ID(), nil); !errors.Is(err, catalogs.ErrNotFound) {
 		t.Fatalf("prepare by another owner: %v", err)
 	}
-	got, err := m.Prepare(ctx, "r/a", a.ID())
+	if _, err := m.Prepare(ctx, "r/a", a.ID(), func(Staged) error { return errors.New("cannot encode") }); err == nil {
+		t.Fatal("a failing hand-out must fail Prepare")
+	}
+	got, err := m.Prepare(ctx, "r/a", a.ID(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +38,7 @@ func TestPrepareHandsReceiptsOut(t *testing.T) {
 			t.Fatalf("end of a prepared transaction: %v", err)
 		}
 	}
-	if _, err := m.Prepare(ctx, "r/a", a.ID()); !errors.Is(err, catalogs.ErrFailedPrecondition) {
+	if _, err := m.Prepare(ctx, "r/a", a.ID(), nil); !errors.Is(err, catalogs.ErrFailedPrecondition) {
 		t.Fatalf("second prepare: %v", err)
 	}
 	m.SessionEnded("s")
@@ -54,7 +57,7 @@ func TestPrepareRefusesAndStaysOpen(t *testing.T) {
 	ctx := context.Background()
 	a, _ := m.Begin("r/a", "")
 	a.add(tbl("t1"), p, Overwrite, []catalogs.WriteReceipt{rc("1")})
-	if _, err := m.Prepare(ctx, "r/a", a.ID()); !errors.Is(err, catalogs.ErrFailedPrecondition) {
+	if _, err := m.Prepare(ctx, "r/a", a.ID(), nil); !errors.Is(err, catalogs.ErrFailedPrecondition) {
 		t.Fatalf("prepare of a replace: %v", err)
 	}
 	if err := m.Rollback(ctx, "r/a", a.ID()); err != nil {
@@ -69,7 +72,7 @@ func TestPrepareRefusesAndStaysOpen(t *testing.T) {
 	if err := m.Commit(ctx, "r/a", b.ID()); err == nil {
 		t.Fatal("commit should fail on t2")
 	}
-	if _, err := m.Prepare(ctx, "r/a", b.ID()); !errors.Is(err, catalogs.ErrFailedPrecondition) {
+	if _, err := m.Prepare(ctx, "r/a", b.ID(), nil); !errors.Is(err, catalogs.ErrFailedPrecondition) {
 		t.Fatalf("prepare of a partly committed transaction: %v", err)
 	}
 }
