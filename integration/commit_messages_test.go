@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
@@ -192,6 +193,15 @@ catalogs:
 		files[0].(map[string]any)["path"] = "file://" + shared + "/elsewhere/x.parquet"
 	})
 	otherKey := resealed(t, payloads[1], []byte("another replica's key"), nil)
+	expired, err := envelope.Parse(payloads[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired.PreparedAt = expired.PreparedAt.Add(-13 * time.Hour)
+	stale, err := envelope.Seal(expired, msgKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name, table string
 		payload     []byte
@@ -206,6 +216,7 @@ catalogs:
 		{"wrong envelope version", "orders", wrongVersion, codes.InvalidArgument, "version 3"},
 		{"unsigned version 1", "orders", v1, codes.InvalidArgument, "unsigned"},
 		{"not an envelope", "orders", []byte("hello"), codes.InvalidArgument, "magic"},
+		{"expired", "orders", stale, codes.InvalidArgument, "expire"},
 	} {
 		list, at := [][]byte{payloads[0], c.payload}, "payload 1"
 		if c.table != "orders" {

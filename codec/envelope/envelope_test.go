@@ -171,4 +171,3 @@ func TestRefused(t *testing.T) {
 		}
 	}
 }
-
