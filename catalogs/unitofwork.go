@@ -96,3 +96,15 @@ type SchemaReplacer interface {
 	// naming the column when a type cannot be stored.
 	OpenReplaceStream(ctx context.Context, table TableIdent, schema *arrow.Schema) (WriteStream, error)
 }
+
+// ReceiptChecker is implemented by backends whose receipts may come back
+// from another process (the commit messages of a distributed write: a
+// worker gateway staged them, a coordinator commits or aborts them). The
+// gateway refuses such receipts for a backend that does not check them.
+type ReceiptChecker interface {
+	// CheckReceipts checks, before anything is committed or deleted, that
+	// the receipts are this backend's, were staged for table as it is now,
+	// and name only files under the table's location. It returns
+	// ErrInvalidArgument naming the receipt or file at fault.
+	CheckReceipts(ctx context.Context, table TableIdent, receipts []WriteReceipt) error
+}

@@ -52,6 +52,10 @@ type Options struct {
 	// TicketTTL is how long a query ticket is valid (DefaultTicketTTL
 	// when zero).
 	TicketTTL time.Duration
+	// CommitMessageTTL is how long a PrepareCommit payload can be
+	// committed (DefaultCommitMessageTTL when zero); keep it below
+	// reclaim.min_age.
+	CommitMessageTTL time.Duration
 	// StatementTimeout stops a query (or an INSERT's source query) that
 	// runs longer; zero for none. Reported in GetSqlInfo.
 	StatementTimeout time.Duration

@@ -3,6 +3,7 @@ package handlers
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -77,6 +78,13 @@ func (h *Handler) Route(first proto.Message) string {
 func (h *Handler) txnOf(m proto.Message) []byte {
 	switch m := m.(type) {
 	case *flight.Action:
+		if m.GetType() == PrepareCommitActionType {
+			var req prepareRequest
+			if json.Unmarshal(m.GetBody(), &req) != nil {
+				return nil
+			}
+			return []byte(req.TransactionID)
+		}
 		var req interface{ GetTransactionId() []byte }
 		switch m.GetType() {
 		case flightsql.EndTransactionActionType:

@@ -52,4 +52,5 @@ paimon-bench: paimon-go-payloads
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeList$$' -fuzztime $(FUZZTIME) ./codec/paimon
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./codec/envelope
 	$(GO) test -run '^$$' -fuzz '^FuzzBinaryRow$$' -fuzztime $(FUZZTIME) ./codec/paimon

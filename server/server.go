@@ -148,7 +148,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), authn.StreamInterceptor(), rt.stream(),
 			limitStreams("/DoPut", cfg.Limits.MaxConcurrentWrites)),
 	)...)
-	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{flightsql.NewFlightServer(h)}, h})
+	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{h.WithActions(flightsql.NewFlightServer(h))}, h})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	return s, nil

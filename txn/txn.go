@@ -37,10 +37,12 @@ const (
 	RolledBack
 	Expired
 	Committing
+	// Prepared: ended by Prepare, its receipts handed to the caller.
+	Prepared
 )
 
 func (s State) String() string {
-	return [...]string{"open", "committed", "rolled back", "expired", "committing"}[s]
+	return [...]string{"open", "committed", "rolled back", "expired", "committing", "prepared"}[s]
 }
 
 // Staged is what one table has staged inside a transaction.

@@ -1,0 +1,65 @@
+package iceberg
+
+import (
+	"context"
+	"strings"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+var _ catalogs.ReceiptChecker = (*Provider)(nil)
+
+// CheckReceipts checks receipts that come back from another process (the
+// commit messages of a distributed write): they are this backend's, for
+// table t as it is now (its uuid, a spec and schema it has), their data
+// files decode, and every file lies under the table's location or its
+// write.data.path. A receipt is data from a client: without this, a
+// forged one could make a snapshot reference, or an abort delete, any
+// file the gateway can reach.
+func (p *Provider) CheckReceipts(ctx context.Context, t catalogs.TableIdent, receipts []catalogs.WriteReceipt) error {
+	rms, err := parseReceipts(t, receipts)
+	if err != nil {
+		return err
+	}
+	tbl, err := p.load(ctx, t)
+	if err != nil {
+		return err
+	}
+	roots := tableRoots(tbl)
+	for i, rm := range rms {
+		for _, f := range rm.Files {
+			if !underAny(f.Path, roots) {
+				return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: file %s is outside the table's location %s", t, i, f.Path, roots[0])
+			}
+		}
+	}
+	_, err = dataFiles(t, tbl.Metadata(), rms)
+	return err
+}
+
+// tableRoots are the locations a table's data files may lie under.
+func tableRoots(tbl *table.Table) []string {
+	roots := []string{strings.TrimSuffix(tbl.Location(), "/")}
+	if d := tbl.Properties()[table.WriteDataPathKey]; d != "" {
+		roots = append(roots, strings.TrimSuffix(d, "/"))
+	}
+	return roots
+}
+
+// underAny reports whether path lies strictly below one of roots, with no
+// dot segment that could climb out of it.
+func underAny(path string, roots []string) bool {
+	for _, seg := range strings.Split(path, "/") {
+		if seg == ".." || seg == "." {
+			return false
+		}
+	}
+	for _, r := range roots {
+		if r != "" && strings.HasPrefix(path, r+"/") && len(path) > len(r)+1 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,500 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/codec/envelope"
+	"github.com/flightgw/flightgw/txn"
+)
+
+// The distributed-commit actions (docs/commit-messages.md). Workers end
+// their transactions with PrepareCommit and pass the payloads to one
+// coordinator, which commits them once per table with CommitMessages (or
+// throws them away with AbortMessages) on any replica sharing the signing
+// key. Bodies are JSON: a client builds them in any language with no
+// generated code, and the payloads inside are opaque bytes (base64).
+const (
+	PrepareCommitActionType   = "PrepareCommit"
+	CommitMessagesActionType  = "CommitMessages"
+	AbortMessagesActionType   = "AbortMessages"
+	GetCommitStatusActionType = "GetCommitStatus"
+)
+
+// commitActions are listed by ListActions after the Flight SQL ones.
+var commitActions = []*flight.ActionType{
+	{Type: PrepareCommitActionType, Description: `Worker: end the caller's transaction (or {"transaction_id"}) without committing; returns per table a signed commit-message payload.`},
+	{Type: CommitMessagesActionType, Description: `Coordinator: {"commit_id", "tables": [{"catalog", "schema", "table", "payloads"}]}: check, merge and commit each table once; repeatable with the same commit_id.`},
+	{Type: AbortMessagesActionType, Description: `Delete the staged files the payloads name: {"commit_id"?, "tables": [{"catalog", "schema", "table", "payloads"}]}.`},
+	{Type: GetCommitStatusActionType, Description: `Has {"commit_id"} landed on {"catalog", "schema", "table"}?`},
+}
+
+// DefaultCommitMessageTTL is how long a prepared payload can be committed
+// when Options leave CommitMessageTTL unset: half of reclaim.min_age's
+// default (24h), so that the orphan reclaimer never deletes the files of
+// a payload that can still be committed.
+const DefaultCommitMessageTTL = 12 * time.Hour
+
+// maxCommitID bounds a caller's commit id.
+const maxCommitID = 128
+
+// messageCommitPrefix marks the commit ids of CommitMessages in the
+// table's history, apart from those the gateway draws itself.
+const messageCommitPrefix = "msg-"
+
+// WithActions returns fs answering the distributed-commit actions too;
+// every other action, and every other call, goes to fs.
+func (h *Handler) WithActions(fs flight.FlightServer) flight.FlightServer {
+	return actionServer{FlightServer: fs, h: h}
+}
+
+type actionServer struct {
+	flight.FlightServer
+	h *Handler
+}
+
+// ListActions lists the Flight SQL actions, then the distributed-commit ones.
+func (s actionServer) ListActions(e *flight.Empty, stream flight.FlightService_ListActionsServer) error {
+	if err := s.FlightServer.ListActions(e, stream); err != nil {
+		return err
+	}
+	for _, a := range commitActions {
+		if err := stream.Send(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DoAction answers the distributed-commit actions with one JSON result.
+func (s actionServer) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
+	var run func(context.Context, []byte) (any, error)
+	switch a.GetType() {
+	case PrepareCommitActionType:
+		run = s.h.prepareCommit
+	case CommitMessagesActionType:
+		run = s.h.commitMessages
+	case AbortMessagesActionType:
+		run = s.h.abortMessages
+	case GetCommitStatusActionType:
+		run = s.h.commitStatus
+	default:
+		return s.FlightServer.DoAction(a, stream)
+	}
+	res, err := run(stream.Context(), a.GetBody())
+	if err != nil {
+		s.h.log.Info("action failed", "action", a.GetType(), "code", Code(err).String(), "err", err)
+		return Status(err)
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return status.Errorf(codes.Internal, "%s: encode the reply: %v", a.GetType(), err)
+	}
+	return stream.Send(&flight.Result{Body: body})
+}
+
+// decodeBody reads a JSON request body, refusing unknown fields.
+func decodeBody(action string, body []byte, into any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		return status.Errorf(codes.InvalidArgument, "%s: request body is not the expected JSON: %v", action, err)
+	}
+	if dec.More() {
+		return status.Errorf(codes.InvalidArgument, "%s: request body: trailing data after the JSON object", action)
+	}
+	return nil
+}
+
+// tableRef names a table as Flight SQL does (schema "a.b" is the
+// namespace [a b]; empty catalog and schema are the defaults).
+type tableRef struct {
+	Catalog string `json:"catalog"`
+	Schema  string `json:"schema"`
+	Table   string `json:"table"`
+}
+
+func refOf(t catalogs.TableIdent) tableRef {
+	return tableRef{Catalog: t.Catalog, Schema: strings.Join(t.Namespace, "."), Table: t.Name}
+}
+
+// resolve finds the table for the caller, in its realm, as ingest does.
+func (h *Handler) resolve(ctx context.Context, r tableRef) (Catalog, catalogs.TableIdent, error) {
+	cat, _, err := h.catalog(ctx, r.Catalog)
+	if err != nil {
+		return Catalog{}, catalogs.TableIdent{}, err
+	}
+	ident := h.tableIdent(cat.Name, r.Schema, r.Table)
+	return cat, ident, ident.Validate()
+}
+
+// identity is a table's identity in an envelope.
+func identity(t catalogs.TableIdent) []string {
+	return slices.Concat([]string{t.Catalog}, t.Namespace, []string{t.Name})
+}
+
+// messageKey is the HMAC key of commit messages: derived from the ticket
+// signing key, so that a payload never verifies as a ticket or the
+// reverse.
+func (h *Handler) messageKey() []byte {
+	m := hmac.New(sha256.New, h.ticketKey())
+	m.Write([]byte("flightgw commit messages v2"))
+	return m.Sum(nil)
+}
+
+func (h *Handler) messageTTL() time.Duration {
+	if h.opts.CommitMessageTTL > 0 {
+		return h.opts.CommitMessageTTL
+	}
+	return DefaultCommitMessageTTL
+}
+
+// checkCommitID refuses a commit id that is empty, long or not printable.
+func checkCommitID(action, id string) error {
+	if id == "" || len(id) > maxCommitID {
+		return status.Errorf(codes.InvalidArgument, "%s: commit_id must be 1 to %d characters, got %d", action, maxCommitID, len(id))
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._:-", c)) {
+			return status.Errorf(codes.InvalidArgument, "%s: commit_id %q: only letters, digits and . _ : - are allowed", action, id)
+		}
+	}
+	return nil
+}
+
+type prepareRequest struct {
+	TransactionID string `json:"transaction_id"`
+}
+
+type preparedTable struct {
+	tableRef
+	Backend  string `json:"backend"`
+	Rows     uint64 `json:"rows"`
+	Bytes    uint64 `json:"bytes"`
+	Receipts int    `json:"receipts"`
+	// Payload is the signed envelope (base64 in JSON).
+	Payload []byte `json:"payload"`
+}
+
+type prepareResponse struct {
+	TransactionID string          `json:"transaction_id"`
+	Tables        []preparedTable `json:"tables"`
+}
+
+// prepareCommit answers PrepareCommit: the transaction named, or the one
+// open in the caller's session, ends prepared; each table's receipts come
+// back sealed.
+func (h *Handler) prepareCommit(ctx context.Context, body []byte) (any, error) {
+	var req prepareRequest
+	if len(body) > 0 {
+		if err := decodeBody(PrepareCommitActionType, body, &req); err != nil {
+			return nil, err
+		}
+	}
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := req.TransactionID
+	if id == "" {
+		t, ok := h.opts.Txns.ForSession(p.ID(), sessionKey(ctx))
+		if !ok {
+			return nil, status.Errorf(codes.FailedPrecondition, "%s: no transaction_id given and no transaction open in this session", PrepareCommitActionType)
+		}
+		id = t.ID()
+	}
+	res := prepareResponse{TransactionID: id, Tables: []preparedTable{}}
+	now := time.Now()
+	_, err = h.opts.Txns.Prepare(ctx, p.ID(), id, func(s txn.Staged) error {
+		pt, err := h.seal(s, p.ID(), now)
+		if err != nil {
+			return err
+		}
+		res.Tables = append(res.Tables, pt)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.log.Info("transaction prepared", "txn", id, "principal", p.Name, "tables", len(res.Tables))
+	return res, nil
+}
+
+// seal encodes one table's receipts in a signed envelope.
+func (h *Handler) seal(s txn.Staged, user string, at time.Time) (preparedTable, error) {
+	cat := h.catalogs[s.Table.Catalog]
+	if cat.Type != envelope.KindIceberg {
+		return preparedTable{}, status.Errorf(codes.FailedPrecondition,
+			"%s: table %s: catalog type %q has no commit-message format (iceberg has)", PrepareCommitActionType, s.Table, cat.Type)
+	}
+	pt := preparedTable{tableRef: refOf(s.Table), Backend: cat.Type, Receipts: len(s.Receipts)}
+	rs := make([]envelope.Receipt, len(s.Receipts))
+	for i, r := range s.Receipts {
+		rs[i] = envelope.Receipt{Metadata: r.Metadata, RowCount: r.RowCount, ByteCount: r.ByteCount}
+		pt.Rows += r.RowCount
+		pt.Bytes += r.ByteCount
+	}
+	payload, err := envelope.EncodeReceipts(rs)
+	if err != nil {
+		return pt, status.Errorf(codes.Internal, "table %s: encode receipts: %v", s.Table, err)
+	}
+	pt.Payload, err = envelope.Seal(envelope.Envelope{Kind: cat.Type, SerializerVersion: envelope.ReceiptsVersion,
+		Table: identity(s.Table), CommitUser: user, PreparedAt: at, Payload: payload}, h.messageKey())
+	if err != nil {
+		return pt, status.Errorf(codes.FailedPrecondition, "table %s: %v", s.Table, err)
+	}
+	return pt, nil
+}
+
+type tableMessages struct {
+	tableRef
+	Payloads [][]byte `json:"payloads"`
+}
+
+type messagesRequest struct {
+	CommitID string          `json:"commit_id"`
+	Tables   []tableMessages `json:"tables"`
+}
+
+type committedTable struct {
+	tableRef
+	SnapshotID  int64     `json:"snapshot_id"`
+	CommittedAt time.Time `json:"committed_at"`
+	Rows        uint64    `json:"rows"`
+	Payloads    int       `json:"payloads"`
+}
+
+type commitResponse struct {
+	CommitID string           `json:"commit_id"`
+	Tables   []committedTable `json:"tables"`
+}
+
+// openMessages checks every payload of every table of the request and
+// merges each table's receipts, before anything is committed or deleted:
+// one bad payload refuses the whole request.
+func (h *Handler) openMessages(ctx context.Context, action string, tables []tableMessages) ([]txn.Staged, error) {
+	if len(tables) == 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: no tables", action)
+	}
+	out := make([]txn.Staged, 0, len(tables))
+	seen := map[string]bool{}
+	for _, tm := range tables {
+		cat, ident, err := h.resolve(ctx, tm.tableRef)
+		if err != nil {
+			return nil, err
+		}
+		if seen[ident.Key()] {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: table %s is listed twice (list all its payloads once)", action, ident)
+		}
+		seen[ident.Key()] = true
+		if len(tm.Payloads) == 0 {
+			return nil, status.Errorf(codes.InvalidArgument, "%s: table %s: no payloads", action, ident)
+		}
+		checker, ok := cat.Provider.(catalogs.ReceiptChecker)
+		if !ok {
+			return nil, status.Errorf(codes.FailedPrecondition, "%s: table %s: catalog %q cannot check receipts from another process", action, ident, cat.Name)
+		}
+		s := txn.Staged{Table: ident, Provider: cat.Provider, Mode: txn.Append}
+		for i, b := range tm.Payloads {
+			rs, err := h.openPayload(cat, ident, b)
+			if err != nil {
+				return nil, status.Errorf(codes.InvalidArgument, "%s: table %s: payload %d: %v", action, ident, i, err)
+			}
+			s.Receipts = append(s.Receipts, rs...)
+		}
+		if err := checker.CheckReceipts(ctx, ident, s.Receipts); err != nil {
+			return nil, fmt.Errorf("%s: %w", action, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// openPayload checks one payload against the table the request names:
+// the signature, the backend kind, the table identity, the age.
+func (h *Handler) openPayload(cat Catalog, ident catalogs.TableIdent, b []byte) ([]catalogs.WriteReceipt, error) {
+	e, err := envelope.Open(b, h.messageKey())
+	if err != nil {
+		return nil, err
+	}
+	if e.Kind != cat.Type {
+		return nil, fmt.Errorf("backend kind %q, but catalog %q is %q", e.Kind, cat.Name, cat.Type)
+	}
+	if want := identity(ident); !slices.Equal(e.Table, want) {
+		return nil, fmt.Errorf("prepared for table %s, not this table", strings.Join(e.Table, "."))
+	}
+	if age := time.Since(e.PreparedAt); age > h.messageTTL() {
+		return nil, fmt.Errorf("prepared %s ago, commit messages expire after %s (the orphan reclaimer may have deleted its files)",
+			age.Round(time.Second), h.messageTTL())
+	}
+	rs, err := envelope.DecodeReceipts(e.Payload)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]catalogs.WriteReceipt, len(rs))
+	for i, r := range rs {
+		out[i] = catalogs.WriteReceipt{Metadata: r.Metadata, RowCount: r.RowCount, ByteCount: r.ByteCount}
+	}
+	return out, nil
+}
+
+// commitMessages answers CommitMessages: every payload checked, then each
+// table committed once, through the one commit policy, under the caller's
+// commit id.
+func (h *Handler) commitMessages(ctx context.Context, body []byte) (any, error) {
+	var req messagesRequest
+	if err := decodeBody(CommitMessagesActionType, body, &req); err != nil {
+		return nil, err
+	}
+	if err := checkCommitID(CommitMessagesActionType, req.CommitID); err != nil {
+		return nil, err
+	}
+	staged, err := h.openMessages(ctx, CommitMessagesActionType, req.Tables)
+	if err != nil {
+		return nil, err
+	}
+	outs, err := h.opts.Txns.CommitReceipts(ctx, messageCommitPrefix+req.CommitID, staged)
+	res := commitResponse{CommitID: req.CommitID, Tables: []committedTable{}}
+	for i, out := range outs {
+		ct := committedTable{tableRef: refOf(staged[i].Table), SnapshotID: out.SnapshotID, CommittedAt: out.CommittedAt,
+			Payloads: len(req.Tables[i].Payloads)}
+		for _, r := range staged[i].Receipts {
+			ct.Rows += r.RowCount
+		}
+		res.Tables = append(res.Tables, ct)
+	}
+	if err != nil {
+		done := make([]string, len(outs))
+		for i := range outs {
+			done[i] = staged[i].Table.String()
+		}
+		return nil, fmt.Errorf("%s %s: committed: %s; the rest did not (retry with the same commit_id, or GetCommitStatus): %w",
+			CommitMessagesActionType, req.CommitID, listOrNone(done), err)
+	}
+	h.log.Info("commit messages committed", "commit_id", req.CommitID, "tables", len(staged))
+	return res, nil
+}
+
+type abortRequest struct {
+	// CommitID, when set, is the commit the payloads were tried in: if it
+	// landed on a table, that table's files are live and are not deleted.
+	CommitID string          `json:"commit_id"`
+	Tables   []tableMessages `json:"tables"`
+}
+
+type abortedTable struct {
+	tableRef
+	Receipts int `json:"receipts"`
+}
+
+type abortResponse struct {
+	Tables []abortedTable `json:"tables"`
+}
+
+// abortMessages answers AbortMessages: after the checks of CommitMessages
+// (and, given a commit id, that it has not landed), the payloads' staged
+// files are deleted.
+func (h *Handler) abortMessages(ctx context.Context, body []byte) (any, error) {
+	var req abortRequest
+	if err := decodeBody(AbortMessagesActionType, body, &req); err != nil {
+		return nil, err
+	}
+	if req.CommitID != "" {
+		if err := checkCommitID(AbortMessagesActionType, req.CommitID); err != nil {
+			return nil, err
+		}
+	}
+	staged, err := h.openMessages(ctx, AbortMessagesActionType, req.Tables)
+	if err != nil {
+		return nil, err
+	}
+	if req.CommitID != "" {
+		for _, s := range staged {
+			rec, landed, err := findCommit(ctx, s.Provider, s.Table, req.CommitID)
+			if err != nil {
+				return nil, err
+			}
+			if landed {
+				return nil, status.Errorf(codes.FailedPrecondition, "%s: commit %s landed on table %s (snapshot %d): its files are live, nothing deleted",
+					AbortMessagesActionType, req.CommitID, s.Table, rec.Outcome.SnapshotID)
+			}
+		}
+	}
+	if err := h.opts.Txns.DiscardReceipts(ctx, staged); err != nil {
+		return nil, err
+	}
+	res := abortResponse{Tables: []abortedTable{}}
+	for _, s := range staged {
+		res.Tables = append(res.Tables, abortedTable{tableRef: refOf(s.Table), Receipts: len(s.Receipts)})
+	}
+	return res, nil
+}
+
+type statusRequest struct {
+	tableRef
+	CommitID string `json:"commit_id"`
+}
+
+type statusResponse struct {
+	tableRef
+	CommitID    string     `json:"commit_id"`
+	Landed      bool       `json:"landed"`
+	SnapshotID  int64      `json:"snapshot_id,omitempty"`
+	CommittedAt *time.Time `json:"committed_at,omitempty"`
+	Rows        uint64     `json:"rows,omitempty"`
+}
+
+// commitStatus answers GetCommitStatus: has a CommitMessages commit id
+// landed on the table?
+func (h *Handler) commitStatus(ctx context.Context, body []byte) (any, error) {
+	var req statusRequest
+	if err := decodeBody(GetCommitStatusActionType, body, &req); err != nil {
+		return nil, err
+	}
+	if err := checkCommitID(GetCommitStatusActionType, req.CommitID); err != nil {
+		return nil, err
+	}
+	cat, ident, err := h.resolve(ctx, req.tableRef)
+	if err != nil {
+		return nil, err
+	}
+	rec, landed, err := findCommit(ctx, cat.Provider, ident, req.CommitID)
+	if err != nil {
+		return nil, err
+	}
+	res := statusResponse{tableRef: refOf(ident), CommitID: req.CommitID, Landed: landed}
+	if landed {
+		at := rec.Outcome.CommittedAt
+		res.SnapshotID, res.CommittedAt, res.Rows = rec.Outcome.SnapshotID, &at, rec.RowCount
+	}
+	return res, nil
+}
+
+// findCommit looks a CommitMessages commit id up on a table.
+func findCommit(ctx context.Context, p catalogs.Provider, t catalogs.TableIdent, commitID string) (catalogs.CommitRecord, bool, error) {
+	ic, ok := p.(catalogs.IdempotentCommitter)
+	if !ok {
+		return catalogs.CommitRecord{}, false, status.Errorf(codes.FailedPrecondition, "table %s: catalog %q does not record commit ids", t, t.Catalog)
+	}
+	return ic.FindCommit(ctx, t, messageCommitPrefix+commitID)
+}
+
+// listOrNone joins names, or says none.
+func listOrNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}

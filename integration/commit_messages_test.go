@@ -1,0 +1,372 @@
+package integration
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	ice "github.com/apache/iceberg-go"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+	"google.golang.org/grpc/codes"
+
+	"github.com/flightgw/flightgw/codec/envelope"
+	"github.com/flightgw/flightgw/codec/paimon"
+)
+
+// doAction runs a distributed-commit action with a JSON body and decodes
+// its one JSON result into out (when not nil).
+func doAction(ctx context.Context, c *flightsql.Client, action string, req, out any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	stream, err := c.Client.DoAction(ctx, &flight.Action{Type: action, Body: body})
+	if err != nil {
+		return err
+	}
+	res, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: a second result or an error after the first: %v", action, err)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(res.GetBody(), out)
+}
+
+type preparedReply struct {
+	TransactionID string `json:"transaction_id"`
+	Tables        []struct {
+		Catalog, Schema, Table string
+		Rows                   uint64
+		Payload                []byte
+	} `json:"tables"`
+}
+
+type committedReply struct {
+	CommitID string `json:"commit_id"`
+	Tables   []struct {
+		Table      string `json:"table"`
+		SnapshotID int64  `json:"snapshot_id"`
+		Rows       uint64 `json:"rows"`
+	} `json:"tables"`
+}
+
+// messages is a CommitMessages / AbortMessages request for one table.
+func messages(commitID, tableName string, payloads ...[]byte) map[string]any {
+	return map[string]any{"commit_id": commitID, "tables": []map[string]any{
+		{"catalog": "lake", "schema": "default", "table": tableName, "payloads": payloads}}}
+}
+
+// sharedTable loads a table of the shared embedded catalog with
+// iceberg-go, independently of the gateways.
+func sharedTable(t *testing.T, dir, name string) *table.Table {
+	t.Helper()
+	db, err := sql.Open("sqliteshim", "file:"+filepath.Join(dir, "catalog.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cat, err := sqlcat.NewCatalog("lake", db, sqlcat.SQLite, ice.Properties{"warehouse": "file://" + filepath.Join(dir, "warehouse")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(context.Background(), table.Identifier{"default", name})
+	if err != nil {
+		t.Fatalf("load %s: %v", name, err)
+	}
+	return tbl
+}
+
+// prepareIn begins a transaction on c, ingests rows [from, from+n) into
+// table in it and prepares it; it returns the one table's payload.
+func prepareIn(t *testing.T, c *flightsql.Client, opts *flightsql.ExecuteIngestOpts, from, n int) []byte {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := c.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.TransactionId = tx.ID()
+	if got, err := c.ExecuteIngest(ctx, reader(t, people(t, from, n)), opts); err != nil || got != int64(n) {
+		t.Fatalf("ingest in the transaction: %d rows, %v", got, err)
+	}
+	var res preparedReply
+	if err := doAction(ctx, c, "PrepareCommit", map[string]any{"transaction_id": string(tx.ID())}, &res); err != nil {
+		t.Fatalf("PrepareCommit: %v", err)
+	}
+	if len(res.Tables) != 1 || res.Tables[0].Table != opts.Table || res.Tables[0].Rows != uint64(n) || len(res.Tables[0].Payload) == 0 {
+		t.Fatalf("PrepareCommit reply %+v", res)
+	}
+	// The transaction has ended: its rows are nowhere yet, and COMMIT of
+	// it is refused.
+	assertStatus(t, endTransaction(t, c, tx.ID(), 1), codes.FailedPrecondition, "prepared")
+	return res.Tables[0].Payload
+}
+
+// TestCommitMessagesAcrossGateways: three worker gateways sharing one
+// catalog and the signing key each ingest into the same Iceberg table in a
+// transaction and prepare it; a fourth commits the three payloads once.
+// iceberg-go then sees exactly one snapshot holding every row and the
+// commit id; the commit repeated returns the same snapshot and appends
+// nothing. Forged, truncated, other-table, path-outside-table and
+// wrong-version payloads are refused InvalidArgument naming what failed,
+// with nothing committed; AbortMessages leaves no staged file.
+func TestCommitMessagesAcrossGateways(t *testing.T) {
+	shared := t.TempDir()
+	const signingKey = "commit-messages-key"
+	conf := fmt.Sprintf(`tickets: {signing_key: %s}
+catalogs:
+  - name: lake
+    type: iceberg
+    properties: {catalog-type: sql, uri: "sqlite:///%s/catalog.db", warehouse: "file://%s/warehouse", create-namespaces: default}
+`, signingKey, shared, shared)
+	var workers []*flightsql.Client
+	for range 3 {
+		workers = append(workers, startGateway(t, conf).flightClient(t))
+	}
+	coord := startGateway(t, conf).flightClient(t)
+	ctx := context.Background()
+
+	// ListActions lists the four, each with a description.
+	listed := map[string]string{}
+	la, err := coord.Client.ListActions(ctx, &flight.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		a, err := la.Recv()
+		if err != nil {
+			break
+		}
+		listed[a.GetType()] = a.GetDescription()
+	}
+	for _, a := range []string{"PrepareCommit", "CommitMessages", "AbortMessages", "GetCommitStatus", flightsql.BeginTransactionActionType} {
+		if _, ok := listed[a]; !ok || (a != flightsql.BeginTransactionActionType && listed[a] == "") {
+			t.Errorf("ListActions: %s missing or undescribed: %v", a, listed)
+		}
+	}
+
+	// An unrelated table, to send payloads to the wrong one.
+	if _, err := coord.ExecuteIngest(ctx, reader(t, people(t, 0, 1)), modeCreate("elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	var payloads [][]byte
+	for i, w := range workers {
+		opts := modeAppend("orders")
+		if i == 0 {
+			opts = modeCreate("orders")
+		}
+		payloads = append(payloads, prepareIn(t, w, opts, i*100, 100))
+	}
+	if got := countIn(t, coord, "orders"); got != "0" {
+		t.Fatalf("%s rows before CommitMessages, want 0", got)
+	}
+
+	// Refused payloads, each alone and beside good ones: nothing commits.
+	key := hmac.New(sha256.New, []byte(signingKey))
+	key.Write([]byte("flightgw commit messages v2"))
+	msgKey := key.Sum(nil)
+	flipped := slices.Clone(payloads[1])
+	flipped[len(flipped)-1] ^= 1
+	wrongVersion := slices.Clone(payloads[1])
+	wrongVersion[4] = 3
+	v1, _ := paimon.Wrap(paimon.Version11, []byte{0, 0, 0, 0})
+	outside := resealed(t, payloads[1], msgKey, func(receipt map[string]any) {
+		files := receipt["files"].([]any)
+		files[0].(map[string]any)["path"] = "file://" + shared + "/elsewhere/x.parquet"
+	})
+	otherKey := resealed(t, payloads[1], []byte("another replica's key"), nil)
+	expired, err := envelope.Parse(payloads[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired.PreparedAt = expired.PreparedAt.Add(-13 * time.Hour)
+	stale, err := envelope.Seal(expired, msgKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, table string
+		payload     []byte
+		code        codes.Code
+		says        string
+	}{
+		{"forged", "orders", flipped, codes.InvalidArgument, "HMAC"},
+		{"signed by another key", "orders", otherKey, codes.InvalidArgument, "HMAC"},
+		{"truncated", "orders", payloads[1][:len(payloads[1])-40], codes.InvalidArgument, "truncated"},
+		{"other table", "elsewhere", payloads[1], codes.InvalidArgument, "prepared for table lake.default.orders"},
+		{"path outside the table", "orders", outside, codes.InvalidArgument, "outside the table's location"},
+		{"wrong envelope version", "orders", wrongVersion, codes.InvalidArgument, "version 3"},
+		{"unsigned version 1", "orders", v1, codes.InvalidArgument, "unsigned"},
+		{"not an envelope", "orders", []byte("hello"), codes.InvalidArgument, "magic"},
+		{"expired", "orders", stale, codes.InvalidArgument, "expire"},
+	} {
+		list, at := [][]byte{payloads[0], c.payload}, "payload 1"
+		if c.table != "orders" {
+			list, at = [][]byte{c.payload}, "payload 0"
+		}
+		err := doAction(ctx, coord, "CommitMessages", messages("bad-"+strings.ReplaceAll(c.name, " ", "-"), c.table, list...), nil)
+		assertStatus(t, err, c.code, c.says)
+		if c.code == codes.InvalidArgument && !strings.Contains(c.says, "outside") {
+			assertStatus(t, err, c.code, at)
+		}
+	}
+	assertStatus(t, doAction(ctx, coord, "CommitMessages", messages("", "orders", payloads...), nil), codes.InvalidArgument, "commit_id")
+	assertStatus(t, doAction(ctx, coord, "CommitMessages", messages("x y", "orders", payloads...), nil), codes.InvalidArgument, "commit_id")
+	assertStatus(t, doAction(ctx, coord, "CommitMessages", map[string]any{"commit_id": "j", "tabels": 1}, nil), codes.InvalidArgument, "tabels")
+	if snaps := sharedTable(t, shared, "orders").Metadata().Snapshots(); len(snaps) != 0 {
+		t.Fatalf("%d snapshots after refused commits, want 0", len(snaps))
+	}
+
+	// The commit, then its repeat after a "lost reply".
+	var first, again committedReply
+	if err := doAction(ctx, coord, "CommitMessages", messages("job-42", "orders", payloads...), &first); err != nil {
+		t.Fatalf("CommitMessages: %v", err)
+	}
+	if len(first.Tables) != 1 || first.Tables[0].SnapshotID == 0 || first.Tables[0].Rows != 300 {
+		t.Fatalf("CommitMessages reply %+v", first)
+	}
+	if err := doAction(ctx, workers[2], "CommitMessages", messages("job-42", "orders", payloads...), &again); err != nil {
+		t.Fatalf("CommitMessages repeated on another gateway: %v", err)
+	}
+	if again.Tables[0].SnapshotID != first.Tables[0].SnapshotID {
+		t.Fatalf("repeated commit: snapshot %d, first %d", again.Tables[0].SnapshotID, first.Tables[0].SnapshotID)
+	}
+	tbl := sharedTable(t, shared, "orders")
+	snaps := tbl.Metadata().Snapshots()
+	if len(snaps) != 1 || snaps[0].SnapshotID != first.Tables[0].SnapshotID {
+		t.Fatalf("snapshots %+v, want exactly the one committed", snaps)
+	}
+	if got := snaps[0].Summary.Properties["flightgw.commit-id"]; got != "msg-job-42" {
+		t.Fatalf("summary commit id %q", got)
+	}
+	at, err := tbl.Scan().ToArrowTable(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer at.Release()
+	ids := int64Column(t, at, "id")
+	if len(ids) != 300 || ids[0] != 0 || ids[299] != 299 {
+		t.Fatalf("%d rows read back (%v...)", len(ids), ids[:min(len(ids), 5)])
+	}
+
+	// GetCommitStatus, from any gateway.
+	var st struct {
+		Landed     bool  `json:"landed"`
+		SnapshotID int64 `json:"snapshot_id"`
+		Rows       uint64
+	}
+	req := map[string]any{"catalog": "lake", "schema": "default", "table": "orders", "commit_id": "job-42"}
+	if err := doAction(ctx, workers[0], "GetCommitStatus", req, &st); err != nil || !st.Landed || st.SnapshotID != first.Tables[0].SnapshotID || st.Rows != 300 {
+		t.Fatalf("GetCommitStatus job-42: %+v, %v", st, err)
+	}
+	req["commit_id"] = "job-41"
+	st.Landed = true
+	if err := doAction(ctx, workers[0], "GetCommitStatus", req, &st); err != nil || st.Landed {
+		t.Fatalf("GetCommitStatus job-41: %+v, %v", st, err)
+	}
+
+	// AbortMessages of committed payloads, naming their commit: refused.
+	before := parquetIn(t, filepath.Join(shared, "warehouse"))
+	assertStatus(t, doAction(ctx, coord, "AbortMessages", messages("job-42", "orders", payloads...), nil), codes.FailedPrecondition, "landed")
+	// A prepared payload never committed: aborted, no staged file left.
+	dropped := prepareIn(t, workers[1], modeAppend("orders"), 1000, 50)
+	if n := len(parquetIn(t, filepath.Join(shared, "warehouse"))); n <= len(before) {
+		t.Fatalf("%d data files after a prepared ingest, %d before", n, len(before))
+	}
+	assertStatus(t, doAction(ctx, coord, "AbortMessages", messages("", "orders", flipped), nil), codes.InvalidArgument, "HMAC")
+	if err := doAction(ctx, coord, "AbortMessages", messages("job-43", "orders", dropped), nil); err != nil {
+		t.Fatalf("AbortMessages: %v", err)
+	}
+	if after := parquetIn(t, filepath.Join(shared, "warehouse")); !slices.Equal(after, before) {
+		t.Fatalf("data files after AbortMessages:\n%v\nbefore:\n%v", after, before)
+	}
+	if got := countIn(t, coord, "orders"); got != "300" {
+		t.Fatalf("%s rows at the end, want 300", got)
+	}
+}
+
+// resealed rewrites the first receipt of a payload with edit and seals it
+// again with key, as a replica holding key (or not) could.
+func resealed(t *testing.T, payload, key []byte, edit func(map[string]any)) []byte {
+	t.Helper()
+	e, err := envelope.Parse(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := envelope.DecodeReceipts(e.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		var m map[string]any
+		if err := json.Unmarshal(rs[0].Metadata, &m); err != nil {
+			t.Fatal(err)
+		}
+		edit(m)
+		rs[0].Metadata, _ = json.Marshal(m)
+	}
+	if e.Payload, err = envelope.EncodeReceipts(rs); err != nil {
+		t.Fatal(err)
+	}
+	out, err := envelope.Seal(e, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestCommitMessagesRealm: a coordinator of another realm cannot commit,
+// abort or look up a payload of a realm's table: the catalog does not
+// exist for it, and a payload named under its own catalog is another
+// table's.
+func TestCommitMessagesRealm(t *testing.T) {
+	g := startGateway(t, realmConfig(t)+"tickets: {signing_key: realm-key}\n")
+	alice, actx := login(t, g, "alice", "alice-pw")
+	bob, bctx := login(t, g, "bob", "bob-pw")
+	tx, err := alice.BeginTransaction(actx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := modeCreate("orders")
+	sales := "salesdb"
+	opts.Catalog = &sales
+	opts.TransactionId = tx.ID()
+	if _, err := alice.ExecuteIngest(actx, reader(t, people(t, 0, 10)), opts); err != nil {
+		t.Fatal(err)
+	}
+	var res preparedReply
+	if err := doAction(actx, alice, "PrepareCommit", map[string]any{"transaction_id": string(tx.ID())}, &res); err != nil {
+		t.Fatal(err)
+	}
+	// Bob cannot prepare Alice's transaction either.
+	assertStatus(t, doAction(bctx, bob, "PrepareCommit", map[string]any{"transaction_id": string(tx.ID())}, nil), codes.NotFound, "not found")
+	req := func(catalog string) map[string]any {
+		return map[string]any{"commit_id": "r1", "tables": []map[string]any{
+			{"catalog": catalog, "schema": "default", "table": "orders", "payloads": [][]byte{res.Tables[0].Payload}}}}
+	}
+	assertStatus(t, doAction(bctx, bob, "CommitMessages", req("salesdb"), nil), codes.NotFound, "salesdb")
+	assertStatus(t, doAction(bctx, bob, "AbortMessages", req("salesdb"), nil), codes.NotFound, "salesdb")
+	assertStatus(t, doAction(bctx, bob, "CommitMessages", req("opsdb"), nil), codes.InvalidArgument, "prepared for table salesdb.default.orders")
+	assertStatus(t, doAction(bctx, bob, "GetCommitStatus", map[string]any{"catalog": "salesdb", "table": "orders", "commit_id": "r1"}, nil), codes.NotFound, "salesdb")
+	if err := doAction(actx, alice, "CommitMessages", req("salesdb"), nil); err != nil {
+		t.Fatalf("alice commits her own payload: %v", err)
+	}
+}
