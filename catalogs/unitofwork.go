@@ -108,3 +108,15 @@ type ReceiptChecker interface {
 	// ErrInvalidArgument naming the receipt or file at fault.
 	CheckReceipts(ctx context.Context, table TableIdent, receipts []WriteReceipt) error
 }
+
+// ReferenceChecker is implemented by backends that can tell whether files
+// named by receipts are referenced by the table. The gateway asks it
+// before deleting files named by receipts that came from another process
+// (AbortMessages), which cannot otherwise know that the receipts were
+// never committed.
+type ReferenceChecker interface {
+	// CheckUnreferenced returns ErrFailedPrecondition naming the first
+	// file of receipts that any snapshot of table references (current or
+	// older); nil when none is.
+	CheckUnreferenced(ctx context.Context, table TableIdent, receipts []WriteReceipt) error
+}

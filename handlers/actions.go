@@ -432,6 +432,18 @@ func (h *Handler) abortMessages(ctx context.Context, body []byte) (any, error) {
 			}
 		}
 	}
+	// Whatever the commit id says, a file a snapshot references is live:
+	// the payload may have been committed under another id.
+	for _, s := range staged {
+		rc, ok := s.Provider.(catalogs.ReferenceChecker)
+		if !ok {
+			return nil, status.Errorf(codes.FailedPrecondition, "%s: catalog %q cannot tell whether the files of table %s are committed: nothing deleted",
+				AbortMessagesActionType, s.Table.Catalog, s.Table)
+		}
+		if err := rc.CheckUnreferenced(ctx, s.Table, s.Receipts); err != nil {
+			return nil, Status(err)
+		}
+	}
 	if err := h.opts.Txns.DiscardReceipts(ctx, staged); err != nil {
 		return nil, err
 	}

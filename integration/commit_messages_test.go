@@ -286,6 +286,13 @@ catalogs:
 	// AbortMessages of committed payloads, naming their commit: refused.
 	before := parquetIn(t, filepath.Join(shared, "warehouse"))
 	assertStatus(t, doAction(ctx, coord, "AbortMessages", messages("job-42", "orders", payloads...), nil), codes.FailedPrecondition, "landed")
+	// Naming no commit, or another one, does not make them deletable:
+	// their files are referenced by the table.
+	assertStatus(t, doAction(ctx, coord, "AbortMessages", messages("", "orders", payloads...), nil), codes.FailedPrecondition, "referenced")
+	assertStatus(t, doAction(ctx, coord, "AbortMessages", messages("job-99", "orders", payloads[1]), nil), codes.FailedPrecondition, "referenced")
+	if after := parquetIn(t, filepath.Join(shared, "warehouse")); !slices.Equal(after, before) {
+		t.Fatal("an abort of committed payloads deleted files")
+	}
 	// A prepared payload never committed: aborted, no staged file left.
 	dropped := prepareIn(t, workers[1], modeAppend("orders"), 1000, 50)
 	if n := len(parquetIn(t, filepath.Join(shared, "warehouse"))); n <= len(before) {
