@@ -1,6 +1,6 @@
 package engine
 
-import "fmt"
+import "errors"
 
 // BuildTag is the build tag that compiles the SQL engine in: duckdb-go-bindings
 // builds its Arrow interface only with it. mk/query.mk sets it for every make
@@ -8,8 +8,6 @@ import "fmt"
 const BuildTag = "duckdb_arrow"
 
 // ErrNoEngine is returned by New in a build without BuildTag, and is the
-// message a gateway without the engine refuses SQL with. It wraps
-// ErrUnsupported, so it maps to Unimplemented: a client that retries gets
-// the same answer from this binary.
-var ErrNoEngine = fmt.Errorf("%w: the SQL engine is not built into this binary (build tag %s): SQL queries are refused",
-	ErrUnsupported, BuildTag)
+// message a gateway without the engine refuses SQL with (Unimplemented: a
+// client that retries gets the same answer from this binary).
+var ErrNoEngine = errors.New("SQL engine not built into this binary (build tag " + BuildTag + "): SQL queries are refused")

@@ -53,7 +53,7 @@ func queryStatus(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, engine.ErrUnsupported):
+	case errors.Is(err, engine.ErrUnsupported), errors.Is(err, engine.ErrNoEngine):
 		return status.Error(codes.Unimplemented, err.Error())
 	case errors.Is(err, engine.ErrResourceExhausted):
 		return status.Error(codes.ResourceExhausted, err.Error())

@@ -267,7 +267,7 @@ func (s *Server) Shutdown() {
 // are refused. An engine that fails to open fails the start.
 func openEngine(cfg *Config, log *slog.Logger) (*engine.Engine, error) {
 	if !engine.Built {
-		log.Warn("sql engine not built into this binary: SQL queries are refused", "build_tag", engine.BuildTag)
+		log.Warn("SQL engine not built into this binary: SQL queries are refused", "build_tag", engine.BuildTag)
 		return nil, nil
 	}
 	eng, err := engine.New(engine.Options{MemoryLimit: cfg.Engine.MemoryLimit, TempDir: cfg.Engine.TempDir, Threads: cfg.Engine.Threads})
