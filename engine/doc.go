@@ -25,6 +25,6 @@
 // arguments set are bounded by the memory limit (policy.go).
 //
 // The package needs the duckdb_arrow build tag (set by mk/query.mk for
-// every make target); without it New returns an error of kind
-// catalogs.ErrUnavailable and the gateway answers SQL with Unimplemented.
+// every make target); without it Built is false, New returns ErrNoEngine
+// and the gateway answers SQL with Unimplemented (build.go).
 package engine

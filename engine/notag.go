@@ -7,13 +7,11 @@ import (
 	"errors"
 
 	"github.com/apache/arrow-go/v18/arrow"
-
-	"github.com/flightgw/flightgw/catalogs"
 )
 
-// ErrNoEngine is returned by New in a build without the duckdb_arrow tag.
-var ErrNoEngine = catalogs.Errorf(catalogs.ErrUnavailable,
-	"SQL engine not built in: build with -tags duckdb_arrow (make build does)")
+// Built reports whether this binary has the SQL engine; it is false in a
+// build without BuildTag, where New reports ErrNoEngine.
+const Built = false
 
 // Engine is absent from this build.
 type Engine struct{}

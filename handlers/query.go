@@ -39,10 +39,11 @@ type sqlState struct {
 	infoIDs []uint32
 }
 
-// sqlEngine returns the configured engine, or Unimplemented.
+// sqlEngine returns the configured engine, or Unimplemented naming the
+// build tag: the server leaves Engine nil only in a build without it.
 func (h *Handler) sqlEngine() (*engine.Engine, error) {
 	if h.opts.Engine == nil {
-		return nil, status.Error(codes.Unimplemented, "SQL queries are not enabled on this gateway (no engine)")
+		return nil, status.Error(codes.Unimplemented, engine.ErrNoEngine.Error())
 	}
 	return h.opts.Engine, nil
 }
@@ -52,7 +53,7 @@ func queryStatus(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, engine.ErrUnsupported):
+	case errors.Is(err, engine.ErrUnsupported), errors.Is(err, engine.ErrNoEngine):
 		return status.Error(codes.Unimplemented, err.Error())
 	case errors.Is(err, engine.ErrResourceExhausted):
 		return status.Error(codes.ResourceExhausted, err.Error())

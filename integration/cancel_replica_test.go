@@ -67,6 +67,7 @@ func drainCancelled(t *testing.T, rdr *flight.Reader) {
 // then on. A peer that cannot be reached makes the answer CANCELLING, the
 // reachable ones still cancel, and no credential reaches the logs.
 func TestCancelAcrossReplicas(t *testing.T) {
+	requireEngine(t)
 	hash, err := auth.HashPassword("alice-pw")
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	_ "github.com/flightgw/flightgw/catalogs/iceberg"
+	"github.com/flightgw/flightgw/engine"
 	"github.com/flightgw/flightgw/server"
 )
 
@@ -47,6 +48,15 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// requireEngine skips a test that needs SQL in a build without the engine,
+// so that a plain `go test ./...` passes; make sets the tag, and runs them.
+func requireEngine(t *testing.T) {
+	t.Helper()
+	if !engine.Built {
+		t.Skip("SQL engine not built: run with -tags=" + engine.BuildTag + " (make test does)")
+	}
 }
 
 // gateway is a flightgw server on a free loopback port.

@@ -35,6 +35,7 @@ func idParam(t *testing.T, id int) arrow.RecordBatch {
 // that spreads calls per RPC. A statement prepared and bound on one runs
 // on the other from its handle; a gateway with another key refuses it.
 func TestPreparedAcrossReplicas(t *testing.T) {
+	requireEngine(t)
 	const shared = "tickets: {signing_key: replica-key-1}\n"
 	g1, g2 := startGateway(t, shared), startGateway(t, shared)
 	g3 := startGateway(t, "tickets: {signing_key: another-key}\n")
@@ -182,6 +183,7 @@ func TestPreparedAcrossReplicas(t *testing.T) {
 // TestPreparedHandleADBC: ADBC Go (arrow-go's Flight SQL client) executes
 // a bound statement with the handle its binding returned.
 func TestPreparedHandleADBC(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "")
 	cnxn := g.adbcConn(t, nil)
 	if _, err := ingest(t, cnxn, "people", adbc.OptionValueIngestModeCreate, people(t, 0, 100)); err != nil {

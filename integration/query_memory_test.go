@@ -60,6 +60,7 @@ func rssBytes(t *testing.T) int64 {
 // process): the growth while streaming stays well below the result's
 // size, which shows that no layer holds the whole result.
 func TestLargeResultStreams(t *testing.T) {
+	requireEngine(t)
 	const rows, chunk = 5_000_000, 500_000
 	g := startGateway(t, "engine: {memory_limit: 512MB}\n")
 	cnxn := g.adbcConn(t, nil)

@@ -51,6 +51,7 @@ func readsFiles(t *testing.T, cnxn adbc.Connection, table, warehouse string) boo
 // catalog scan; both give the same rows and the same schema. User SQL can
 // name none of the files either way.
 func TestQueryNativeParquet(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "")
 	cnxn := g.adbcConn(t, nil)
 	for i := range 3 {
@@ -111,6 +112,7 @@ func TestQueryNativeParquet(t *testing.T) {
 // TestQueryNativeRealms: each realm's table is read from its files, and
 // neither realm can name a file, its own or the other's.
 func TestQueryNativeRealms(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, realmConfig(t))
 	alice, actx := login(t, g, "alice", "alice-pw")
 	bob, bctx := login(t, g, "bob", "bob-pw")

@@ -20,6 +20,7 @@ import (
 // reads the snapshot of the FlightInfo, not a later commit; an aggregate
 // keeps one endpoint; cancelling the FlightInfo refuses every endpoint.
 func TestQuerySplitEndpoints(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "engine:\n  max_endpoints: 3\n  split_min_bytes: 1\n")
 	cnxn := g.adbcConn(t, nil)
 	for i := range 4 {

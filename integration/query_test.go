@@ -88,6 +88,7 @@ func execUpdate(t *testing.T, cnxn adbc.Connection, q string) (int64, error) {
 }
 
 func TestQueryThroughADBC(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "")
 	cnxn := g.adbcConn(t, nil)
 	for i := range 4 {
@@ -137,6 +138,7 @@ func TestQueryThroughADBC(t *testing.T) {
 }
 
 func TestQueryPrunesFiles(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "")
 	cnxn := g.adbcConn(t, nil)
 	for i := range 5 {
@@ -164,6 +166,7 @@ func grepLines(s, sub string) string {
 }
 
 func TestQueryBadInput(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "tickets: {signing_key: test-key-123}\n")
 	cnxn := g.adbcConn(t, nil)
 	if _, err := ingest(t, cnxn, "t", adbc.OptionValueIngestModeCreate, people(t, 0, 10)); err != nil {
@@ -236,6 +239,7 @@ func signedTicket(t *testing.T, key string, expires time.Time) []byte {
 }
 
 func TestQueryRealms(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, realmConfig(t))
 	alice, actx := login(t, g, "alice", "alice-pw")
 	bob, bctx := login(t, g, "bob", "bob-pw")
@@ -257,6 +261,7 @@ func TestQueryRealms(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestQueryCancel(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "")
 	c := g.flightClient(t)
 	ctx := context.Background()
@@ -284,6 +289,7 @@ func TestQueryCancel(t *testing.T) {
 // reports it, and a query or an INSERT's source query running longer is
 // stopped with DeadlineExceeded, while a quick one still runs.
 func TestQueryStatementTimeout(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "timeouts:\n  statement: 400ms\n  txn_idle: 90s\n")
 	c, ctx := g.flightClient(t), context.Background()
 	vals := sqlInfoValues(collect(t, ctx, c, infoOK(t)(c.GetSqlInfo(ctx, []flightsql.SqlInfo{
@@ -326,6 +332,7 @@ func TestQueryStatementTimeout(t *testing.T) {
 // naming the limit after limits.query_queue_wait, and runs once the first
 // is done.
 func TestQueryConcurrencyLimit(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "limits:\n  max_concurrent_queries: 1\n  query_queue_wait: 200ms\n")
 	c, ctx := g.flightClient(t), context.Background()
 	info, err := c.Execute(ctx, `SELECT i FROM range(100000000) t(i)`)
@@ -418,6 +425,7 @@ func TestPreparedInsertAndSessionOptions(t *testing.T) {
 // TestInsertInTransaction: an INSERT inside a transaction is invisible
 // until the commit, and a rolled-back one never lands.
 func TestInsertInTransaction(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "")
 	c := g.flightClient(t)
 	ctx := context.Background()

@@ -24,6 +24,7 @@ func joined(t *testing.T, cnxn adbc.Connection, q string) string {
 // committed data; INSERT ... SELECT in the transaction reads it too; after
 // commit or rollback everyone reads the table as it then is.
 func TestQueryReadsOwnTransaction(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "")
 	ctx := context.Background()
 	other := g.adbcConn(t, nil)

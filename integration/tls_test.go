@@ -123,6 +123,7 @@ func adbcCount(cnxn adbc.Connection, table string) (int64, error) {
 // refused; a renewed certificate is served to new connections without a
 // restart, and one that does not load leaves the previous in service.
 func TestTLS(t *testing.T) {
+	requireEngine(t)
 	p := newPKI(t)
 	cert, key := p.issue(2)
 	certFile, keyFile := p.write("server.pem", cert), p.write("server-key.pem", key)
@@ -178,6 +179,7 @@ func TestTLS(t *testing.T) {
 // reach each other with their own: a cancel forwarded between two such
 // replicas stops the query.
 func TestMutualTLS(t *testing.T) {
+	requireEngine(t)
 	p := newPKI(t)
 	cert, key := p.issue(2)
 	certFile, keyFile := p.write("server.pem", cert), p.write("server-key.pem", key)

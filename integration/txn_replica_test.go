@@ -53,6 +53,7 @@ func countIn(t *testing.T, c *flightsql.Client, table string) string {
 // was altered is not forwarded; one whose replica is down is Unavailable,
 // naming it.
 func TestTransactionAcrossReplicas(t *testing.T) {
+	requireEngine(t)
 	shared := t.TempDir()
 	catalog := fmt.Sprintf(`tickets: {signing_key: txn-replica-key}
 catalogs:

@@ -1,7 +1,10 @@
 # SQL engine: the embedded DuckDB needs its Arrow interface, which
 # duckdb-go-bindings only compiles with the duckdb_arrow build tag. Every
 # go command that make runs (build, vet, test, run) gets it; without it the
-# gateway builds but answers SQL with Unimplemented.
+# gateway builds but answers SQL with Unimplemented. GOFLAGS_NOTAG keeps
+# the caller's flags without the tag, for the checks of a plain go command
+# (test-notag in the Makefile).
+GOFLAGS_NOTAG := $(GOFLAGS)
 export GOFLAGS := $(strip $(GOFLAGS) -tags=duckdb_arrow)
 
 QUERY_BENCH_ROWS ?= 10000000

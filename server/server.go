@@ -267,14 +267,16 @@ func (s *Server) Shutdown() {
 	s.log.Info("flightgw stopped")
 }
 
-// openEngine opens the SQL engine. A build without it (no duckdb_arrow
-// tag) serves without SQL rather than failing.
+// openEngine opens the SQL engine. A build without it (no engine.BuildTag)
+// serves everything but SQL rather than failing, and says so once at start
+// so that an operator who built with a plain `go build` sees why queries
+// are refused. An engine that fails to open fails the start.
 func openEngine(cfg *Config, log *slog.Logger) (*engine.Engine, error) {
-	eng, err := engine.New(engine.Options{MemoryLimit: cfg.Engine.MemoryLimit, TempDir: cfg.Engine.TempDir, Threads: cfg.Engine.Threads})
-	if errors.Is(err, catalogs.ErrUnavailable) {
-		log.Warn("SQL engine unavailable; queries are refused", "err", err)
+	if !engine.Built {
+		log.Warn("SQL engine not built into this binary: SQL queries are refused", "build_tag", engine.BuildTag)
 		return nil, nil
 	}
+	eng, err := engine.New(engine.Options{MemoryLimit: cfg.Engine.MemoryLimit, TempDir: cfg.Engine.TempDir, Threads: cfg.Engine.Threads})
 	if err != nil {
 		return nil, err
 	}
