@@ -129,6 +129,7 @@ func prepareIn(t *testing.T, c *flightsql.Client, opts *flightsql.ExecuteIngestO
 // wrong-version payloads are refused InvalidArgument naming what failed,
 // with nothing committed; AbortMessages leaves no staged file.
 func TestCommitMessagesAcrossGateways(t *testing.T) {
+	requireEngine(t)
 	shared := t.TempDir()
 	const signingKey = "commit-messages-key"
 	conf := fmt.Sprintf(`tickets: {signing_key: %s}

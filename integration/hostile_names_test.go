@@ -72,6 +72,7 @@ func TestHostileNamesAreRefused(t *testing.T) {
 // or an INSERT target, is refused the same way; metadata filters are
 // patterns, where '%' keeps its meaning.
 func TestHostileNamesInSQL(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "")
 	cnxn := g.adbcConn(t, nil)
 	if _, err := ingest(t, cnxn, "keep", adbc.OptionValueIngestModeCreate, people(t, 0, 3)); err != nil {

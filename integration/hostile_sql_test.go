@@ -17,6 +17,7 @@ import (
 // views were reachable the same way; several statements were refused as
 // "SELECT is not supported"; repeat() ran past the statement timeout.
 func TestHostileSQLRealms(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, realmConfig(t)+"engine: {memory_limit: 512MB}\ntimeouts: {statement: 2s}\n")
 	alice := g.adbcConn(t, map[string]string{adbc.OptionKeyUsername: "alice", adbc.OptionKeyPassword: "alice-pw"})
 	bob := g.adbcConn(t, map[string]string{adbc.OptionKeyUsername: "bob", adbc.OptionKeyPassword: "bob-pw"})

@@ -221,6 +221,7 @@ func (r *stalledReader) Next() bool {
 // are then exactly those its metadata references, and its rows exactly
 // the committed ones.
 func TestReclaimAfterKill(t *testing.T) {
+	requireEngine(t)
 	if testing.Short() {
 		t.Skip("starts three gateway processes")
 	}
