@@ -31,6 +31,7 @@ const (
 	DefaultMaxConcurrentQueries = 16
 	DefaultQueryQueueWait       = 30 * time.Second
 	DefaultGCPercent            = 30
+	DefaultStreamIdle           = 60 * time.Second
 )
 
 // Config is the gateway configuration (YAML, see docs/configuration.md).
@@ -179,6 +180,10 @@ type Timeouts struct {
 	// longer, with DeadlineExceeded; zero, the default, for none. A
 	// client's own gRPC deadline applies as well.
 	Statement duration.Duration `yaml:"statement"`
+	// StreamIdle cuts a DoPut that receives no message, or a DoGet whose
+	// client accepts no message, for this long (DeadlineExceeded), and
+	// frees what it held: its slot, its staged files.
+	StreamIdle duration.Duration `yaml:"stream_idle"`
 }
 
 var envRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
@@ -229,6 +234,7 @@ var EnvVars = []string{
 	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
 	"FLIGHTGW_GC_PERCENT", "FLIGHTGW_CLUSTER_PEERS", "FLIGHTGW_TLS_CERT_FILE", "FLIGHTGW_TLS_KEY_FILE",
 	"FLIGHTGW_TLS_CLIENT_CA_FILE", "FLIGHTGW_CLUSTER_ADVERTISE", "FLIGHTGW_HEALTH_LISTEN",
+	"FLIGHTGW_STREAM_IDLE_TIMEOUT",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -274,7 +280,7 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		c.Limits.GCPercent = n
 	}
 	for k, p := range map[string]*duration.Duration{"FLIGHTGW_TXN_IDLE_TIMEOUT": &c.Timeouts.TxnIdle, "FLIGHTGW_SHUTDOWN_GRACE": &c.Timeouts.ShutdownGrace,
-		"FLIGHTGW_STATEMENT_TIMEOUT": &c.Timeouts.Statement} {
+		"FLIGHTGW_STATEMENT_TIMEOUT": &c.Timeouts.Statement, "FLIGHTGW_STREAM_IDLE_TIMEOUT": &c.Timeouts.StreamIdle} {
 		if v, ok := lookup(k); ok {
 			_ = p.UnmarshalText([]byte(v))
 			if err := p.Check(k); err != nil {
@@ -336,6 +342,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Timeouts.ShutdownGrace == (duration.Duration{}) {
 		c.Timeouts.ShutdownGrace = duration.Of(DefaultShutdownGrace)
+	}
+	if c.Timeouts.StreamIdle == (duration.Duration{}) {
+		c.Timeouts.StreamIdle = duration.Of(DefaultStreamIdle)
 	}
 	for i := range c.Catalogs {
 		if c.Catalogs[i].Realm == "" {
@@ -429,6 +438,11 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Timeouts.Statement.Check("timeouts.statement"); err != nil {
 		errs = append(errs, err)
+	}
+	if err := c.Timeouts.StreamIdle.Check("timeouts.stream_idle"); err != nil {
+		errs = append(errs, err)
+	} else if c.Timeouts.StreamIdle.Duration < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("timeouts.stream_idle: %v is below 100ms", c.Timeouts.StreamIdle))
 	}
 	if c.Engine.MaxEndpoints < 1 || c.Engine.MaxEndpoints > 64 {
 		errs = append(errs, fmt.Errorf("engine.max_endpoints: %d is outside 1 .. 64", c.Engine.MaxEndpoints))
