@@ -15,6 +15,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/flightgw/flightgw/auth"
+	"github.com/flightgw/flightgw/handlers"
 	"github.com/flightgw/flightgw/internal/duration"
 )
 
@@ -32,6 +33,7 @@ const (
 	DefaultQueryQueueWait       = 30 * time.Second
 	DefaultGCPercent            = 30
 	DefaultStreamIdle           = 60 * time.Second
+	DefaultPreparedPerSession   = 256
 )
 
 // Config is the gateway configuration (YAML, see docs/configuration.md).
@@ -156,6 +158,18 @@ type Limits struct {
 	// QueryQueueWait is how long a query waits for a slot before it fails
 	// with ResourceExhausted.
 	QueryQueueWait duration.Duration `yaml:"query_queue_wait"`
+	// PerPrincipalWrites bounds the DoPut streams one principal (an
+	// anonymous caller: one client address) runs at once; one more is
+	// refused ResourceExhausted. Default: half of MaxConcurrentWrites.
+	PerPrincipalWrites int `yaml:"per_principal_writes"`
+	// PerPrincipalQueries bounds the DoGet streams (query results, each
+	// endpoint counting) one principal runs at once. Default: half of
+	// MaxConcurrentQueries.
+	PerPrincipalQueries int `yaml:"per_principal_queries"`
+	// PreparedPerSession bounds the prepared statements one session (a
+	// connection, or a session cookie) keeps open; they are closed when the
+	// session ends.
+	PreparedPerSession int `yaml:"prepared_per_session"`
 	// MemoryLimit is a soft limit on the gateway's Go heap, in bytes
 	// (runtime/debug.SetMemoryLimit); 0 leaves the Go default (GOMEMLIMIT).
 	MemoryLimit int64 `yaml:"memory_limit"`
@@ -234,7 +248,8 @@ var EnvVars = []string{
 	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
 	"FLIGHTGW_GC_PERCENT", "FLIGHTGW_CLUSTER_PEERS", "FLIGHTGW_TLS_CERT_FILE", "FLIGHTGW_TLS_KEY_FILE",
 	"FLIGHTGW_TLS_CLIENT_CA_FILE", "FLIGHTGW_CLUSTER_ADVERTISE", "FLIGHTGW_HEALTH_LISTEN",
-	"FLIGHTGW_STREAM_IDLE_TIMEOUT",
+	"FLIGHTGW_STREAM_IDLE_TIMEOUT", "FLIGHTGW_PER_PRINCIPAL_WRITES", "FLIGHTGW_PER_PRINCIPAL_QUERIES",
+	"FLIGHTGW_PREPARED_PER_SESSION",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -272,12 +287,15 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 	if v, ok := lookup("FLIGHTGW_CLUSTER_PEERS"); ok {
 		c.Cluster.Peers = peerList(v)
 	}
-	if v, ok := lookup("FLIGHTGW_GC_PERCENT"); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("FLIGHTGW_GC_PERCENT: %q is not an integer", v)
+	for k, p := range map[string]*int{"FLIGHTGW_GC_PERCENT": &c.Limits.GCPercent, "FLIGHTGW_PER_PRINCIPAL_WRITES": &c.Limits.PerPrincipalWrites,
+		"FLIGHTGW_PER_PRINCIPAL_QUERIES": &c.Limits.PerPrincipalQueries, "FLIGHTGW_PREPARED_PER_SESSION": &c.Limits.PreparedPerSession} {
+		if v, ok := lookup(k); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not an integer", k, v)
+			}
+			*p = n
 		}
-		c.Limits.GCPercent = n
 	}
 	for k, p := range map[string]*duration.Duration{"FLIGHTGW_TXN_IDLE_TIMEOUT": &c.Timeouts.TxnIdle, "FLIGHTGW_SHUTDOWN_GRACE": &c.Timeouts.ShutdownGrace,
 		"FLIGHTGW_STATEMENT_TIMEOUT": &c.Timeouts.Statement, "FLIGHTGW_STREAM_IDLE_TIMEOUT": &c.Timeouts.StreamIdle} {
@@ -324,6 +342,15 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Limits.MaxConcurrentQueries == 0 {
 		c.Limits.MaxConcurrentQueries = DefaultMaxConcurrentQueries
+	}
+	if c.Limits.PerPrincipalWrites == 0 {
+		c.Limits.PerPrincipalWrites = max(1, c.Limits.MaxConcurrentWrites/2)
+	}
+	if c.Limits.PerPrincipalQueries == 0 {
+		c.Limits.PerPrincipalQueries = max(1, c.Limits.MaxConcurrentQueries/2)
+	}
+	if c.Limits.PreparedPerSession == 0 {
+		c.Limits.PreparedPerSession = DefaultPreparedPerSession
 	}
 	if c.Limits.QueryQueueWait == (duration.Duration{}) {
 		c.Limits.QueryQueueWait = duration.Of(DefaultQueryQueueWait)
@@ -415,6 +442,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxConcurrentQueries < 1 {
 		errs = append(errs, fmt.Errorf("limits.max_concurrent_queries: %d is below 1", c.Limits.MaxConcurrentQueries))
+	}
+	if n := c.Limits.PerPrincipalWrites; n < 1 || n > c.Limits.MaxConcurrentWrites {
+		errs = append(errs, fmt.Errorf("limits.per_principal_writes: %d is outside 1 .. limits.max_concurrent_writes (%d)", n, c.Limits.MaxConcurrentWrites))
+	}
+	if n := c.Limits.PerPrincipalQueries; n < 1 || n > c.Limits.MaxConcurrentQueries {
+		errs = append(errs, fmt.Errorf("limits.per_principal_queries: %d is outside 1 .. limits.max_concurrent_queries (%d)", n, c.Limits.MaxConcurrentQueries))
+	}
+	if n := c.Limits.PreparedPerSession; n < 1 || n > handlers.MaxPreparedStatements {
+		errs = append(errs, fmt.Errorf("limits.prepared_per_session: %d is outside 1 .. %d", n, handlers.MaxPreparedStatements))
 	}
 	if err := c.Limits.QueryQueueWait.Check("limits.query_queue_wait"); err != nil {
 		errs = append(errs, err)

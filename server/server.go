@@ -115,6 +115,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		SplitMinBytes:        cfg.Engine.SplitMinBytes,
 		MaxConcurrentQueries: cfg.Limits.MaxConcurrentQueries,
 		QueryQueueWait:       cfg.Limits.QueryQueueWait.Duration,
+		PreparedPerSession:   cfg.Limits.PreparedPerSession,
 		Peers:                cancelPeers,
 		Advertise:            cfg.Cluster.Advertise,
 		Catalogs:             s.catalogs,
@@ -134,7 +135,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 	rt := router{h: h, peers: s.peers, log: log}
 	bad := &badMessages{}
 	s.grpc = grpc.NewServer(append(creds,
-		grpc.StatsHandler(connWatcher{txns: s.txns}),
+		grpc.StatsHandler(connWatcher{ended: []func(string){s.txns.SessionEnded, h.SessionEnded}}),
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
 		// Clients and peer replicas may ping a connection with a call open
@@ -144,6 +145,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		grpc.ChainUnaryInterceptor(recoverUnary(log), logUnary(log), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
 		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
 			authn.StreamInterceptor(), rt.stream(),
+			newPrincipalLimits(cfg.Limits.PerPrincipalWrites, cfg.Limits.PerPrincipalQueries).stream(),
 			limitStreams("/DoPut", cfg.Limits.MaxConcurrentWrites)),
 	)...)
 	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{flightsql.NewFlightServer(checkedHandler{h})}, h})
