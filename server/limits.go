@@ -49,6 +49,18 @@ type principalLimits struct {
 	running         map[string]int // method and owner: streams running
 }
 
+// share is a principal's share of a global limit for principalLimits:
+// 0, for none, when it is the whole limit (then a principal's streams
+// queue for the global slots as everyone's do).
+func share(perPrincipal, global int) int {
+	if perPrincipal >= global {
+		return 0
+	}
+	return perPrincipal
+}
+
+// newPrincipalLimits bounds each principal's DoPut (writes) and DoGet
+// (queries) streams; 0 for no bound.
 func newPrincipalLimits(writes, queries int) *principalLimits {
 	return &principalLimits{writes: writes, queries: queries, running: map[string]int{}}
 }
@@ -63,7 +75,8 @@ func (l *principalLimits) stream() grpc.StreamServerInterceptor {
 			limit, key = l.writes, "limits.per_principal_writes"
 		case "DoGet":
 			limit, key = l.queries, "limits.per_principal_queries"
-		default:
+		}
+		if limit <= 0 {
 			return handler(srv, ss)
 		}
 		who := streamOwner(ss.Context())

@@ -145,7 +145,8 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		grpc.ChainUnaryInterceptor(recoverUnary(log), logUnary(log), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
 		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
 			authn.StreamInterceptor(), rt.stream(),
-			newPrincipalLimits(cfg.Limits.PerPrincipalWrites, cfg.Limits.PerPrincipalQueries).stream(),
+			newPrincipalLimits(share(cfg.Limits.PerPrincipalWrites, cfg.Limits.MaxConcurrentWrites),
+				share(cfg.Limits.PerPrincipalQueries, cfg.Limits.MaxConcurrentQueries)).stream(),
 			limitStreams("/DoPut", cfg.Limits.MaxConcurrentWrites)),
 	)...)
 	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{flightsql.NewFlightServer(checkedHandler{h})}, h})
