@@ -40,6 +40,8 @@ type Authenticator struct {
 	key     []byte
 	ttl     time.Duration
 	now     func() time.Time
+	// throttle counts failed logins, checked before each password check.
+	throttle *throttle
 }
 
 // New builds an Authenticator from a validated configuration.
@@ -57,6 +59,7 @@ func New(cfg Config) (*Authenticator, error) {
 	if a.ttl == 0 {
 		a.ttl = DefaultTokenTTL
 	}
+	a.throttle = newThrottle(func() time.Time { return a.now() })
 	for _, u := range cfg.Users {
 		if u.Realm == "" {
 			u.Realm = DefaultRealm
@@ -97,7 +100,8 @@ var dummyHash = sync.OnceValue(func() []byte {
 // exists.
 var errBadCredentials = status.Error(codes.Unauthenticated, "invalid username or password")
 
-// Login checks a username and password and returns the principal.
+// Login checks a username and password and returns the principal. It
+// is not throttled: the interceptors log callers in with login.
 func (a *Authenticator) Login(username, password string) (Principal, error) {
 	u, ok := a.users[username]
 	if !ok {
@@ -110,6 +114,31 @@ func (a *Authenticator) Login(username, password string) (Principal, error) {
 		return Principal{}, errBadCredentials
 	}
 	return Principal{Name: u.Name, Realm: u.Realm}, nil
+}
+
+// login is Login for a caller at addr, throttled (see throttle.go): a
+// username or address with too many recent failures is refused
+// ResourceExhausted before any password check.
+func (a *Authenticator) login(ctx context.Context, addr, username, password string) (Principal, error) {
+	if err := a.throttle.check(username, addr); err != nil {
+		return Principal{}, err
+	}
+	release, err := a.throttle.acquire(ctx)
+	if err != nil {
+		return Principal{}, err
+	}
+	defer release()
+	// Failures may have landed while this login waited for its turn.
+	if err := a.throttle.check(username, addr); err != nil {
+		return Principal{}, err
+	}
+	p, err := a.Login(username, password)
+	if err != nil {
+		a.throttle.failed(username, addr)
+		return Principal{}, err
+	}
+	a.throttle.succeeded(username, addr)
+	return p, nil
 }
 
 type tokenClaims struct {
@@ -190,7 +219,7 @@ func (a *Authenticator) authenticate(ctx context.Context) (p Principal, issued s
 		if !ok {
 			return Principal{}, "", status.Error(codes.Unauthenticated, "basic credentials lack a ':'")
 		}
-		p, err := a.Login(user, pass)
+		p, err := a.login(ctx, clientAddr(ctx), user, pass)
 		if err != nil {
 			return Principal{}, "", err
 		}

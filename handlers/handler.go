@@ -74,6 +74,9 @@ type Options struct {
 	// QueryQueueWait is how long a query waits for a slot before it fails
 	// ResourceExhausted (DefaultQueryQueueWait when zero).
 	QueryQueueWait time.Duration
+	// PreparedPerSession bounds the prepared statements one session keeps
+	// open here (0: only MaxPreparedStatements bounds them).
+	PreparedPerSession int
 	// Peers are the gateway's other replicas; nil for none.
 	Peers Peers
 	// Advertise is the address at which the other replicas reach this

@@ -21,8 +21,13 @@ const MaxPreparedStatements = 10000
 // prepared is an open prepared statement, as the local map caches it.
 type prepared struct {
 	// id is its handle's statement id (the map key).
-	id      string
-	owner   string
+	id    string
+	owner string
+	// session is the session that prepared it here (sessionKey): its
+	// share of limits.prepared_per_session, closed when the session ends.
+	session string
+	// seq orders the cached statements by age, for eviction.
+	seq     uint64
 	sql     string
 	txnID   []byte
 	insert  *insertStmt // nil for a query
@@ -54,7 +59,7 @@ func (h *Handler) CreatePreparedStatement(ctx context.Context, req flightsql.Act
 	if err != nil {
 		return res, err
 	}
-	st := &prepared{id: randomID(), owner: p.ID(), sql: req.GetQuery(), txnID: req.GetTransactionId()}
+	st := &prepared{id: randomID(), owner: p.ID(), session: sessionKey(ctx), sql: req.GetQuery(), txnID: req.GetTransactionId()}
 	if err := h.buildPrepared(ctx, st); err != nil {
 		return res, err
 	}
@@ -123,7 +128,7 @@ func (h *Handler) lookup(ctx context.Context, handle []byte) (*prepared, prepare
 	if ok && st.owner == ph.Owner {
 		return st, ph, nil
 	}
-	st = &prepared{id: ph.ID, owner: ph.Owner, sql: ph.SQL, txnID: ph.TxnID, fromHandle: true}
+	st = &prepared{id: ph.ID, owner: ph.Owner, session: sessionKey(ctx), sql: ph.SQL, txnID: ph.TxnID, fromHandle: true}
 	if err := h.buildPrepared(ctx, st); err != nil {
 		return nil, ph, err
 	}
@@ -154,8 +159,7 @@ func (h *Handler) ClosePreparedStatement(ctx context.Context, req flightsql.Acti
 	if !ok || st.owner != ph.Owner {
 		return nil
 	}
-	delete(h.sql.prepared, ph.ID)
-	st.dropBinding()
+	h.uncacheLocked(st)
 	return nil
 }
 

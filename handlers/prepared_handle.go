@@ -80,12 +80,15 @@ func (h *Handler) buildPrepared(ctx context.Context, st *prepared) error {
 	return nil
 }
 
-// cachePrepared keeps st in the local map under its id, at most
-// MaxPreparedStatements entries. An entry already there for the id is
-// returned instead. When the map is full an entry rebuilt from a handle
-// (another gateway prepared it; it can be rebuilt again) makes room; if
-// there is none, a statement created here is refused ResourceExhausted
-// and a rebuilt one is returned uncached.
+// cachePrepared keeps st in the local map under its id. An entry already
+// there for the id is returned instead. A session keeps at most
+// Options.PreparedPerSession statements: one more created there is
+// refused ResourceExhausted, one more rebuilt from a handle is returned
+// uncached. When the whole map (MaxPreparedStatements) is full, an entry
+// rebuilt from a handle makes room, else the oldest statement of the
+// principal holding the most: the statement stays usable, rebuilt from
+// its handle at its next use, so one principal filling the map costs the
+// others nothing.
 func (h *Handler) cachePrepared(st *prepared) (*prepared, error) {
 	h.sql.mu.Lock()
 	defer h.sql.mu.Unlock()
@@ -98,25 +101,52 @@ func (h *Handler) cachePrepared(st *prepared) (*prepared, error) {
 		}
 		return st, nil
 	}
-	if len(h.sql.prepared) >= MaxPreparedStatements {
-		evicted := false
-		for id, old := range h.sql.prepared {
-			if old.fromHandle {
-				delete(h.sql.prepared, id)
-				old.dropBinding()
-				evicted = true
-				break
-			}
+	if limit := h.opts.PreparedPerSession; limit > 0 && len(h.sql.sessions.prepared[st.session]) >= limit {
+		if st.fromHandle {
+			return st, nil
 		}
-		if !evicted {
-			if st.fromHandle {
-				return st, nil
-			}
-			return nil, status.Errorf(codes.ResourceExhausted, "too many open prepared statements (%d): close some", MaxPreparedStatements)
+		return nil, status.Errorf(codes.ResourceExhausted,
+			"too many open prepared statements in this session (limits.prepared_per_session = %d): close some", limit)
+	}
+	if len(h.sql.prepared) >= MaxPreparedStatements {
+		h.uncacheLocked(h.evictionVictim())
+	}
+	h.sql.sessions.seq++
+	st.seq = h.sql.sessions.seq
+	h.sql.prepared[st.id] = st
+	h.sql.sessions.addPrepared(st)
+	return st, nil
+}
+
+// evictionVictim picks the entry that makes room in a full map: one
+// rebuilt from a handle, else the oldest of the principal holding the
+// most. h.sql.mu must be held.
+func (h *Handler) evictionVictim() *prepared {
+	held := map[string]int{}
+	for _, st := range h.sql.prepared {
+		if st.fromHandle {
+			return st
+		}
+		held[st.owner]++
+	}
+	var victim *prepared
+	for _, st := range h.sql.prepared {
+		if victim == nil || held[st.owner] > held[victim.owner] || (st.owner == victim.owner && st.seq < victim.seq) {
+			victim = st
 		}
 	}
-	h.sql.prepared[st.id] = st
-	return st, nil
+	return victim
+}
+
+// uncacheLocked drops st from the local map and its session. h.sql.mu
+// must be held.
+func (h *Handler) uncacheLocked(st *prepared) {
+	if st == nil || h.sql.prepared[st.id] != st {
+		return
+	}
+	delete(h.sql.prepared, st.id)
+	h.sql.sessions.removePrepared(st)
+	st.dropBinding()
 }
 
 // dropBinding forgets the parameters bound here. h.sql.mu must be held.

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightgw/flightgw/auth"
+	"github.com/flightgw/flightgw/txn"
 )
 
 func TestPreparedHandle(t *testing.T) {
@@ -237,31 +238,74 @@ func TestPreparedBindings(t *testing.T) {
 	}
 }
 
-// TestPreparedCacheLimit: statements rebuilt from handles make room for
-// new ones; statements created here are refused once the map is full of
-// them, and a rebuilt one is then used uncached.
+// TestPreparedCacheLimit: when the map is full, statements rebuilt from
+// handles make room first, then the oldest statements of the principal
+// holding the most; another principal's statements stay cached.
 func TestPreparedCacheLimit(t *testing.T) {
 	h := ticketHandler(t, "k1")
 	for i := range MaxPreparedStatements {
-		if _, err := h.cachePrepared(&prepared{id: fmt.Sprint("r", i), owner: "o", fromHandle: i%2 == 0}); err != nil {
+		owner := "hog"
+		if i < 10 {
+			owner = "other"
+		}
+		if _, err := h.cachePrepared(&prepared{id: fmt.Sprint("r", i), owner: owner, session: fmt.Sprint("s", i), fromHandle: i%2 == 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range MaxPreparedStatements / 2 {
-		if _, err := h.cachePrepared(&prepared{id: fmt.Sprint("c", i), owner: "o"}); err != nil {
+		if _, err := h.cachePrepared(&prepared{id: fmt.Sprint("c", i), owner: "hog", session: "hog"}); err != nil {
 			t.Fatalf("created statement %d with rebuilt ones to evict: %v", i, err)
 		}
 	}
-	if _, err := h.cachePrepared(&prepared{id: "one too many", owner: "o"}); status.Code(err) != codes.ResourceExhausted {
-		t.Errorf("full of created statements: %v", err)
+	// Full of created statements: the hog's oldest go, never another's.
+	st := &prepared{id: "newcomer", owner: "new", session: "new"}
+	if got, err := h.cachePrepared(st); err != nil || got != st || !h.cached(st) {
+		t.Fatalf("a new principal's statement with the map full: %v cached=%v", err, h.cached(st))
 	}
-	st := &prepared{id: "rebuilt", owner: "o", fromHandle: true}
-	got, err := h.cachePrepared(st)
-	if err != nil || got != st || h.cached(st) {
-		t.Errorf("rebuilt statement when full: %v %v cached=%v", got, err, h.cached(st))
+	if _, ok := h.sql.prepared["r10"]; ok {
+		t.Error("the hog's oldest statement was not the one evicted")
+	}
+	for i := 2; i < 10; i += 2 {
+		if _, ok := h.sql.prepared[fmt.Sprint("r", i)]; !ok {
+			t.Errorf("another principal's statement r%d was evicted", i)
+		}
 	}
 	if len(h.sql.prepared) != MaxPreparedStatements {
 		t.Errorf("%d cached, want %d", len(h.sql.prepared), MaxPreparedStatements)
+	}
+}
+
+// TestPreparedPerSession: a session keeps at most PreparedPerSession
+// statements (one more created is ResourceExhausted naming the key, one
+// more rebuilt is used uncached); other sessions are not affected; the
+// end of the session frees its statements.
+func TestPreparedPerSession(t *testing.T) {
+	h, err := New(Options{Txns: txn.NewManager(time.Minute, nil), TicketKey: []byte("k"), PreparedPerSession: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := h.cachePrepared(&prepared{id: fmt.Sprint("a", i), owner: "alice", session: "peer:a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = h.cachePrepared(&prepared{id: "a3", owner: "alice", session: "peer:a"})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "limits.prepared_per_session = 3") {
+		t.Fatalf("one over the session's share: %v", err)
+	}
+	rebuilt := &prepared{id: "r", owner: "alice", session: "peer:a", fromHandle: true}
+	if got, err := h.cachePrepared(rebuilt); err != nil || got != rebuilt || h.cached(rebuilt) {
+		t.Fatalf("rebuilt over the share: %v cached=%v", err, h.cached(rebuilt))
+	}
+	if _, err := h.cachePrepared(&prepared{id: "b0", owner: "bob", session: "peer:b"}); err != nil {
+		t.Fatalf("another session: %v", err)
+	}
+	h.SessionEnded("peer:a")
+	if len(h.sql.prepared) != 1 || h.sql.prepared["b0"] == nil || len(h.sql.sessions.prepared) != 1 {
+		t.Fatalf("after the session ended: %v %v", h.sql.prepared, h.sql.sessions.prepared)
+	}
+	if _, err := h.cachePrepared(&prepared{id: "a4", owner: "alice", session: "peer:a2"}); err != nil {
+		t.Fatalf("a new session: %v", err)
 	}
 }
 

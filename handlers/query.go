@@ -34,7 +34,7 @@ type sqlState struct {
 	// their tickets expire.
 	cancelled map[string]time.Time
 	prepared  map[string]*prepared
-	sessions  map[string]sessionOptions
+	sessions  sessionIndex
 	// infoIDs are the standard GetSqlInfo ids registered (set by New).
 	infoIDs []uint32
 }

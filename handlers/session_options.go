@@ -21,8 +21,14 @@ const (
 	SessionOptionSchema  = "schema"
 )
 
-// MaxSessions bounds the sessions whose options the gateway keeps.
-const MaxSessions = 100000
+// MaxSessions bounds the sessions whose options the gateway keeps, and
+// MaxSessionsPerPrincipal those of one principal. A session's options
+// are forgotten when it ends (CloseSession, or its connection closing);
+// one more is refused rather than another session's forgotten.
+const (
+	MaxSessions             = 100000
+	MaxSessionsPerPrincipal = 10000
+)
 
 // sessionOptions are one session's settings.
 type sessionOptions struct {
@@ -30,16 +36,13 @@ type sessionOptions struct {
 	schema  string
 }
 
-// optionsKey scopes a session's options to its owner as well: a session
-// key is only an address or a cookie.
-func optionsKey(ctx context.Context, p auth.Principal) string {
-	return p.ID() + "\x00" + sessionKey(ctx)
-}
-
+// sessionOptions are the caller's options in its session: they are kept
+// per principal as well, since a session key is only an address or a
+// cookie.
 func (h *Handler) sessionOptions(ctx context.Context, p auth.Principal) sessionOptions {
 	h.sql.mu.Lock()
 	defer h.sql.mu.Unlock()
-	return h.sql.sessions[optionsKey(ctx, p)]
+	return h.sql.sessions.options[sessionKey(ctx)][p.ID()]
 }
 
 // SetSessionOptions sets the session's default catalog and schema. An
@@ -91,19 +94,11 @@ func (h *Handler) SetSessionOptions(ctx context.Context, req *flight.SetSessionO
 		}
 	}
 	h.sql.mu.Lock()
-	if h.sql.sessions == nil {
-		h.sql.sessions = map[string]sessionOptions{}
-	}
-	if len(h.sql.sessions) >= MaxSessions {
-		// Sessions that never close (a client that drops its
-		// connection) must not grow the map without bound: forget one.
-		for k := range h.sql.sessions {
-			delete(h.sql.sessions, k)
-			break
-		}
-	}
-	h.sql.sessions[optionsKey(ctx, p)] = o
+	err = h.sql.sessions.setOptions(sessionKey(ctx), p.ID(), o)
 	h.sql.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
@@ -122,14 +117,13 @@ func (h *Handler) GetSessionOptions(ctx context.Context, _ *flight.GetSessionOpt
 	return &flight.GetSessionOptionsResult{SessionOptions: opts}, nil
 }
 
-// CloseSession forgets the session's options.
+// CloseSession forgets the caller's options in its session and closes
+// the prepared statements it cached there.
 func (h *Handler) CloseSession(ctx context.Context, _ *flight.CloseSessionRequest) (*flight.CloseSessionResult, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	h.sql.mu.Lock()
-	delete(h.sql.sessions, optionsKey(ctx, p))
-	h.sql.mu.Unlock()
+	h.endSession(sessionKey(ctx), p.ID())
 	return &flight.CloseSessionResult{Status: flight.CloseSessionResultClosed}, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flightgw/flightgw/auth"
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/handlers"
 	"github.com/flightgw/flightgw/internal/duration"
 )
 
@@ -34,6 +35,8 @@ const (
 	DefaultGCPercent            = 30
 	DefaultReclaimInterval      = time.Hour
 	DefaultReclaimMinAge        = 24 * time.Hour
+	DefaultStreamIdle           = 60 * time.Second
+	DefaultPreparedPerSession   = 256
 )
 
 // Config is the gateway configuration (YAML, see docs/configuration.md).
@@ -175,6 +178,18 @@ type Limits struct {
 	// QueryQueueWait is how long a query waits for a slot before it fails
 	// with ResourceExhausted.
 	QueryQueueWait duration.Duration `yaml:"query_queue_wait"`
+	// PerPrincipalWrites bounds the DoPut streams one principal (an
+	// anonymous caller: one client address) runs at once; one more is
+	// refused ResourceExhausted. Default: half of MaxConcurrentWrites.
+	PerPrincipalWrites int `yaml:"per_principal_writes"`
+	// PerPrincipalQueries bounds the DoGet streams (query results, each
+	// endpoint counting) one principal runs at once. Default: half of
+	// MaxConcurrentQueries.
+	PerPrincipalQueries int `yaml:"per_principal_queries"`
+	// PreparedPerSession bounds the prepared statements one session (a
+	// connection, or a session cookie) keeps open; they are closed when the
+	// session ends.
+	PreparedPerSession int `yaml:"prepared_per_session"`
 	// MemoryLimit is a soft limit on the gateway's Go heap, in bytes
 	// (runtime/debug.SetMemoryLimit); 0 leaves the Go default (GOMEMLIMIT).
 	MemoryLimit int64 `yaml:"memory_limit"`
@@ -199,6 +214,10 @@ type Timeouts struct {
 	// longer, with DeadlineExceeded; zero, the default, for none. A
 	// client's own gRPC deadline applies as well.
 	Statement duration.Duration `yaml:"statement"`
+	// StreamIdle cuts a DoPut that receives no message, or a DoGet whose
+	// client accepts no message, for this long (DeadlineExceeded), and
+	// frees what it held: its slot, its staged files.
+	StreamIdle duration.Duration `yaml:"stream_idle"`
 }
 
 var envRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
@@ -250,6 +269,8 @@ var EnvVars = []string{
 	"FLIGHTGW_GC_PERCENT", "FLIGHTGW_CLUSTER_PEERS", "FLIGHTGW_TLS_CERT_FILE", "FLIGHTGW_TLS_KEY_FILE",
 	"FLIGHTGW_TLS_CLIENT_CA_FILE", "FLIGHTGW_CLUSTER_ADVERTISE", "FLIGHTGW_HEALTH_LISTEN",
 	"FLIGHTGW_RECLAIM_INTERVAL", "FLIGHTGW_RECLAIM_MIN_AGE",
+	"FLIGHTGW_STREAM_IDLE_TIMEOUT", "FLIGHTGW_PER_PRINCIPAL_WRITES", "FLIGHTGW_PER_PRINCIPAL_QUERIES",
+	"FLIGHTGW_PREPARED_PER_SESSION",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -287,15 +308,19 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 	if v, ok := lookup("FLIGHTGW_CLUSTER_PEERS"); ok {
 		c.Cluster.Peers = peerList(v)
 	}
-	if v, ok := lookup("FLIGHTGW_GC_PERCENT"); ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("FLIGHTGW_GC_PERCENT: %q is not an integer", v)
+	for k, p := range map[string]*int{"FLIGHTGW_GC_PERCENT": &c.Limits.GCPercent, "FLIGHTGW_PER_PRINCIPAL_WRITES": &c.Limits.PerPrincipalWrites,
+		"FLIGHTGW_PER_PRINCIPAL_QUERIES": &c.Limits.PerPrincipalQueries, "FLIGHTGW_PREPARED_PER_SESSION": &c.Limits.PreparedPerSession} {
+		if v, ok := lookup(k); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not an integer", k, v)
+			}
+			*p = n
 		}
-		c.Limits.GCPercent = n
 	}
 	for k, p := range map[string]*duration.Duration{"FLIGHTGW_TXN_IDLE_TIMEOUT": &c.Timeouts.TxnIdle, "FLIGHTGW_SHUTDOWN_GRACE": &c.Timeouts.ShutdownGrace,
-		"FLIGHTGW_STATEMENT_TIMEOUT": &c.Timeouts.Statement, "FLIGHTGW_RECLAIM_MIN_AGE": &c.Reclaim.MinAge} {
+		"FLIGHTGW_STATEMENT_TIMEOUT": &c.Timeouts.Statement, "FLIGHTGW_RECLAIM_MIN_AGE": &c.Reclaim.MinAge,
+		"FLIGHTGW_STREAM_IDLE_TIMEOUT": &c.Timeouts.StreamIdle} {
 		if v, ok := lookup(k); ok {
 			_ = p.UnmarshalText([]byte(v))
 			if err := p.Check(k); err != nil {
@@ -347,6 +372,15 @@ func (c *Config) applyDefaults() {
 	if c.Limits.MaxConcurrentQueries == 0 {
 		c.Limits.MaxConcurrentQueries = DefaultMaxConcurrentQueries
 	}
+	if c.Limits.PerPrincipalWrites == 0 {
+		c.Limits.PerPrincipalWrites = max(1, c.Limits.MaxConcurrentWrites/2)
+	}
+	if c.Limits.PerPrincipalQueries == 0 {
+		c.Limits.PerPrincipalQueries = max(1, c.Limits.MaxConcurrentQueries/2)
+	}
+	if c.Limits.PreparedPerSession == 0 {
+		c.Limits.PreparedPerSession = DefaultPreparedPerSession
+	}
 	if c.Limits.QueryQueueWait == (duration.Duration{}) {
 		c.Limits.QueryQueueWait = duration.Of(DefaultQueryQueueWait)
 	}
@@ -371,6 +405,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Reclaim.MinAge == (duration.Duration{}) {
 		c.Reclaim.MinAge = duration.Of(DefaultReclaimMinAge)
+	}
+	if c.Timeouts.StreamIdle == (duration.Duration{}) {
+		c.Timeouts.StreamIdle = duration.Of(DefaultStreamIdle)
 	}
 	for i := range c.Catalogs {
 		if c.Catalogs[i].Realm == "" {
@@ -449,6 +486,15 @@ func (c *Config) Validate() error {
 	if c.Limits.MaxConcurrentQueries < 1 {
 		errs = append(errs, fmt.Errorf("limits.max_concurrent_queries: %d is below 1", c.Limits.MaxConcurrentQueries))
 	}
+	if n := c.Limits.PerPrincipalWrites; n < 1 || n > c.Limits.MaxConcurrentWrites {
+		errs = append(errs, fmt.Errorf("limits.per_principal_writes: %d is outside 1 .. limits.max_concurrent_writes (%d)", n, c.Limits.MaxConcurrentWrites))
+	}
+	if n := c.Limits.PerPrincipalQueries; n < 1 || n > c.Limits.MaxConcurrentQueries {
+		errs = append(errs, fmt.Errorf("limits.per_principal_queries: %d is outside 1 .. limits.max_concurrent_queries (%d)", n, c.Limits.MaxConcurrentQueries))
+	}
+	if n := c.Limits.PreparedPerSession; n < 1 || n > handlers.MaxPreparedStatements {
+		errs = append(errs, fmt.Errorf("limits.prepared_per_session: %d is outside 1 .. %d", n, handlers.MaxPreparedStatements))
+	}
 	if err := c.Limits.QueryQueueWait.Check("limits.query_queue_wait"); err != nil {
 		errs = append(errs, err)
 	}
@@ -479,6 +525,11 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Reclaim.MinAge.Check("reclaim.min_age"); err != nil {
 		errs = append(errs, err)
+	}
+	if err := c.Timeouts.StreamIdle.Check("timeouts.stream_idle"); err != nil {
+		errs = append(errs, err)
+	} else if c.Timeouts.StreamIdle.Duration < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("timeouts.stream_idle: %v is below 100ms", c.Timeouts.StreamIdle))
 	}
 	if c.Engine.MaxEndpoints < 1 || c.Engine.MaxEndpoints > 64 {
 		errs = append(errs, fmt.Errorf("engine.max_endpoints: %d is outside 1 .. 64", c.Engine.MaxEndpoints))

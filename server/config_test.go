@@ -131,3 +131,28 @@ func TestExposureRule(t *testing.T) {
 		}
 	}
 }
+
+func TestFairnessConfig(t *testing.T) {
+	cfg, err := LoadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := cfg.Limits; l.PerPrincipalWrites != DefaultMaxConcurrentWrites/2 || l.PerPrincipalQueries != DefaultMaxConcurrentQueries/2 ||
+		l.PreparedPerSession != DefaultPreparedPerSession || cfg.Timeouts.StreamIdle.Duration != DefaultStreamIdle {
+		t.Fatalf("defaults: %+v %v", l, cfg.Timeouts.StreamIdle)
+	}
+	t.Setenv("FLIGHTGW_PER_PRINCIPAL_QUERIES", "3")
+	t.Setenv("FLIGHTGW_STREAM_IDLE_TIMEOUT", "500ms")
+	cfg, err = LoadConfig(writeConfig(t, "limits: {max_concurrent_writes: 1, prepared_per_session: 7}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := cfg.Limits; l.PerPrincipalWrites != 1 || l.PerPrincipalQueries != 3 || l.PreparedPerSession != 7 || cfg.Timeouts.StreamIdle.Duration != 500*time.Millisecond {
+		t.Fatalf("set: %+v %v", l, cfg.Timeouts.StreamIdle)
+	}
+	t.Setenv("FLIGHTGW_STREAM_IDLE_TIMEOUT", "10ms")
+	_, err = LoadConfig(writeConfig(t, "limits: {max_concurrent_writes: 2, per_principal_writes: 3}\n"))
+	if err == nil || !containsAll(err.Error(), "limits.per_principal_writes: 3", "timeouts.stream_idle: 10ms") {
+		t.Fatalf("invalid: %v", err)
+	}
+}

@@ -7,14 +7,14 @@ import (
 	"google.golang.org/grpc/stats"
 
 	"github.com/flightgw/flightgw/handlers"
-	"github.com/flightgw/flightgw/txn"
 )
 
-// connWatcher tells the transaction manager when a client connection
-// closes, so that transactions bound to that connection's session do not
-// hold staged files for the whole idle timeout.
+// connWatcher tells the transaction manager and the handler when a
+// client connection closes, so that transactions bound to that
+// connection's session do not hold staged files for the whole idle
+// timeout, and its prepared statements and session options are freed.
 type connWatcher struct {
-	txns *txn.Manager
+	ended []func(session string)
 }
 
 type remoteKey struct{}
@@ -28,7 +28,9 @@ func (w connWatcher) HandleConn(ctx context.Context, s stats.ConnStats) {
 		return
 	}
 	if addr, ok := ctx.Value(remoteKey{}).(net.Addr); ok && addr != nil {
-		w.txns.SessionEnded(handlers.PeerSession(addr))
+		for _, end := range w.ended {
+			end(handlers.PeerSession(addr))
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/flightgw/flightgw/handlers"
 )
@@ -36,10 +38,18 @@ const (
 type encodedFrame struct{ data mem.BufferSlice }
 
 // frameCodec is the server's codec: protobuf for every message but an
-// encodedFrame.
-type frameCodec struct{ proto encoding.CodecV2 }
+// encodedFrame. A received message that does not decode is not reported
+// to gRPC, which would answer Internal before any interceptor sees it:
+// it is reset and kept in bad, where the interceptors find it and answer
+// InvalidArgument (guardStreams, rejectMalformed).
+type frameCodec struct {
+	proto encoding.CodecV2
+	bad   *badMessages
+}
 
-func newFrameCodec() frameCodec { return frameCodec{proto: encoding.GetCodecV2("proto")} }
+func newFrameCodec(bad *badMessages) frameCodec {
+	return frameCodec{proto: encoding.GetCodecV2("proto"), bad: bad}
+}
 
 func (c frameCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if f, ok := v.(*encodedFrame); ok {
@@ -48,7 +58,30 @@ func (c frameCodec) Marshal(v any) (mem.BufferSlice, error) {
 	return c.proto.Marshal(v)
 }
 
-func (c frameCodec) Unmarshal(data mem.BufferSlice, v any) error { return c.proto.Unmarshal(data, v) }
+func (c frameCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	err := c.proto.Unmarshal(data, v)
+	if m, ok := v.(proto.Message); ok && err != nil && c.bad != nil {
+		proto.Reset(m)
+		c.bad.m.Store(m, err)
+		return nil
+	}
+	return err
+}
+
+// badMessages are the received messages that did not decode, until an
+// interceptor takes them.
+type badMessages struct{ m sync.Map }
+
+// take returns why m did not decode, or nil, and forgets it.
+func (b *badMessages) take(m any) error {
+	if b == nil {
+		return nil
+	}
+	if err, ok := b.m.LoadAndDelete(m); ok {
+		return err.(error)
+	}
+	return nil
+}
 
 func (c frameCodec) Name() string { return c.proto.Name() }
 
@@ -195,6 +228,12 @@ func (s queryService) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetS
 		return err
 	}
 	return writeChunks(stream, schema, chunks)
+}
+
+// DoPut checks the upload's first messages (putStream) before the Flight
+// SQL server reads them.
+func (s queryService) DoPut(stream flight.FlightService_DoPutServer) error {
+	return s.handshakeService.DoPut(&putStream{FlightService_DoPutServer: stream})
 }
 
 // writeChunks writes a result's schema and batches as Flight IPC frames.

@@ -119,6 +119,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		SplitMinBytes:        cfg.Engine.SplitMinBytes,
 		MaxConcurrentQueries: cfg.Limits.MaxConcurrentQueries,
 		QueryQueueWait:       cfg.Limits.QueryQueueWait.Duration,
+		PreparedPerSession:   cfg.Limits.PreparedPerSession,
 		Peers:                cancelPeers,
 		Advertise:            cfg.Cluster.Advertise,
 		Catalogs:             s.catalogs,
@@ -136,19 +137,23 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 	}
 	maxMsg := int(cfg.Limits.MaxBatchBytes)
 	rt := router{h: h, peers: s.peers, log: log}
+	bad := &badMessages{}
 	s.grpc = grpc.NewServer(append(creds,
-		grpc.StatsHandler(connWatcher{txns: s.txns}),
+		grpc.StatsHandler(connWatcher{ended: []func(string){s.txns.SessionEnded, h.SessionEnded}}),
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.MaxSendMsgSize(maxMsg),
 		// Clients and peer replicas may ping a connection with a call open
 		// every 10s (peers ping every 30s) to notice a dead one.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
-		grpc.ForceServerCodecV2(newFrameCodec()),
-		grpc.ChainUnaryInterceptor(recoverUnary(log), logUnary(log), authn.UnaryInterceptor(), rt.unary()),
-		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), authn.StreamInterceptor(), rt.stream(),
+		grpc.ForceServerCodecV2(newFrameCodec(bad)),
+		grpc.ChainUnaryInterceptor(recoverUnary(log), logUnary(log), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
+		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
+			authn.StreamInterceptor(), rt.stream(),
+			newPrincipalLimits(share(cfg.Limits.PerPrincipalWrites, cfg.Limits.MaxConcurrentWrites),
+				share(cfg.Limits.PerPrincipalQueries, cfg.Limits.MaxConcurrentQueries)).stream(),
 			limitStreams("/DoPut", cfg.Limits.MaxConcurrentWrites)),
 	)...)
-	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{h.WithActions(flightsql.NewFlightServer(h))}, h})
+	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{h.WithActions(flightsql.NewFlightServer(checkedHandler{h}))}, h})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	return s, nil
