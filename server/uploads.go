@@ -186,6 +186,11 @@ func checkArray(d arrow.ArrayData) error {
 	}
 	arr := array.MakeFromData(d)
 	defer arr.Release()
+	if len(bufs) == 3 {
+		if done, err := checkStrings(arr, bufs[2]); done {
+			return err
+		}
+	}
 	if v, ok := arr.(interface{ ValidateFull() error }); ok {
 		if err := v.ValidateFull(); err != nil {
 			return err
@@ -208,6 +213,45 @@ func checkArray(d arrow.ArrayData) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// checkStrings checks the layout of a string array (done is false for
+// other arrays); that its values are UTF-8 is the write path's to check
+// (txn, which names the row of the upload).
+func checkStrings(arr arrow.Array, data *memory.Buffer) (done bool, err error) {
+	switch a := arr.(type) {
+	case *array.String:
+		if err := a.Validate(); err != nil {
+			return true, err
+		}
+		return true, checkOffsets(a.ValueOffsets(), bufLen(data))
+	case *array.LargeString:
+		if err := a.Validate(); err != nil {
+			return true, err
+		}
+		return true, checkOffsets(a.ValueOffsets(), bufLen(data))
+	}
+	return false, nil
+}
+
+// checkOffsets checks that offsets start at or after 0, never decrease
+// and end inside a data buffer of size bytes.
+func checkOffsets[T int32 | int64](offsets []T, size int) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	if offsets[0] < 0 {
+		return fmt.Errorf("offset %d is negative", offsets[0])
+	}
+	for i := 1; i < len(offsets); i++ {
+		if offsets[i] < offsets[i-1] {
+			return fmt.Errorf("offsets decrease at index %d: %d < %d", i, offsets[i], offsets[i-1])
+		}
+	}
+	if last := offsets[len(offsets)-1]; int64(last) > int64(size) {
+		return fmt.Errorf("offset %d is past the data buffer of %d bytes", last, size)
 	}
 	return nil
 }
