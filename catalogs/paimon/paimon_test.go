@@ -2,9 +2,7 @@ package paimon_test
 
 import (
 	"context"
-	"flag"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,31 +77,3 @@ func TestRegistered(t *testing.T) {
 	}
 }
 
-var keep = flag.String("keep", "", "write the sample tables into this warehouse and keep them (for Paimon Java)")
-
-var _ = os.Getenv
-
-func TestKeepSample(t *testing.T) {
-	if *keep == "" {
-		t.Skip("-keep not set")
-	}
-	p, err := paimon.Open(context.Background(), "lake", map[string]string{paimon.PropWarehouse: *keep, paimon.PropCreateNamespaces: "default"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "g_append"}
-	if _, err := p.CreateTable(context.Background(), id, catalogtest.Schema); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 2 {
-		b := catalogtest.Batch(int64(i)*10, 10)
-		r, err := p.WriteBatch(context.Background(), id, b)
-		b.Release()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.Commit(context.Background(), id, []catalogs.WriteReceipt{r}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
