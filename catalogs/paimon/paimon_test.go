@@ -76,4 +76,3 @@ func TestRegistered(t *testing.T) {
 		t.Fatalf("catalogs.Open(%q) = %T", paimon.Type, p)
 	}
 }
-
