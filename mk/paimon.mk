@@ -16,10 +16,12 @@ PAIMON_BENCH_VERSION ?= 11
 
 PAIMON_TABLES := $(CURDIR)/$(PAIMON_JAVA)/target/tables
 
-TEST_TARGETS  += paimon-java-check paimon-table-check
+PAIMON_VENV   := .venv-paimon
+
+TEST_TARGETS  += paimon-java-check paimon-table-check paimon-pypaimon-check
 BENCH_TARGETS += paimon-bench
 
-.PHONY: paimon-java-check paimon-table-check paimon-fixtures paimon-go-payloads paimon-bench fuzz
+.PHONY: paimon-java-check paimon-table-check paimon-pypaimon-check paimon-fixtures paimon-go-payloads paimon-bench fuzz
 
 paimon-go-payloads:
 	rm -rf $(PAIMON_OUT) && mkdir -p $(PAIMON_OUT)
@@ -39,6 +41,17 @@ paimon-table-check:
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_TABLES)/gateway default"
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-sample $(PAIMON_TABLES)/java"
 	$(GO) test -count=1 -run '^TestReadJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=$(PAIMON_TABLES)/java
+
+# pypaimon 2.1.0 (its own venv: it pins an older pyarrow) reads every sample table.
+$(PAIMON_VENV)/.installed: integration/pypaimon/requirements.txt
+	python3 -m venv $(PAIMON_VENV)
+	$(PAIMON_VENV)/bin/pip install -q --disable-pip-version-check -r integration/pypaimon/requirements.txt
+	touch $@
+
+paimon-pypaimon-check: $(PAIMON_VENV)/.installed
+	rm -rf $(PAIMON_TABLES)/pypaimon
+	$(GO) test -count=1 -run '^TestWriteSamples$$' ./catalogs/paimon -args -samples-out=$(PAIMON_TABLES)/pypaimon
+	PAIMON_SAMPLES=$(PAIMON_TABLES)/pypaimon $(PAIMON_VENV)/bin/python -m pytest -q integration/pypaimon
 
 paimon-fixtures:
 	$(PAIMON_MVN) compile exec:java -Dexec.args="generate $(PAIMON_FIXTURES)"
