@@ -400,6 +400,15 @@ func (s *tableSchema) checkOptions(table string) error {
 	if err != nil || (b != -1 && b < 1) {
 		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: option bucket %q must be -1 (unaware) or a positive bucket count", table, s.Options[optBucket])
 	}
+	for _, k := range s.PartitionKeys {
+		switch s.cols[s.index(k)].typ.Kind {
+		case pcodec.KindString, pcodec.KindBoolean, pcodec.KindTinyInt, pcodec.KindSmallInt, pcodec.KindInt, pcodec.KindBigInt, pcodec.KindDate:
+		default:
+			// Paimon names a partition directory after the value's Java
+			// toString; only these types are spelled the same here.
+			return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: partition column %q: type %s cannot be a partition column here (string, integer, boolean or date)", table, k, s.cols[s.index(k)].sql)
+		}
+	}
 	l := s.layout()
 	if b > 0 && len(l.bucketKey) == 0 {
 		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: a fixed bucket count needs a bucket-key (or a primary-key)", table)
