@@ -21,7 +21,7 @@
 // hashed as Paimon's DefaultBucketFunction does), primary-key tables with
 // fixed buckets (level-0 key-value files: _KEY_ fields, _SEQUENCE_NUMBER,
 // _VALUE_KIND, sorted by key, one row per key, sequence numbers
-// continuing the bucket's), and identity partitions on string, integer
+// continuing the bucket's), and identity partitions on string, integer, date
 // and boolean columns. Scans merge primary-key tables on read
 // (deduplicate: the highest sequence number wins).
 package paimon
