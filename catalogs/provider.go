@@ -56,6 +56,17 @@ type TableManager interface {
 	DropTable(ctx context.Context, table TableIdent) error
 }
 
+// TableOptionsCreator is implemented by backends whose tables take
+// creation options (Paimon's bucket, bucket-key, primary-key, partition).
+// The write path uses it, when the write carries table options, instead
+// of TableManager.CreateTable.
+type TableOptionsCreator interface {
+	// CreateTableWithOptions is TableManager.CreateTable with table
+	// options; an option the backend does not accept, or a layout it
+	// cannot write, is ErrInvalidArgument naming the option.
+	CreateTableWithOptions(ctx context.Context, table TableIdent, schema *arrow.Schema, opts map[string]string) (TableSpec, error)
+}
+
 // Lister is implemented by backends that can enumerate their namespaces and
 // tables (metadata calls such as GetDbSchemas and GetTables).
 type Lister interface {

@@ -3,6 +3,8 @@
 #   make paimon-java-check   Go-encoded payloads and the golden fixtures, read by Paimon Java
 #   make paimon-fixtures     regenerate codec/paimon/testdata/ with Paimon Java
 #   make paimon-bench        Go vs Java on a 10,000-data-file payload, with the ratio
+#   make paimon-table-check  tables the gateway's Paimon backend wrote, read by Paimon Java
+#                            1.4.2 (rows and buckets), and tables Java wrote, read by the backend
 #   make fuzz                each fuzz target for FUZZTIME (default 30s)
 PAIMON_JAVA    := integration/paimon-java
 PAIMON_MVN     := mvn -q -B -f $(PAIMON_JAVA)/pom.xml
@@ -12,10 +14,14 @@ FUZZTIME ?= 30s
 # The newest serializer version a served Paimon release (1.4.2) reads: the benchmark's.
 PAIMON_BENCH_VERSION ?= 11
 
-TEST_TARGETS  += paimon-java-check
+PAIMON_TABLES := $(CURDIR)/$(PAIMON_JAVA)/target/tables
+
+PAIMON_VENV   := .venv-paimon
+
+TEST_TARGETS  += paimon-java-check paimon-table-check paimon-pypaimon-check
 BENCH_TARGETS += paimon-bench
 
-.PHONY: paimon-java-check paimon-fixtures paimon-go-payloads paimon-bench fuzz
+.PHONY: paimon-java-check paimon-table-check paimon-pypaimon-check paimon-fixtures paimon-go-payloads paimon-bench fuzz
 
 paimon-go-payloads:
 	rm -rf $(PAIMON_OUT) && mkdir -p $(PAIMON_OUT)
@@ -25,6 +31,27 @@ paimon-go-payloads:
 # golden fixtures of every version it reads and compares them with their JSON.
 paimon-java-check: paimon-go-payloads
 	$(PAIMON_MVN) compile exec:java -Dexec.args="verify $(CURDIR)/$(PAIMON_OUT) $(PAIMON_FIXTURES)"
+
+# catalogs/paimon writes its sample tables (append, fixed bucket, primary key with updates,
+# partitioned, overwritten) with their expected rows; Paimon Java 1.4.2 reads each and
+# recomputes every row's bucket. Then Java writes its own tables and the backend reads them.
+paimon-table-check:
+	rm -rf $(PAIMON_TABLES) && mkdir -p $(PAIMON_TABLES)
+	$(GO) test -count=1 -run '^TestWriteSamples$$' ./catalogs/paimon -args -samples-out=$(PAIMON_TABLES)/gateway
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_TABLES)/gateway default"
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-sample $(PAIMON_TABLES)/java"
+	$(GO) test -count=1 -run '^TestReadJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=$(PAIMON_TABLES)/java
+
+# pypaimon 2.1.0 (its own venv: it pins an older pyarrow) reads every sample table.
+$(PAIMON_VENV)/.installed: integration/pypaimon/requirements.txt
+	python3 -m venv $(PAIMON_VENV)
+	$(PAIMON_VENV)/bin/pip install -q --disable-pip-version-check -r integration/pypaimon/requirements.txt
+	touch $@
+
+paimon-pypaimon-check: $(PAIMON_VENV)/.installed
+	rm -rf $(PAIMON_TABLES)/pypaimon
+	$(GO) test -count=1 -run '^TestWriteSamples$$' ./catalogs/paimon -args -samples-out=$(PAIMON_TABLES)/pypaimon
+	PAIMON_SAMPLES=$(PAIMON_TABLES)/pypaimon $(PAIMON_VENV)/bin/python -m pytest -q integration/pypaimon
 
 paimon-fixtures:
 	$(PAIMON_MVN) compile exec:java -Dexec.args="generate $(PAIMON_FIXTURES)"

@@ -46,6 +46,11 @@ type Write struct {
 	// landed on the table, the source is read to its end and nothing is
 	// written (a retry of a write whose reply was lost).
 	Idempotent bool
+	// TableOptions are handed to a backend that is a
+	// catalogs.TableOptionsCreator when the write creates the table (a
+	// Paimon table's bucket, primary-key, partition); they are ignored
+	// when the table exists.
+	TableOptions map[string]string
 }
 
 // Source is a stream of batches to write: flight.MessageReader satisfies
@@ -209,7 +214,12 @@ func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error)
 		if !ok {
 			return p, catalogs.Errorf(catalogs.ErrInvalidArgument, "write into %s: catalog %q cannot create tables", w.Table, w.Table.Catalog)
 		}
-		_, err := tm.CreateTable(ctx, w.Table, schema)
+		var err error
+		if oc, ok := w.Provider.(catalogs.TableOptionsCreator); ok && len(w.TableOptions) > 0 {
+			_, err = oc.CreateTableWithOptions(ctx, w.Table, schema, w.TableOptions)
+		} else {
+			_, err = tm.CreateTable(ctx, w.Table, schema)
+		}
 		switch {
 		case err == nil:
 			p.created = true

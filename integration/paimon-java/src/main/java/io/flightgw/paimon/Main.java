@@ -33,6 +33,9 @@ import java.util.stream.Stream;
  *                         with the JSON beside it, and re-serialize it at its own version
  *                         to the identical bytes
  *   bench FILE VERSION    warm-loop serializeList and deserializeList of the payload
+ *   read-table WH DB T    print a table's rows (see {@link Tables})
+ *   verify-tables WH DB   compare the tables with WH/expected/T.txt (see {@link Tables})
+ *   write-sample WH       write sample tables for the gateway to read (see {@link Tables})
  * </pre>
  */
 public final class Main {
@@ -52,6 +55,15 @@ public final class Main {
                 break;
             case "bench":
                 Bench.run(Path.of(args[1]), Integer.parseInt(args[2]));
+                break;
+            case "read-table":
+                Tables.readTable(args[1], args[2], args[3]);
+                break;
+            case "verify-tables":
+                Tables.verifyTables(args[1], args[2]);
+                break;
+            case "write-sample":
+                Tables.writeSample(args[1]);
                 break;
             default:
                 throw new IllegalArgumentException("unknown mode " + args[0]);

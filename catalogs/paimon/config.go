@@ -1,0 +1,111 @@
+package paimon
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// Property keys understood by the backend.
+const (
+	// PropWarehouse is the root of the filesystem catalog: file:///abs/dir
+	// or /abs/dir. Databases are <warehouse>/<db>.db, tables
+	// <warehouse>/<db>.db/<table>, as Paimon's FileSystemCatalog lays them
+	// out.
+	PropWarehouse = "warehouse"
+	// PropCreateNamespaces lists databases (comma separated) created at
+	// open time when missing.
+	PropCreateNamespaces = "create-namespaces"
+	// PropTargetFileSize is the data file size a stream rolls at, in bytes.
+	PropTargetFileSize = "write.target-file-size-bytes"
+	// PropCommitRetries bounds the commit attempts after the first.
+	PropCommitRetries = "commit.retry.num-retries"
+	// PropCommitMinWait and PropCommitMaxWait bound the backoff between
+	// commit attempts, in milliseconds.
+	PropCommitMinWait = "commit.retry.min-wait-ms"
+	PropCommitMaxWait = "commit.retry.max-wait-ms"
+	// PropTableDefaultPrefix prefixes table options every new table gets
+	// unless the create names them (table-default.bucket=4), as Paimon's
+	// catalog option of the same name does.
+	PropTableDefaultPrefix = "table-default."
+)
+
+// config is the validated form of the properties.
+type config struct {
+	root             string // local directory of the warehouse
+	createNamespaces []string
+	targetFileSize   int64
+	retries          int
+	minWait, maxWait time.Duration
+	tableDefaults    map[string]string
+}
+
+const defaultTargetFileSize = 128 << 20
+
+func parseConfig(props map[string]string) (config, error) {
+	cfg := config{targetFileSize: defaultTargetFileSize, retries: 50, minWait: 5 * time.Millisecond,
+		maxWait: 500 * time.Millisecond, tableDefaults: map[string]string{}}
+	for k, v := range props {
+		switch {
+		case k == PropWarehouse || k == PropCreateNamespaces || k == "type" || k == "catalog-type":
+		case strings.HasPrefix(k, PropTableDefaultPrefix):
+			cfg.tableDefaults[strings.TrimPrefix(k, PropTableDefaultPrefix)] = v
+		case k == PropTargetFileSize || k == PropCommitRetries || k == PropCommitMinWait || k == PropCommitMaxWait:
+		default:
+			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: unknown key", k)
+		}
+	}
+	if t, ok := props["catalog-type"]; ok && t != "filesystem" {
+		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not filesystem (the only Paimon catalog this backend implements)", "catalog-type", t)
+	}
+	w := props[PropWarehouse]
+	switch {
+	case w == "":
+		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: required", PropWarehouse)
+	case strings.HasPrefix(w, "/"):
+		cfg.root = w
+	default:
+		u, err := url.Parse(w)
+		if err != nil || u.Scheme != "file" || !strings.HasPrefix(u.Path, "/") {
+			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not an absolute path or file:// url", PropWarehouse, w)
+		}
+		cfg.root = u.Path
+	}
+	if ns := props[PropCreateNamespaces]; ns != "" {
+		for _, n := range strings.Split(ns, ",") {
+			n = strings.TrimSpace(n)
+			if err := catalogs.ValidateName("namespace", n); err != nil {
+				return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %w", PropCreateNamespaces, err)
+			}
+			cfg.createNamespaces = append(cfg.createNamespaces, n)
+		}
+	}
+	ints := []struct {
+		key string
+		min int64
+		dst func(int64)
+	}{
+		{PropTargetFileSize, 1 << 10, func(v int64) { cfg.targetFileSize = v }},
+		{PropCommitRetries, 0, func(v int64) { cfg.retries = int(v) }},
+		{PropCommitMinWait, 1, func(v int64) { cfg.minWait = time.Duration(v) * time.Millisecond }},
+		{PropCommitMaxWait, 1, func(v int64) { cfg.maxWait = time.Duration(v) * time.Millisecond }},
+	}
+	for _, p := range ints {
+		s, ok := props[p.key]
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v < p.min || v > 1<<40 {
+			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not an integer in [%d, 2^40]", p.key, s, p.min)
+		}
+		p.dst(v)
+	}
+	if cfg.minWait > cfg.maxWait {
+		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: exceeds %q", PropCommitMinWait, PropCommitMaxWait)
+	}
+	return cfg, nil
+}

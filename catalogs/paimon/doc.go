@@ -1,0 +1,27 @@
+// Package paimon is the Apache Paimon table backend, registered as catalog
+// type "paimon": Paimon's filesystem catalog on a local warehouse
+// (warehouse/<db>.db/<table>/ with schema/, snapshot/, manifest/,
+// partition and bucket-N/ directories), written as Paimon 1.4 writes it
+// so that Paimon Java and pypaimon read the tables, and reading what they
+// write.
+//
+// Writes stage Parquet data files named data-<uuid>-<n>.parquet with
+// Paimon's DataFileMeta statistics; a receipt carries Paimon
+// CommitMessages in CommitMessageSerializer bytes (codec/paimon), so a
+// Java committer can take them as they are. A commit writes a manifest
+// (Avro, Paimon's schema), the base and delta manifest lists and
+// snapshot/snapshot-N with put-if-absent (a hard link on local files):
+// losing the race to another committer means reloading the new latest
+// snapshot and trying again. The commit user of a snapshot is the
+// gateway's commit id with Paimon's batch commit identifier, which is
+// Paimon's own exactly-once key: a repeated commit finds its snapshot and
+// appends nothing.
+//
+// Tables: append tables with unaware (-1) or fixed buckets (bucket-key,
+// hashed as Paimon's DefaultBucketFunction does), primary-key tables with
+// fixed buckets (level-0 key-value files: _KEY_ fields, _SEQUENCE_NUMBER,
+// _VALUE_KIND, sorted by key, one row per key, sequence numbers
+// continuing the bucket's), and identity partitions on string, integer, date
+// and boolean columns. Scans merge primary-key tables on read
+// (deduplicate: the highest sequence number wins).
+package paimon

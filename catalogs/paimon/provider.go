@@ -1,0 +1,324 @@
+package paimon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// Type is the backend type name this package registers.
+const Type = "paimon"
+
+func init() {
+	catalogs.Register(Type, func(ctx context.Context, name string, props map[string]string) (catalogs.Provider, error) {
+		return Open(ctx, name, props)
+	})
+}
+
+// Provider is the Paimon backend on a filesystem catalog. It is safe for
+// concurrent use: every commit is a put-if-absent of the next snapshot
+// file, so several gateways (and Paimon Java writers) may commit to one
+// table.
+type Provider struct {
+	name string
+	cfg  config
+	fs   storage
+	log  *slog.Logger
+	now  func() time.Time
+}
+
+// Interfaces the provider implements.
+var (
+	_ catalogs.Provider            = (*Provider)(nil)
+	_ catalogs.Discarder           = (*Provider)(nil)
+	_ catalogs.TableManager        = (*Provider)(nil)
+	_ catalogs.TableOptionsCreator = (*Provider)(nil)
+	_ catalogs.Lister              = (*Provider)(nil)
+	_ catalogs.IdempotentCommitter = (*Provider)(nil)
+	_ catalogs.Overwriter          = (*Provider)(nil)
+	_ catalogs.StreamWriter        = (*Provider)(nil)
+	_ catalogs.Scanner             = (*Provider)(nil)
+)
+
+// Open builds the Paimon catalog called name from props (see the Prop*
+// constants), creating the warehouse and the databases of
+// create-namespaces when missing.
+func Open(ctx context.Context, name string, props map[string]string) (*Provider, error) {
+	if name == "" {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "paimon catalog: name is empty")
+	}
+	cfg, err := parseConfig(props)
+	if err != nil {
+		return nil, err
+	}
+	p := &Provider{name: name, cfg: cfg, fs: localFS{root: cfg.root}, now: time.Now,
+		log: slog.Default().With("catalog", name, "backend", Type)}
+	for _, db := range cfg.createNamespaces {
+		if err := p.CreateNamespace(ctx, db); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Name returns the catalog name.
+func (p *Provider) Name() string { return p.name }
+
+// CreateNamespace creates the database directory <db>.db when missing.
+func (p *Provider) CreateNamespace(ctx context.Context, db string) error {
+	if err := catalogs.ValidateName("namespace", db); err != nil {
+		return err
+	}
+	// A marker-free directory is a database in Paimon's filesystem
+	// catalog; a temporary object makes the directory on every storage.
+	marker := db + ".db/.flightgw-db"
+	if err := p.fs.put(ctx, marker, nil); err != nil {
+		return mapFSErr(err, fmt.Sprintf("catalog %q: create database %q", p.name, db))
+	}
+	return nil
+}
+
+// tableDir checks a table identifier and returns the table's directory
+// relative to the warehouse: <db>.db/<table>.
+func (p *Provider) tableDir(t catalogs.TableIdent) (string, error) {
+	if err := t.Validate(); err != nil {
+		return "", err
+	}
+	if t.Catalog != p.name {
+		return "", catalogs.Errorf(catalogs.ErrNotFound, "table %s: no catalog %q here (this is %q)", t, t.Catalog, p.name)
+	}
+	if len(t.Namespace) != 1 {
+		return "", catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: a Paimon database is one namespace level, not %d", t, len(t.Namespace))
+	}
+	return join(t.Namespace[0]+".db", t.Name)
+}
+
+// tableState is a table as one read of its metadata saw it.
+type tableState struct {
+	ident  catalogs.TableIdent
+	dir    string
+	schema *tableSchema
+	snap   *snapshot // nil before the first commit
+}
+
+// load reads the table's latest schema and snapshot.
+func (p *Provider) load(ctx context.Context, t catalogs.TableIdent) (*tableState, error) {
+	dir, err := p.tableDir(t)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := p.latestSchema(ctx, t, dir)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := p.latestSnapshot(ctx, t, dir)
+	if err != nil {
+		return nil, err
+	}
+	if snap != nil && snap.SchemaID != sc.ID {
+		if sc, err = p.readSchema(ctx, t, dir, snap.SchemaID); err != nil {
+			return nil, err
+		}
+	}
+	return &tableState{ident: t, dir: dir, schema: sc, snap: snap}, nil
+}
+
+// latestSchema reads the schema file with the highest id, as Paimon's
+// SchemaManager.latest does.
+func (p *Provider) latestSchema(ctx context.Context, t catalogs.TableIdent, dir string) (*tableSchema, error) {
+	names, err := p.fs.list(ctx, dir+"/schema")
+	if err != nil {
+		return nil, mapFSErr(err, fmt.Sprintf("table %s: list schemas", t))
+	}
+	id := int64(-1)
+	for _, n := range names {
+		if v, ok := strings.CutPrefix(n, "schema-"); ok {
+			if x, err := strconv.ParseInt(v, 10, 64); err == nil && x > id {
+				id = x
+			}
+		}
+	}
+	if id < 0 {
+		return nil, catalogs.Errorf(catalogs.ErrNotFound, "table %s does not exist", t)
+	}
+	return p.readSchema(ctx, t, dir, id)
+}
+
+func (p *Provider) readSchema(ctx context.Context, t catalogs.TableIdent, dir string, id int64) (*tableSchema, error) {
+	b, err := p.fs.read(ctx, dir+"/schema/schema-"+strconv.FormatInt(id, 10))
+	if err != nil {
+		return nil, mapFSErr(err, fmt.Sprintf("table %s: schema-%d", t, id))
+	}
+	s, err := parseSchema(t.String(), b)
+	if err != nil {
+		return nil, err
+	}
+	if s.ID != id {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: schema-%d holds id %d", t, id, s.ID)
+	}
+	return s, nil
+}
+
+// GetTableSpec returns the table's current schema, partition keys,
+// options and snapshot.
+func (p *Provider) GetTableSpec(ctx context.Context, t catalogs.TableIdent) (catalogs.TableSpec, error) {
+	st, err := p.load(ctx, t)
+	if err != nil {
+		return catalogs.TableSpec{}, err
+	}
+	return st.spec(), nil
+}
+
+func (st *tableState) spec() catalogs.TableSpec {
+	s := st.schema
+	spec := catalogs.TableSpec{
+		Schema:     s.arrowSchema(),
+		SchemaSpec: catalogs.SchemaSpec{SchemaVersion: uint64(s.ID), TimestampMs: s.TimeMillis, Fields: s.fieldMetadata()},
+		Properties: maps.Clone(s.Options),
+	}
+	if len(s.PrimaryKeys) > 0 {
+		spec.Properties[optPrimaryKey] = strings.Join(s.PrimaryKeys, ",")
+	}
+	if len(s.PartitionKeys) > 0 {
+		spec.Properties[optPartition] = strings.Join(s.PartitionKeys, ",")
+	}
+	for _, k := range s.PartitionKeys {
+		c := s.cols[s.index(k)]
+		spec.PartitionSpec.Fields = append(spec.PartitionSpec.Fields, catalogs.PartitionField{
+			SourceID: c.id + 1, Name: k, Transform: catalogs.PartitionTransform{Kind: catalogs.TransformIdentity}})
+	}
+	if st.snap != nil {
+		id := st.snap.ID
+		spec.CurrentSnapshotID = &id
+	}
+	return spec
+}
+
+// CreateTable creates an append table (bucket -1) from an Arrow schema,
+// with the catalog's table-default options.
+func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema) (catalogs.TableSpec, error) {
+	return p.CreateTableWithOptions(ctx, t, schema, nil)
+}
+
+// CreateTableWithOptions creates a table from an Arrow schema and Paimon
+// table options: bucket (-1, or a fixed count), bucket-key, primary-key
+// and partition (comma-separated column lists), and any other option,
+// which is kept in the schema for Paimon readers. Options override the
+// catalog's table-default ones. It writes schema/schema-0 with
+// put-if-absent, so of two concurrent creates one wins and the other gets
+// ErrAlreadyExists.
+func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
+	dir, err := p.tableDir(t)
+	if err != nil {
+		return catalogs.TableSpec{}, err
+	}
+	if ok, err := p.fs.exists(ctx, t.Namespace[0]+".db"); err != nil || !ok {
+		if err == nil {
+			err = catalogs.Errorf(catalogs.ErrNotFound, "table %s: database %q does not exist", t, t.Namespace[0])
+		}
+		return catalogs.TableSpec{}, mapFSErr(err, fmt.Sprintf("table %s: database", t))
+	}
+	all := maps.Clone(p.cfg.tableDefaults)
+	maps.Copy(all, opts)
+	sc, err := newSchema(t.String(), schema, all, p.now().UnixMilli())
+	if err != nil {
+		return catalogs.TableSpec{}, err
+	}
+	b, err := json.MarshalIndent(sc, "", "  ")
+	if err != nil {
+		return catalogs.TableSpec{}, err
+	}
+	switch err := p.fs.create(ctx, dir+"/schema/schema-0", b); {
+	case errors.Is(err, errExists):
+		return catalogs.TableSpec{}, catalogs.Errorf(catalogs.ErrAlreadyExists, "table %s already exists", t)
+	case err != nil:
+		return catalogs.TableSpec{}, mapFSErr(err, fmt.Sprintf("table %s: write schema", t))
+	}
+	st := &tableState{ident: t, dir: dir, schema: sc}
+	return st.spec(), nil
+}
+
+// DropTable deletes the table's directory, data included, as Paimon's
+// filesystem catalog does.
+func (p *Provider) DropTable(ctx context.Context, t catalogs.TableIdent) error {
+	dir, err := p.tableDir(t)
+	if err != nil {
+		return err
+	}
+	if _, err := p.latestSchema(ctx, t, dir); err != nil {
+		return err
+	}
+	if err := p.fs.removeAll(ctx, dir); err != nil {
+		return mapFSErr(err, fmt.Sprintf("table %s: drop", t))
+	}
+	return nil
+}
+
+// ListNamespaces lists the databases: the <db>.db directories of the
+// warehouse.
+func (p *Provider) ListNamespaces(ctx context.Context) ([][]string, error) {
+	names, err := p.fs.list(ctx, "")
+	if err != nil {
+		return nil, mapFSErr(err, fmt.Sprintf("catalog %q: list databases", p.name))
+	}
+	var out [][]string
+	for _, n := range names {
+		if db, ok := strings.CutSuffix(n, ".db"); ok && catalogs.ValidateName("namespace", db) == nil {
+			out = append(out, []string{db})
+		}
+	}
+	return out, nil
+}
+
+// ListTables lists the tables of a database: its directories that hold a
+// schema.
+func (p *Provider) ListTables(ctx context.Context, namespace []string) ([]catalogs.TableIdent, error) {
+	if len(namespace) != 1 {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "catalog %q: namespace %q: a Paimon database is one level", p.name, namespace)
+	}
+	if err := catalogs.ValidateNamespace(namespace); err != nil {
+		return nil, err
+	}
+	names, err := p.fs.list(ctx, namespace[0]+".db")
+	if err != nil {
+		return nil, mapFSErr(err, fmt.Sprintf("catalog %q: list tables of %q", p.name, namespace[0]))
+	}
+	var out []catalogs.TableIdent
+	for _, n := range names {
+		if catalogs.ValidateName("table", n) != nil {
+			continue
+		}
+		if ok, _ := p.fs.exists(ctx, namespace[0]+".db/"+n+"/schema"); ok {
+			out = append(out, catalogs.TableIdent{Catalog: p.name, Namespace: slices.Clone(namespace), Name: n})
+		}
+	}
+	return out, nil
+}
+
+// GetSecurityContext reports no encryption and no credential: a local
+// warehouse is reached with the gateway's own file permissions.
+func (p *Provider) GetSecurityContext(ctx context.Context, t catalogs.TableIdent) (catalogs.SecurityContext, error) {
+	if _, err := p.load(ctx, t); err != nil {
+		return catalogs.SecurityContext{}, err
+	}
+	tt := t
+	return catalogs.SecurityContext{
+		Encryption:  catalogs.EncryptionLevel{Kind: catalogs.EncryptionNone},
+		Credentials: catalogs.CatalogCredential{Scope: catalogs.CredentialScope{Kind: catalogs.ScopeTableReadWrite, Table: &tt}},
+	}, nil
+}
+
+// isNotExist reports a missing object.
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -1,0 +1,499 @@
+package paimon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/google/uuid"
+
+	"github.com/flightgw/flightgw/catalogs"
+	pcodec "github.com/flightgw/flightgw/codec/paimon"
+)
+
+// receiptFormat names the layout of WriteReceipt.Metadata.
+const receiptFormat = "flightgw.paimon.commit-messages/v1"
+
+// receiptVersion is the CommitMessageSerializer version of the receipts'
+// messages: the one Paimon 1.4 reads and writes.
+const receiptVersion = pcodec.Version11
+
+// receiptMeta is the JSON in WriteReceipt.Metadata: Paimon
+// CommitMessages exactly as CommitMessageSerializer.serializeList writes
+// them (so that a Java committer can take them as they are), with the
+// staged files' paths beside them for Discard.
+type receiptMeta struct {
+	Format   string `json:"format"`
+	Table    string `json:"table"`
+	Version  int    `json:"version"`
+	Messages []byte `json:"messages"`
+	// Files are the staged data files, relative to the table directory.
+	Files []string `json:"files"`
+	// SchemaID is the schema the files were written with.
+	SchemaID int64 `json:"schema_id"`
+}
+
+// WriteBatch writes batch as Parquet data files (one per partition and
+// bucket it touches), without committing them.
+func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch arrow.RecordBatch) (catalogs.WriteReceipt, error) {
+	ws, err := p.openStream(ctx, t)
+	if err != nil {
+		return catalogs.WriteReceipt{}, err
+	}
+	if err := ws.Write(ctx, batch); err != nil {
+		_ = ws.Abort(context.WithoutCancel(ctx))
+		return catalogs.WriteReceipt{}, err
+	}
+	rs, err := ws.Close(ctx)
+	if err != nil {
+		return catalogs.WriteReceipt{}, err
+	}
+	if len(rs) == 0 {
+		return p.receipt(ws.st, nil, nil)
+	}
+	return rs[0], nil
+}
+
+// OpenStream opens a write stream that keeps one open file per partition
+// and bucket and rolls it at write.target-file-size-bytes.
+func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent) (catalogs.WriteStream, error) {
+	return p.openStream(ctx, t)
+}
+
+func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stream, error) {
+	st, err := p.load(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	s := &stream{p: p, st: st, target: st.schema.arrowSchema(), lay: st.schema.layout(), open: map[string]*fileWriter{},
+		nextSeq: map[string]int64{}, pk: map[string]*pkBuffer{}, id: uuid.NewString()}
+	for _, c := range st.schema.cols {
+		s.types = append(s.types, c.typ)
+	}
+	return s, nil
+}
+
+// stream is one write session; not safe for concurrent use.
+type stream struct {
+	p      *Provider
+	st     *tableState
+	target *arrow.Schema
+	types  []pcodec.Type
+	lay    layout
+	id     string // the uuid in this stream's file names
+	count  int    // files named so far
+	open   map[string]*fileWriter
+	pk     map[string]*pkBuffer
+	// nextSeq is the next sequence number of each bucket of a
+	// primary-key table, restored from the latest snapshot.
+	nextSeq map[string]int64
+	done    []pcodec.CommitMessage
+	files   []string
+	closed  bool
+}
+
+// group is one partition and bucket of a batch.
+type group struct {
+	key       string
+	partition pcodec.Row
+	partPath  string
+	bucket    int32
+	rows      []int
+}
+
+// Write conforms batch to the table schema and appends its rows to the
+// files of their partitions and buckets.
+func (s *stream) Write(ctx context.Context, batch arrow.RecordBatch) error {
+	if s.closed {
+		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: write on a closed stream", s.st.ident)
+	}
+	rec, err := conform(ctx, s.st.ident.String(), s.target, batch)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	groups, err := s.groups(rec)
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		part := rec
+		if g.rows != nil {
+			if part, err = take(ctx, rec, g.rows); err != nil {
+				return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: split batch", s.st.ident))
+			}
+		} else {
+			part.Retain()
+		}
+		err := s.writeGroup(ctx, g, part)
+		part.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// groups splits a batch's rows by partition and bucket. A table without
+// partitions and with unaware buckets has one group of every row (rows
+// nil).
+func (s *stream) groups(rec arrow.RecordBatch) ([]*group, error) {
+	l := s.lay
+	if len(l.partition) == 0 && l.buckets < 0 {
+		return []*group{{key: "0", partition: pcodec.EmptyRow, bucket: 0}}, nil
+	}
+	byKey := map[string]*group{}
+	var order []*group
+	partTypes, keyTypes := s.typesOf(l.partition), s.typesOf(l.bucketKey)
+	pv, kv := make([]any, len(l.partition)), make([]any, len(l.bucketKey))
+	names := s.namesOf(l.partition)
+	for i := range int(rec.NumRows()) {
+		for j, c := range l.partition {
+			pv[j] = value(rec.Column(c), i)
+		}
+		part, err := pcodec.BuildRow(partTypes, pv)
+		if err != nil {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: partition of row %d: %v", s.st.ident, i, err)
+		}
+		bucket := int32(0)
+		if l.buckets > 0 {
+			for j, c := range l.bucketKey {
+				kv[j] = value(rec.Column(c), i)
+			}
+			key, err := pcodec.BuildRow(keyTypes, kv)
+			if err != nil {
+				return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: bucket key of row %d: %v", s.st.ident, i, err)
+			}
+			bucket = bucketOf(key, l.buckets)
+		}
+		k := string(part.Bytes()) + "/" + strconv.Itoa(int(bucket))
+		g, ok := byKey[k]
+		if !ok {
+			g = &group{key: k, partition: part, partPath: partitionPath(names, slices.Clone(pv)), bucket: bucket}
+			byKey[k] = g
+			order = append(order, g)
+		}
+		g.rows = append(g.rows, i)
+	}
+	return order, nil
+}
+
+func (s *stream) typesOf(cols []int) []pcodec.Type {
+	out := make([]pcodec.Type, len(cols))
+	for i, c := range cols {
+		out[i] = s.st.schema.cols[c].typ
+	}
+	return out
+}
+
+func (s *stream) namesOf(cols []int) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = s.st.schema.cols[c].name
+	}
+	return out
+}
+
+// take selects rows of rec.
+func take(ctx context.Context, rec arrow.RecordBatch, rows []int) (arrow.RecordBatch, error) {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for _, r := range rows {
+		b.Append(int64(r))
+	}
+	idx := b.NewArray()
+	defer idx.Release()
+	cols := make([]arrow.Array, rec.NumCols())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i := range cols {
+		c, err := compute.TakeArray(ctx, rec.Column(i), idx)
+		if err != nil {
+			return nil, err
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(rec.Schema(), cols, int64(len(rows))), nil
+}
+
+// writeGroup appends rows of one partition and bucket: to its open file
+// for an append table, to its buffer for a primary-key table (whose files
+// must be sorted by key).
+func (s *stream) writeGroup(ctx context.Context, g *group, rec arrow.RecordBatch) error {
+	if len(s.lay.primary) > 0 {
+		return s.bufferPK(ctx, g, rec)
+	}
+	w, ok := s.open[g.key]
+	if !ok {
+		var err error
+		if w, err = s.newFile(ctx, g, s.target); err != nil {
+			return err
+		}
+		s.open[g.key] = w
+	}
+	if err := w.write(rec); err != nil {
+		return err
+	}
+	if w.size() >= s.p.cfg.targetFileSize {
+		delete(s.open, g.key)
+		return s.finish(w)
+	}
+	return nil
+}
+
+// fileWriter is one Parquet data file being written.
+type fileWriter struct {
+	s         *stream
+	name      string
+	rel       string // path relative to the table directory
+	partition pcodec.Row
+	bucket    int32
+	out       io.WriteCloser
+	cnt       *countingWriter
+	fw        *pqarrow.FileWriter
+	rows      int64
+	stats     []colStats
+	// seq is the first sequence number of the file.
+	seq int64
+	// keys holds a primary-key file's key stats, min and max key.
+	keyStats       []colStats
+	minKey, maxKey pcodec.Row
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// newFile opens data-<uuid>-<n>.parquet in the group's bucket directory,
+// the name Paimon's DataFilePathFactory gives a data file.
+func (s *stream) newFile(ctx context.Context, g *group, schema *arrow.Schema) (*fileWriter, error) {
+	name := fmt.Sprintf("data-%s-%d.parquet", s.id, s.count)
+	s.count++
+	rel := g.partPath + "bucket-" + strconv.Itoa(int(g.bucket)) + "/" + name
+	out, err := s.p.fs.writer(ctx, s.st.dir+"/"+rel)
+	if err != nil {
+		return nil, mapFSErr(err, fmt.Sprintf("table %s: create data file %s", s.st.ident, rel))
+	}
+	s.files = append(s.files, rel)
+	cnt := &countingWriter{w: out}
+	rg := min(max(s.p.cfg.targetFileSize/4, 1<<10), 32<<20)
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(1<<20),
+		parquet.WithDataPageSize(min(rg/4, 1<<20)))
+	fw, err := pqarrow.NewFileWriter(schema, cnt, props, pqarrow.NewArrowWriterProperties())
+	if err != nil {
+		_ = out.Close()
+		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: parquet writer", s.st.ident))
+	}
+	w := &fileWriter{s: s, name: name, rel: rel, partition: g.partition, bucket: g.bucket, out: out, cnt: cnt, fw: fw}
+	for _, c := range s.st.schema.cols {
+		w.stats = append(w.stats, newColStats(c.arrow))
+	}
+	return w, nil
+}
+
+func (w *fileWriter) write(rec arrow.RecordBatch) error {
+	for i := range w.stats {
+		w.stats[i].add(rec.Column(i))
+	}
+	if err := w.fw.WriteBuffered(rec); err != nil {
+		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write %s", w.s.st.ident, w.rel))
+	}
+	w.rows += rec.NumRows()
+	return nil
+}
+
+func (w *fileWriter) size() int64 { return w.cnt.n + w.fw.RowGroupTotalBytesWritten() }
+
+// finish closes a file and records its DataFileMeta in a CommitMessage.
+func (s *stream) finish(w *fileWriter) error {
+	if err := w.fw.Close(); err != nil {
+		_ = w.out.Close()
+		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: close %s", s.st.ident, w.rel))
+	}
+	if err := w.out.Close(); err != nil {
+		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: close %s", s.st.ident, w.rel))
+	}
+	vs, err := statsRow(s.types, w.stats)
+	if err != nil {
+		return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: stats of %s", s.st.ident, w.rel))
+	}
+	now := s.p.now().UnixMilli()
+	src := pcodec.FileSourceAppend
+	zero := int64(0)
+	f := pcodec.DataFile{FileName: w.name, FileSize: w.cnt.n, RowCount: w.rows,
+		MinKey: pcodec.EmptyRow, MaxKey: pcodec.EmptyRow, KeyStats: pcodec.EmptyStats, ValueStats: vs,
+		MinSequenceNumber: w.seq, MaxSequenceNumber: w.seq + w.rows - 1, SchemaID: s.st.schema.ID,
+		ExtraFiles: []string{}, CreationTime: &now, DeleteRowCount: &zero, FileSource: &src}
+	if w.keyStats != nil {
+		ks, err := statsRow(s.typesOf(s.lay.trimmedPrimary()), w.keyStats)
+		if err != nil {
+			return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: key stats of %s", s.st.ident, w.rel))
+		}
+		f.KeyStats, f.MinKey, f.MaxKey = ks, w.minKey, w.maxKey
+	}
+	total := int32(s.lay.buckets)
+	s.done = append(s.done, pcodec.CommitMessage{Partition: w.partition, Bucket: w.bucket, TotalBuckets: &total,
+		Data: pcodec.DataIncrement{NewFiles: []pcodec.DataFile{f}}})
+	return nil
+}
+
+// Close flushes every open file and returns one receipt holding the
+// CommitMessages of every file the stream wrote.
+func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
+	if s.closed {
+		return nil, nil
+	}
+	s.closed = true
+	if err := s.flushPK(ctx); err != nil {
+		s.cleanup(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	for _, k := range sortedKeys(s.open) {
+		if err := s.finish(s.open[k]); err != nil {
+			s.cleanup(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	}
+	s.open = nil
+	if len(s.done) == 0 {
+		return nil, nil
+	}
+	r, err := s.p.receipt(s.st, s.done, s.files)
+	if err != nil {
+		s.cleanup(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return []catalogs.WriteReceipt{r}, nil
+}
+
+// Abort deletes every file the stream wrote.
+func (s *stream) Abort(ctx context.Context) error {
+	if s.closed && s.open == nil {
+		return nil
+	}
+	s.closed = true
+	s.cleanup(ctx)
+	return nil
+}
+
+func (s *stream) cleanup(ctx context.Context) {
+	for _, w := range s.open {
+		_ = w.fw.Close()
+		_ = w.out.Close()
+	}
+	s.open = nil
+	for _, b := range s.pk {
+		b.release()
+	}
+	s.pk = nil
+	for _, f := range s.files {
+		if err := s.p.fs.remove(ctx, s.st.dir+"/"+f); err != nil {
+			s.p.log.Warn("delete staged data file", "table", s.st.ident.String(), "file", f, "err", err)
+		}
+	}
+	s.files = nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// receipt wraps CommitMessages into a WriteReceipt.
+func (p *Provider) receipt(st *tableState, msgs []pcodec.CommitMessage, files []string) (catalogs.WriteReceipt, error) {
+	b, err := pcodec.EncodeList(receiptVersion, msgs)
+	if err != nil {
+		return catalogs.WriteReceipt{}, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: encode commit messages", st.ident))
+	}
+	var rows, bytes uint64
+	for _, m := range msgs {
+		for _, f := range m.Data.NewFiles {
+			rows += uint64(f.RowCount)
+			bytes += uint64(f.FileSize)
+		}
+	}
+	meta, err := json.Marshal(receiptMeta{Format: receiptFormat, Table: st.ident.String(), Version: receiptVersion,
+		Messages: b, Files: files, SchemaID: st.schema.ID})
+	if err != nil {
+		return catalogs.WriteReceipt{}, err
+	}
+	return catalogs.WriteReceipt{Metadata: meta, RowCount: rows, ByteCount: bytes}, nil
+}
+
+// decodeReceipts checks that receipts are this table's and returns their
+// messages.
+func decodeReceipts(t catalogs.TableIdent, receipts []catalogs.WriteReceipt) ([]pcodec.CommitMessage, []receiptMeta, error) {
+	var msgs []pcodec.CommitMessage
+	metas := make([]receiptMeta, 0, len(receipts))
+	for i, r := range receipts {
+		var m receiptMeta
+		if err := json.Unmarshal(r.Metadata, &m); err != nil || m.Format != receiptFormat {
+			return nil, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d is not a Paimon receipt of this gateway", t, i)
+		}
+		if m.Table != t.String() {
+			return nil, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d belongs to table %s", t, i, m.Table)
+		}
+		ms, err := pcodec.DecodeList(m.Version, m.Messages)
+		if err != nil {
+			return nil, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: %v", t, i, err)
+		}
+		for _, rel := range m.Files {
+			if _, err := join("x", rel); err != nil {
+				return nil, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: file %q: %v", t, i, rel, err)
+			}
+		}
+		msgs = append(msgs, ms...)
+		metas = append(metas, m)
+	}
+	return msgs, metas, nil
+}
+
+// Discard deletes the data files the receipts staged.
+func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts []catalogs.WriteReceipt) error {
+	dir, err := p.tableDir(t)
+	if err != nil {
+		return err
+	}
+	_, metas, err := decodeReceipts(t, receipts)
+	if err != nil {
+		return err
+	}
+	for _, m := range metas {
+		for _, rel := range m.Files {
+			if err := p.fs.remove(ctx, dir+"/"+rel); err != nil {
+				return mapFSErr(err, fmt.Sprintf("table %s: delete staged file %s", t, rel))
+			}
+		}
+	}
+	return nil
+}
