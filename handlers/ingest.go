@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
@@ -51,6 +52,7 @@ func (h *Handler) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr
 	}
 	w := txn.Write{Table: ident, Provider: cat.Provider, Txn: tx}
 	w.CreateIfMissing, w.IfExists = ingestMode(cmd.GetTableDefinitionOptions())
+	w.TableOptions = tableOptions(cmd.GetOptions())
 	if key := idempotencyKey(ctx, cmd); key != "" {
 		if len(key) > maxIdempotencyKey {
 			return 0, status.Errorf(codes.InvalidArgument, "ingest into %s: option %s is longer than %d bytes", ident, IdempotencyKeyOption, maxIdempotencyKey)
@@ -66,6 +68,23 @@ func (h *Handler) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr
 		h.log.Info("ingest retry already committed", "table", ident.String(), "rows", res.Rows)
 	}
 	return res.Rows, err
+}
+
+// tableOptions are the ingest options a backend may apply to a table the
+// ingest creates (Paimon's bucket, primary-key, partition...): every
+// option but the gateway's own flightgw.* ones.
+func tableOptions(opts map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range opts {
+		if strings.HasPrefix(k, "flightgw.") {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // ingestMode reads the table definition options: by default a missing
