@@ -57,7 +57,6 @@ default_catalog: pm
 	}
 }
 
-
 // queryOne runs a query through ADBC and returns its rows as "a|b|c",
 // joined by newlines.
 func queryOne(t *testing.T, g *gateway, query string) string {
