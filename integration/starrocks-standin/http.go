@@ -467,4 +467,3 @@ func (s *server) adminReset(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }
-
