@@ -154,10 +154,15 @@ func (s *server) begin(ctx context.Context, r *http.Request, label, db, fault st
 }
 
 // stats is the counters part of a load, prepare or commit answer.
+// A field the caller set (a load's own counts) is kept.
 func stats(x *txn, b body) body {
-	b["TxnId"], b["Label"] = x.id, x.label
-	b["NumberTotalRows"], b["NumberLoadedRows"], b["NumberFilteredRows"], b["NumberUnselectedRows"] = x.loaded, x.loaded, 0, 0
-	b["LoadBytes"], b["LoadTimeMs"], b["StreamLoadPutTimeMs"], b["ReceivedDataTimeMs"] = x.bytes, 1, 0, 0
+	for k, v := range (body{"TxnId": x.id, "Label": x.label, "NumberTotalRows": x.loaded, "NumberLoadedRows": x.loaded,
+		"NumberFilteredRows": 0, "NumberUnselectedRows": 0, "LoadBytes": x.bytes, "LoadTimeMs": 1,
+		"StreamLoadPutTimeMs": 0, "ReceivedDataTimeMs": 0}) {
+		if _, ok := b[k]; !ok {
+			b[k] = v
+		}
+	}
 	return b
 }
 
@@ -224,7 +229,7 @@ func (s *server) load(w http.ResponseWriter, r *http.Request) {
 	x.active = time.Now()
 	x.loads++
 	reply(w, http.StatusOK, stats(x, body{"Seq": x.loads - 1, "Status": "OK", "Message": "",
-		"NumberTotalRows": p.total, "NumberLoadedRows": int64(len(p.rows))}))
+		"NumberTotalRows": p.total, "NumberLoadedRows": int64(len(p.rows)), "LoadBytes": len(raw)}))
 }
 
 // dropMidBody reads some of a load's body and closes the connection; the
