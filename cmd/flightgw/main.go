@@ -23,8 +23,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightgw/flightgw/auth"
-	_ "github.com/flightgw/flightgw/catalogs/iceberg" // registers the iceberg backend
-	_ "github.com/flightgw/flightgw/catalogs/paimon"  // registers the paimon backend
+	_ "github.com/flightgw/flightgw/catalogs/iceberg"   // registers the iceberg backend
+	_ "github.com/flightgw/flightgw/catalogs/paimon"    // registers the paimon backend
+	_ "github.com/flightgw/flightgw/catalogs/starrocks" // registers the starrocks backend
 	"github.com/flightgw/flightgw/server"
 )
 

@@ -1,0 +1,212 @@
+package starrocks
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// config is a catalog's parsed properties.
+type config struct {
+	// fe are the FE HTTP base URLs (http:// or https://), tried in order.
+	fe []*url.URL
+	// mysql is the FE's MySQL-protocol address, host:port.
+	mysql    string
+	user     string
+	password catalogs.Secret
+	// databases maps a namespace (its one level) to a StarRocks database;
+	// a namespace that is not mapped is the database of its name.
+	databases map[string]string
+	// timeout bounds one HTTP call or one MySQL statement.
+	timeout time.Duration
+	// txnTimeout is the Stream Load transaction's timeout (begin header
+	// "timeout"): a transaction not prepared by then is aborted by the FE.
+	txnTimeout time.Duration
+	// idleTimeout is idle_transaction_timeout (0: not sent).
+	idleTimeout time.Duration
+	// retries bounds the attempts of a call that is safe to repeat.
+	retries int
+	// breakerFailures consecutive failures open the breaker for
+	// breakerOpen.
+	breakerFailures uint32
+	breakerOpen     time.Duration
+	// replicationNum is the replication_num of the tables CreateTable
+	// makes ("" leaves the cluster's default).
+	replicationNum string
+	// spoolDir holds the batches WriteBatch stages until their commit.
+	spoolDir string
+	tls      *tls.Config
+}
+
+// The catalog properties (docs/starrocks.md).
+const (
+	propFE          = "fe_http"
+	propMySQL       = "mysql"
+	propUser        = "user"
+	propPassword    = "password"
+	propDatabases   = "databases"
+	propTimeout     = "timeout"
+	propTxnTimeout  = "txn_timeout"
+	propIdle        = "idle_txn_timeout"
+	propRetries     = "retries"
+	propBreakerFail = "breaker_failures"
+	propBreakerOpen = "breaker_open"
+	propReplication = "replication_num"
+	propSpoolDir    = "spool_dir"
+	propTLSCA       = "tls_ca_file"
+	propTLSName     = "tls_server_name"
+	propTLSInsecure = "tls_insecure_skip_verify"
+)
+
+var knownProps = map[string]bool{propFE: true, propMySQL: true, propUser: true, propPassword: true, propDatabases: true,
+	propTimeout: true, propTxnTimeout: true, propIdle: true, propRetries: true, propBreakerFail: true, propBreakerOpen: true,
+	propReplication: true, propSpoolDir: true, propTLSCA: true, propTLSName: true, propTLSInsecure: true}
+
+func bad(key, format string, args ...any) error {
+	return catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %s", key, fmt.Sprintf(format, args...))
+}
+
+// parseConfig validates the properties; errors name the key, never the
+// password's value.
+func parseConfig(props map[string]string) (config, error) {
+	c := config{databases: map[string]string{}, timeout: 60 * time.Second, txnTimeout: 600 * time.Second,
+		retries: 3, breakerFailures: 5, breakerOpen: 30 * time.Second, spoolDir: os.TempDir()}
+	for k := range props {
+		if !knownProps[k] {
+			return c, bad(k, "unknown property of a starrocks catalog")
+		}
+	}
+	for raw := range strings.SplitSeq(props[propFE], ",") {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		if !strings.Contains(raw, "://") {
+			raw = "http://" + raw
+		}
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			// Not echoed: an address with user:password@ must not print.
+			return c, bad(propFE, "address %d is not an http(s)://host:port address without credentials", len(c.fe)+1)
+		}
+		c.fe = append(c.fe, u)
+	}
+	if len(c.fe) == 0 {
+		return c, bad(propFE, "at least one FE HTTP address is required")
+	}
+	if c.mysql = strings.TrimSpace(props[propMySQL]); c.mysql == "" || !strings.Contains(c.mysql, ":") {
+		return c, bad(propMySQL, "the FE's MySQL address host:port is required")
+	}
+	if c.user = props[propUser]; c.user == "" {
+		return c, bad(propUser, "a user is required")
+	}
+	c.password = catalogs.NewSecret(props[propPassword])
+	for pair := range strings.SplitSeq(props[propDatabases], ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		ns, db, ok := strings.Cut(pair, "=")
+		if !ok || strings.TrimSpace(ns) == "" || strings.TrimSpace(db) == "" {
+			return c, bad(propDatabases, "%q is not namespace=database", pair)
+		}
+		c.databases[strings.TrimSpace(ns)] = strings.TrimSpace(db)
+	}
+	var err error
+	for _, d := range []struct {
+		key string
+		v   *time.Duration
+	}{{propTimeout, &c.timeout}, {propTxnTimeout, &c.txnTimeout}, {propIdle, &c.idleTimeout}, {propBreakerOpen, &c.breakerOpen}} {
+		if s := props[d.key]; s != "" {
+			if *d.v, err = time.ParseDuration(s); err != nil || *d.v < 0 {
+				return c, bad(d.key, "%q is not a duration", s)
+			}
+		}
+	}
+	if c.txnTimeout < time.Second {
+		return c, bad(propTxnTimeout, "must be at least 1s")
+	}
+	if s := props[propRetries]; s != "" {
+		if c.retries, err = strconv.Atoi(s); err != nil || c.retries < 1 || c.retries > 10 {
+			return c, bad(propRetries, "%q is not a number of attempts in 1..10", s)
+		}
+	}
+	if s := props[propBreakerFail]; s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return c, bad(propBreakerFail, "%q is not a positive number", s)
+		}
+		c.breakerFailures = uint32(n)
+	}
+	if s := props[propReplication]; s != "" {
+		if n, err := strconv.Atoi(s); err != nil || n < 1 {
+			return c, bad(propReplication, "%q is not a positive number", s)
+		}
+		c.replicationNum = s
+	}
+	if s := props[propSpoolDir]; s != "" {
+		c.spoolDir = s
+	}
+	if c.tls, err = tlsConfig(props); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// tlsConfig is the TLS to the FE (https:// addresses): a CA file, a server
+// name, or (for tests only) no verification.
+func tlsConfig(props map[string]string) (*tls.Config, error) {
+	ca, name, insecure := props[propTLSCA], props[propTLSName], props[propTLSInsecure]
+	if ca == "" && name == "" && insecure == "" {
+		return nil, nil
+	}
+	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: name}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, bad(propTLSCA, "%v", err)
+		}
+		t.RootCAs = x509.NewCertPool()
+		if !t.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, bad(propTLSCA, "%s holds no PEM certificate", ca)
+		}
+	}
+	if insecure != "" {
+		v, err := strconv.ParseBool(insecure)
+		if err != nil {
+			return nil, bad(propTLSInsecure, "%q is not a boolean", insecure)
+		}
+		t.InsecureSkipVerify = v
+	}
+	return t, nil
+}
+
+// database is the StarRocks database of a table's namespace.
+func (c config) database(t catalogs.TableIdent) (string, error) {
+	if err := t.Validate(); err != nil {
+		return "", err
+	}
+	if len(t.Namespace) != 1 {
+		return "", catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: a starrocks namespace has one level (the database), not %d", t, len(t.Namespace))
+	}
+	if db, ok := c.databases[t.Namespace[0]]; ok {
+		return db, nil
+	}
+	return t.Namespace[0], nil
+}
+
+// namespaceOf is the namespace a StarRocks database is listed under.
+func (c config) namespaceOf(db string) string {
+	for ns, d := range c.databases {
+		if d == db {
+			return ns
+		}
+	}
+	return db
+}

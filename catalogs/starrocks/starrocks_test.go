@@ -1,0 +1,115 @@
+package starrocks
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+var tbl = catalogs.TableIdent{Catalog: "sr", Namespace: []string{"db"}, Name: "t"}
+
+func TestLabel(t *testing.T) {
+	valid := regexp.MustCompile(`^[-_A-Za-z0-9:]{1,128}$`)
+	long := strings.Repeat("x", 300)
+	cases := []struct{ commit, table string }{
+		{"txn-abc", "orders"}, {"idem-" + long, "t"}, {"c", "Ünïcode tâble/with.dots"}, {"c", long},
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		l := label(c.commit, "db", c.table)
+		if !valid.MatchString(l) {
+			t.Errorf("label(%q, %q) = %q: not a valid StarRocks label", c.commit, c.table, l)
+		}
+		if seen[l] {
+			t.Errorf("label(%q, %q) = %q twice", c.commit, c.table, l)
+		}
+		seen[l] = true
+		if label(c.commit, "db", c.table) != l {
+			t.Errorf("label(%q, %q) is not stable", c.commit, c.table)
+		}
+	}
+	if label("c", "db", "a") == label("c", "db2", "a") || label("c", "db", "a") == label("c2", "db", "a") {
+		t.Error("labels of another database or commit id collide")
+	}
+}
+
+func TestCreateDDL(t *testing.T) {
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+		{Name: "amount", Type: &arrow.Decimal128Type{Precision: 12, Scale: 2}, Nullable: true},
+	}, nil)
+	ddl, err := createDDL(tbl, "db", s, "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "CREATE TABLE `db`.`t` (\n  `id` BIGINT NOT NULL,\n  `name` STRING NULL,\n  `at` DATETIME NULL,\n  `amount` DECIMAL(12,2) NULL\n) ENGINE=OLAP\n" +
+		"DUPLICATE KEY(`id`)\nDISTRIBUTED BY HASH(`id`)\nPROPERTIES (\"replication_num\" = \"1\")"
+	if ddl != want {
+		t.Errorf("DDL =\n%s\nwant\n%s", ddl, want)
+	}
+	md := arrow.NewMetadata([]string{PrimaryKeyMetadata}, []string{"id"})
+	pk, err := createDDL(tbl, "db", arrow.NewSchema(s.Fields(), &md), "")
+	if err != nil || !strings.Contains(pk, "PRIMARY KEY(`id`)\nDISTRIBUTED BY HASH(`id`)") {
+		t.Errorf("primary-key DDL = %q, %v", pk, err)
+	}
+	md = arrow.NewMetadata([]string{PrimaryKeyMetadata}, []string{"name"})
+	_, err = createDDL(tbl, "db", arrow.NewSchema(s.Fields(), &md), "")
+	if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), `"name"`) {
+		t.Errorf("primary key on a later nullable column: %v", err)
+	}
+	for _, typ := range []arrow.DataType{arrow.BinaryTypes.Binary, &arrow.TimestampType{Unit: arrow.Nanosecond},
+		arrow.ListOf(arrow.PrimitiveTypes.Int32), &arrow.DurationType{Unit: arrow.Second}} {
+		_, err := createDDL(tbl, "db", arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}, {Name: "odd", Type: typ}}, nil), "")
+		if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), `"odd"`) {
+			t.Errorf("column of %s: %v, want an invalid argument naming it", typ, err)
+		}
+	}
+}
+
+func TestEncodeJSON(t *testing.T) {
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "i", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "d", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond}, Nullable: true},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+	defer b.Release()
+	b.Field(0).(*array.Int32Builder).AppendValues([]int32{1, 0}, []bool{true, false})
+	b.Field(1).(*array.StringBuilder).AppendValues([]string{"tab\there \"q\" \\N\n,é", ""}, []bool{true, false})
+	b.Field(2).(*array.Date32Builder).AppendValues([]arrow.Date32{19000, 0}, []bool{true, false})
+	b.Field(3).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{1700000000123, 0}, []bool{true, false})
+	b.Field(4).(*array.Float64Builder).AppendValues([]float64{0.1, 0}, []bool{true, false})
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	got, err := encodeJSON(tbl, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"i":1,"s":"tab\there \"q\" \\N\n,é","d":"2022-01-08","ts":"2023-11-14 22:13:20.123000","f":0.1},` +
+		`{"i":null,"s":null,"d":null,"ts":null,"f":null}]`
+	if string(got) != want {
+		t.Errorf("JSON =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestConfigRedactsPassword(t *testing.T) {
+	_, err := parseConfig(map[string]string{propFE: "http://u:hunter22@fe:8030", propMySQL: "fe:9030", propUser: "u", propPassword: "hunter22"})
+	if err == nil || strings.Contains(err.Error(), "hunter22") {
+		t.Errorf("credentials in the FE address: %v (must be refused without echoing the password)", err)
+	}
+	_, err = parseConfig(map[string]string{propFE: "fe:8030", propMySQL: "fe:9030", propUser: "u", propPassword: "hunter22", "bogus": "x"})
+	if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("unknown property: %v", err)
+	}
+}
