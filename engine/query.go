@@ -57,6 +57,7 @@ func (e *Engine) DescribeSplit(ctx context.Context, query string, resolve Resolv
 		return nil, nil, err
 	}
 	d.Schema = e.publicNames(p, d.Schema)
+	d.Origins = resultOrigins(p, d.Schema)
 	if opts.MaxParts < 2 || d.Params.NumFields() > 0 {
 		return d, nil, nil
 	}
@@ -284,6 +285,21 @@ func (r *Rows) run(ctx context.Context, sql string, params arrow.RecordBatch) er
 
 // Schema is the result schema.
 func (r *Rows) Schema() *arrow.Schema { return r.rdr.schema }
+
+// Origins are the origins of the result's columns (Description.Origins).
+func (r *Rows) Origins() []Origin { return resultOrigins(r.plan, r.rdr.schema) }
+
+// resultOrigins are p's origins when they match s's columns, else nil.
+func resultOrigins(p *plan, s *arrow.Schema) []Origin {
+	if p == nil {
+		return nil
+	}
+	o := p.origins()
+	if len(o) != s.NumFields() {
+		return nil
+	}
+	return o
+}
 
 // batchRows is the size Rows gathers DuckDB's chunks (2048 rows each)
 // into: fewer, larger batches cost far less to send through Flight.

@@ -86,10 +86,12 @@ func (h *Handler) prepareInsert(ctx context.Context, st *prepared) error {
 			return status.Errorf(codes.InvalidArgument, "INSERT into %s: %d placeholder(s) for %d column(s)", t.ident, ins.placeholders, len(t.fields))
 		}
 		fields := make([]arrow.Field, len(t.fields))
+		origins := make([]engine.Origin, len(t.fields))
 		for i, f := range t.fields {
 			fields[i] = arrow.Field{Name: f.Name, Type: f.Type, Nullable: true}
+			origins[i] = engine.Origin{Table: t.ident, Column: f.Name}
 		}
-		st.params = arrow.NewSchema(fields, nil)
+		st.params = columnSchema(arrow.NewSchema(fields, nil), origins)
 		return nil
 	}
 	eng, err := h.sqlEngine()
@@ -100,7 +102,7 @@ func (h *Handler) prepareInsert(ctx context.Context, st *prepared) error {
 	if err != nil {
 		return queryStatus(err)
 	}
-	st.params = d.Params
+	st.params = columnSchema(d.Params, nil)
 	return nil
 }
 

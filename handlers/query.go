@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
@@ -227,7 +228,7 @@ func (h *Handler) GetFlightInfoStatement(ctx context.Context, cmd flightsql.Stat
 	if d.Params.NumFields() > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "the query has %d parameter(s): use a prepared statement", d.Params.NumFields())
 	}
-	return h.queryInfo(desc, d.Schema, ticket{SQL: cmd.GetQuery(), Catalog: cat, Schema: schema, Owner: p.ID(), TxnID: txnID(tx)}, parts)
+	return h.queryInfo(desc, columnSchema(d.Schema, d.Origins), ticket{SQL: cmd.GetQuery(), Catalog: cat, Schema: schema, Owner: p.ID(), TxnID: txnID(tx)}, parts)
 }
 
 // GetSchemaStatement answers GetSchema for CommandStatementQuery.
@@ -236,7 +237,7 @@ func (h *Handler) GetSchemaStatement(ctx context.Context, cmd flightsql.Statemen
 	if err != nil {
 		return nil, err
 	}
-	return &flight.SchemaResult{Schema: flight.SerializeSchema(d.Schema, h.Alloc)}, nil
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(columnSchema(d.Schema, d.Origins), h.Alloc)}, nil
 }
 
 // queryInfo builds the FlightInfo of a query with a fresh query id: one
@@ -344,6 +345,10 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 		h.log.Debug("query scan", "query_id", id, "table", s.Table.String(), "columns", len(s.Columns),
 			"filters", len(s.Filters), "files_planned", s.FilesPlanned, "files_total", s.FilesTotal)
 	}
+	// The stream's batches carry the schema with the column metadata:
+	// Flight's writer refuses a batch whose schema differs from the
+	// stream's, metadata included.
+	out := columnSchema(rows.Schema(), rows.Origins())
 	ch := make(chan flight.StreamChunk, 1)
 	go func() {
 		defer release() // last: once the query's work is over
@@ -352,8 +357,8 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 		defer h.untrack(key)
 		defer rows.Close()
 		for rows.Next() {
-			b := rows.RecordBatch()
-			b.Retain()
+			src := rows.RecordBatch()
+			b := array.NewRecordBatch(out, src.Columns(), src.NumRows())
 			select {
 			case ch <- flight.StreamChunk{Data: b}:
 			case <-ctx.Done():
@@ -379,7 +384,7 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 			}
 		}
 	}()
-	return rows.Schema(), ch, nil
+	return out, ch, nil
 }
 
 // querySlot waits for a slot among limits.max_concurrent_queries, at

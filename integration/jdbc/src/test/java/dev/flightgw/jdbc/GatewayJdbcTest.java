@@ -13,6 +13,7 @@ import java.sql.DatabaseMetaData;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.ResultSetMetaData;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
@@ -199,6 +200,47 @@ class GatewayJdbcTest {
       }
       assertEquals(List.of("10"), query(c, "SELECT count(*) FROM regions"));
       assertEquals(List.of("zed"), query(c, "SELECT manager FROM regions WHERE region = 'mars'"));
+    }
+  }
+
+  /** Each column as "name(precision,scale) catalog.schema.table". */
+  private static List<String> columns(ResultSetMetaData md) throws SQLException {
+    List<String> out = new ArrayList<>();
+    for (int i = 1; i <= md.getColumnCount(); i++) {
+      out.add(md.getColumnName(i) + "(" + md.getPrecision(i) + "," + md.getScale(i) + ") "
+          + md.getCatalogName(i) + "." + md.getSchemaName(i) + "." + md.getTableName(i));
+    }
+    return out;
+  }
+
+  @Test
+  void resultSetMetaDataOfEveryType() throws Exception {
+    List<String> want = List.of(
+        "b(1,0) lake.default.alltypes", "i(10,0) lake.default.alltypes", "l(19,0) lake.default.alltypes",
+        "f(7,0) lake.default.alltypes", "d(15,0) lake.default.alltypes", "d10(10,2) lake.default.alltypes",
+        "d38(38,10) lake.default.alltypes", "s(2147483647,0) lake.default.alltypes",
+        "bin(2147483647,0) lake.default.alltypes", "dt(10,0) lake.default.alltypes",
+        "tm(15,6) lake.default.alltypes", "ts(26,6) lake.default.alltypes", "tstz(32,6) lake.default.alltypes");
+    try (Connection c = connect()) {
+      try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT * FROM alltypes")) {
+        assertEquals(want, columns(rs.getMetaData()));
+        assertEquals(1, render(rs).size());
+      }
+      try (PreparedStatement ps = c.prepareStatement("SELECT * FROM alltypes WHERE i = ?")) {
+        assertEquals(want, columns(ps.getMetaData()));
+        ps.setInt(1, 1);
+        try (ResultSet rs = ps.executeQuery()) {
+          assertEquals(want, columns(rs.getMetaData()));
+        }
+      }
+      // Through aliases and a join; computed decimals have their real
+      // precision and scale, and no table.
+      try (Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT a.d10 AS price, r.manager, sum(a.d10) AS total, a.d10 * 2 AS twice "
+              + "FROM alltypes a CROSS JOIN regions r GROUP BY ALL")) {
+        assertEquals(List.of("price(10,2) lake.default.alltypes", "manager(2147483647,0) lake.default.regions",
+            "total(38,2) null.null.null", "twice(18,2) null.null.null"), columns(rs.getMetaData()));
+      }
     }
   }
 }
