@@ -62,7 +62,8 @@ func queryStatus(err error) error {
 }
 
 // resolver resolves table names of a query for principal p, with the
-// given default catalog and schema. A catalog of another realm, or one
+// given default catalog and schema, ignoring case when no name has the
+// exact case written (resolve.go). A catalog of another realm, or one
 // whose backend cannot scan, has no tables for the query.
 func (h *Handler) resolver(ctx context.Context, p auth.Principal, defCatalog, defSchema string) engine.Resolver {
 	return func(cat, schema, name string) (engine.Table, error) {
@@ -79,23 +80,19 @@ func (h *Handler) resolver(ctx context.Context, p auth.Principal, defCatalog, de
 		if schema == "" {
 			schema = defSchema
 		}
-		c, ok := h.catalogs[cat]
-		if !ok || c.Realm != p.Realm {
+		c, ok, err := h.findCatalog(p, cat)
+		if err != nil {
+			return engine.Table{}, err
+		}
+		if !ok {
 			return engine.Table{}, catalogs.Errorf(catalogs.ErrNotFound, "table %s not found", written)
 		}
 		sc, ok := c.Provider.(catalogs.Scanner)
 		if !ok {
 			return engine.Table{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: catalog %q (%s) cannot be queried", written, c.Name, c.Type)
 		}
-		ident := h.tableIdent(c.Name, schema, name)
-		if err := ident.Validate(); err != nil {
-			return engine.Table{}, err
-		}
-		spec, err := c.Provider.GetTableSpec(ctx, ident)
+		ident, spec, err := h.findTable(ctx, c, schema, name, written)
 		if err != nil {
-			if errors.Is(err, catalogs.ErrNotFound) {
-				return engine.Table{}, catalogs.Errorf(catalogs.ErrNotFound, "table %s not found", written)
-			}
 			return engine.Table{}, err
 		}
 		t := engine.Table{Ident: ident, Scanner: sc, Schema: spec.Schema}

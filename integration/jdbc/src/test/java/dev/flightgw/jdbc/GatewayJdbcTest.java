@@ -243,4 +243,21 @@ class GatewayJdbcTest {
       }
     }
   }
+
+  @Test
+  void upperAndMixedCaseNames() throws Exception {
+    try (Connection c = connect()) {
+      // As sqlline writes them: the driver reports upper-case identifiers.
+      assertEquals(List.of("1"), query(c, "SELECT count(*) FROM ALLTYPES"));
+      assertEquals(List.of("1"), query(c, "SELECT COUNT(*) FROM \"LAKE\".\"DEFAULT\".\"ALLTYPES\""));
+      assertEquals(List.of("1"), query(c, "SELECT count(*) FROM Lake.Default.AllTypes"));
+      assertEquals(List.of("1000"), query(c, "SELECT count(*) FROM SALES S JOIN REGIONS R ON S.REGION = R.REGION"));
+      try (PreparedStatement ps = c.prepareStatement("SELECT MANAGER FROM LAKE.\"default\".REGIONS WHERE REGION = ?")) {
+        ps.setString(1, "eu");
+        try (ResultSet rs = ps.executeQuery()) {
+          assertEquals(List.of("ann"), rows(rs));
+        }
+      }
+    }
+  }
 }
