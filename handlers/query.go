@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,6 +74,9 @@ func (h *Handler) resolver(ctx context.Context, p auth.Principal, defCatalog, de
 		}
 		if cat != "" {
 			written = cat + "." + written
+		}
+		if strings.EqualFold(schema, engine.InfoSchema) {
+			return h.infoTable(p, cat, name, written)
 		}
 		if cat == "" {
 			cat = defCatalog

@@ -260,4 +260,29 @@ class GatewayJdbcTest {
       }
     }
   }
+
+  @Test
+  void informationSchemaAsSupersetReadsIt() throws Exception {
+    try (Connection c = connect()) {
+      // The inspector's get_schema_names, get_table_names and get_columns.
+      assertTrue(query(c, "SELECT schema_name FROM information_schema.schemata ORDER BY schema_name").contains("default"));
+      try (PreparedStatement ps = c.prepareStatement("SELECT table_name FROM information_schema.tables "
+          + "WHERE table_schema = ? AND table_type = 'BASE TABLE' ORDER BY table_name")) {
+        ps.setString(1, "default");
+        try (ResultSet rs = ps.executeQuery()) {
+          assertEquals(List.of("alltypes", "regions", "sales"), rows(rs));
+        }
+      }
+      assertEquals(List.of("id|BIGINT|NO|null|1", "region|VARCHAR|YES|null|2", "amount|DOUBLE|YES|null|3",
+              "qty|INTEGER|YES|null|4"),
+          query(c, "SELECT column_name, data_type, is_nullable, column_default, ordinal_position "
+              + "FROM information_schema.columns WHERE table_schema = 'default' AND table_name = 'sales' "
+              + "ORDER BY ordinal_position"));
+      assertEquals(List.of("d10|DECIMAL(10,2)|10|2"),
+          query(c, "SELECT c.column_name, c.data_type, c.numeric_precision, c.numeric_scale "
+              + "FROM information_schema.tables t JOIN information_schema.columns c "
+              + "ON c.table_catalog = t.table_catalog AND c.table_schema = t.table_schema AND c.table_name = t.table_name "
+              + "WHERE t.table_name = 'alltypes' AND c.column_name = 'd10'"));
+    }
+  }
 }
