@@ -122,6 +122,30 @@ func columnSchema(s *arrow.Schema, origins []engine.Origin) *arrow.Schema {
 	return arrow.NewSchema(fields, &md)
 }
 
+// paramSchema is columnSchema for a parameter schema, with every time
+// and timestamp declared in milliseconds: the Arrow Flight SQL JDBC driver
+// writes setTimestamp and setTime values, in milliseconds, into whatever
+// vector the declared type makes, unscaled, so that a microsecond
+// timestamp lands 1000 times too early (apache/arrow-java#838). In
+// milliseconds they are exact; a client binding its own types is not
+// affected, every unit is bound as it comes.
+func paramSchema(s *arrow.Schema, origins []engine.Origin) *arrow.Schema {
+	if s == nil {
+		return nil
+	}
+	fields := s.Fields()
+	for i, f := range fields {
+		switch t := f.Type.(type) {
+		case *arrow.TimestampType:
+			fields[i].Type = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: t.TimeZone}
+		case *arrow.Time32Type, *arrow.Time64Type:
+			fields[i].Type = arrow.FixedWidthTypes.Time32ms
+		}
+	}
+	md := s.Metadata()
+	return columnSchema(arrow.NewSchema(fields, &md), origins)
+}
+
 // columnMetadata is f's metadata with the Flight SQL column keys set.
 func columnMetadata(f arrow.Field, o engine.Origin) arrow.Metadata {
 	b := flightsql.NewColumnMetadataBuilder()

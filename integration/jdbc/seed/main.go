@@ -8,6 +8,7 @@
 //	regions(region VARCHAR, manager VARCHAR): 3 rows
 //	alltypes: one column of each type the lake stores (see allTypes), one
 //	  row
+//	events(id BIGINT, ts TIMESTAMP, tm TIME): one row, id 0
 //
 // Usage: seed grpc://127.0.0.1:PORT [USER PASSWORD]
 //
@@ -100,6 +101,18 @@ func run(ctx context.Context, opts map[string]string) error {
 	defer all.Release()
 	if err := ingest(ctx, cnxn, "alltypes", all, adbc.OptionValueIngestModeReplace); err != nil {
 		return fmt.Errorf("ingest alltypes: %w", err)
+	}
+	events, _, err := array.RecordFromJSON(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
+		{Name: "tm", Type: arrow.FixedWidthTypes.Time64us, Nullable: true},
+	}, nil), strings.NewReader(`[{"id": 0, "ts": "2000-01-01 00:00:00", "tm": "00:00:00"}]`))
+	if err != nil {
+		return err
+	}
+	defer events.Release()
+	if err := ingest(ctx, cnxn, "events", events, adbc.OptionValueIngestModeReplace); err != nil {
+		return fmt.Errorf("ingest events: %w", err)
 	}
 	for name, b := range map[string]*array.RecordBuilder{"sales": sales, "regions": regions} {
 		rec := b.NewRecordBatch()

@@ -16,6 +16,8 @@ import java.sql.ResultSet;
 import java.sql.ResultSetMetaData;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.sql.Time;
+import java.sql.Timestamp;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -270,7 +272,7 @@ class GatewayJdbcTest {
           + "WHERE table_schema = ? AND table_type = 'BASE TABLE' ORDER BY table_name")) {
         ps.setString(1, "default");
         try (ResultSet rs = ps.executeQuery()) {
-          assertEquals(List.of("alltypes", "regions", "sales"), rows(rs));
+          assertEquals(List.of("alltypes", "events", "regions", "sales"), rows(rs));
         }
       }
       assertEquals(List.of("id|BIGINT|NO|null|1", "region|VARCHAR|YES|null|2", "amount|DOUBLE|YES|null|3",
@@ -283,6 +285,38 @@ class GatewayJdbcTest {
               + "FROM information_schema.tables t JOIN information_schema.columns c "
               + "ON c.table_catalog = t.table_catalog AND c.table_schema = t.table_schema AND c.table_name = t.table_name "
               + "WHERE t.table_name = 'alltypes' AND c.column_name = 'd10'"));
+    }
+  }
+
+  @Test
+  void timestampAndTimeParametersAreExact() throws Exception {
+    // The driver writes setTimestamp/setTime milliseconds unscaled into the
+    // declared vector (apache/arrow-java#838): the gateway declares them
+    // in milliseconds, so they land exactly, not in 1970.
+    Timestamp ts = Timestamp.valueOf("2024-02-29 12:34:56.789");
+    Time tm = new Time(Time.valueOf("12:34:56").getTime() + 789);
+    try (Connection c = connect()) {
+      try (PreparedStatement ps = c.prepareStatement("INSERT INTO events (id, ts, tm) VALUES (?, ?, ?)")) {
+        ps.setLong(1, 1);
+        ps.setTimestamp(2, ts);
+        ps.setTime(3, tm);
+        assertEquals(1, ps.executeUpdate());
+      }
+      try (Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT ts, tm, CAST(ts AS VARCHAR), CAST(tm AS VARCHAR) FROM events WHERE id = 1")) {
+        assertTrue(rs.next());
+        assertEquals(ts, rs.getTimestamp(1));
+        assertEquals(tm.getTime(), rs.getTime(2).getTime());
+        assertEquals("2024-02-29 12:34:56.789", rs.getString(3));
+        assertEquals("12:34:56.789", rs.getString(4));
+      }
+      try (PreparedStatement ps = c.prepareStatement("SELECT id FROM events WHERE ts = ? AND tm = ?")) {
+        ps.setTimestamp(1, ts);
+        ps.setTime(2, tm);
+        try (ResultSet rs = ps.executeQuery()) {
+          assertEquals(List.of("1"), rows(rs));
+        }
+      }
     }
   }
 }
