@@ -23,8 +23,10 @@ build: deps
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/flightgw
 
 # Starts the embedded default: an Iceberg lake on SQLite and local files in ./data.
+# exec: the recipe's process is the gateway itself, so the SIGTERM make forwards
+# to its child (kill -TERM <make>) and Ctrl-C reach it and it drains and stops.
 run: build
-	./$(BIN) serve
+	exec ./$(BIN) serve
 
 test-go: deps
 	@unformatted=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \

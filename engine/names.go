@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -57,13 +58,30 @@ func (e *Engine) publicNames(p *plan, s *arrow.Schema) *arrow.Schema {
 	}
 	var fields []arrow.Field
 	for i, f := range s.Fields() {
-		if !strings.Contains(f.Name, "__flightgw_") {
+		if !strings.Contains(f.Name, privatePrefix) {
 			continue
 		}
 		if fields == nil {
 			fields = s.Fields()
 		}
-		name := f.Name
+		fields[i].Name = e.publicText(p, f.Name)
+	}
+	if fields == nil {
+		return s
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
+
+// publicText is s, printed by DuckDB from the rewritten query, with each
+// private view of p shown as the query wrote its table, as DuckDB would
+// have printed it; a private name p does not know (none should be left)
+// becomes "a table".
+func (e *Engine) publicText(p *plan, s string) string {
+	if !strings.Contains(s, privatePrefix) {
+		return s
+	}
+	if p != nil {
 		// Longest view names first: _1 is a prefix of _10.
 		for j := len(p.refs) - 1; j >= 0; j-- {
 			r := p.refs[j]
@@ -75,15 +93,46 @@ func (e *Engine) publicNames(p *plan, s *arrow.Schema) *arrow.Schema {
 			}
 			written := strings.Join(parts, ".")
 			if !r.explicitAlias {
-				name = strings.ReplaceAll(name, r.view+" AS "+e.quoteName(r.alias), written)
+				s = strings.ReplaceAll(s, r.view+" AS "+e.quoteName(r.alias), written)
 			}
-			name = strings.ReplaceAll(name, r.view, written)
+			s = strings.ReplaceAll(s, r.view, written)
 		}
-		fields[i].Name = name
 	}
-	if fields == nil {
-		return s
+	return privateName.ReplaceAllString(s, "a table")
+}
+
+// privateName matches the name of a private view (see plan).
+var privateName = regexp.MustCompile(privatePrefix + `[0-9a-f]+_[0-9]+`)
+
+// publicError is an error whose message shows no private view; it wraps
+// the original, so its kind is kept.
+type publicError struct {
+	msg string
+	err error
+}
+
+func (e *publicError) Error() string { return e.msg }
+func (e *publicError) Unwrap() error { return e.err }
+
+// publicErr is err with its message rewritten by publicText.
+func (e *Engine) publicErr(p *plan, err error) error {
+	if err == nil || !strings.Contains(err.Error(), privatePrefix) {
+		return err
 	}
-	md := s.Metadata()
-	return arrow.NewSchema(fields, &md)
+	// DuckDB's "LINE 1: ..." context shows the rewritten query, and its
+	// caret would point at the wrong place once the names are replaced:
+	// both go.
+	lines := strings.Split(err.Error(), "\n")
+	var kept []string
+	for i := 0; i < len(lines); i++ {
+		if strings.HasPrefix(lines[i], "LINE ") && strings.Contains(lines[i], privatePrefix) {
+			if i+1 < len(lines) && strings.Trim(lines[i+1], " ^") == "" {
+				i++
+			}
+			continue
+		}
+		kept = append(kept, lines[i])
+	}
+	msg := strings.TrimRight(strings.Join(kept, "\n"), "\n")
+	return &publicError{msg: e.publicText(p, msg), err: err}
 }

@@ -50,6 +50,9 @@ func (r *Rows) Err() error { return errors.Join(ErrNoEngine) }
 // Scans is empty.
 func (r *Rows) Scans() []ScanStats { return nil }
 
+// Origins are the origins of the result's columns: none.
+func (r *Rows) Origins() []Origin { return nil }
+
 // Close does nothing.
 func (r *Rows) Close() {}
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/flightgw/flightgw/catalogs"
@@ -33,6 +34,16 @@ type policy struct {
 // "tables", are also plausible table names).
 var systemSchemas = map[string]bool{"information_schema": true, "pg_catalog": true}
 
+// InfoSchema is the schema of the information_schema views the gateway
+// answers itself, from its catalogs: a reference to one of InfoSchemaViews
+// in it (information_schema.tables, lake.information_schema.columns) is
+// resolved like any table, by the Resolver, and DuckDB's own
+// information_schema stays unreachable.
+const InfoSchema = "information_schema"
+
+// InfoSchemaViews are the views of InfoSchema a Resolver may answer.
+var InfoSchemaViews = []string{"schemata", "tables", "columns", "views"}
+
 // systemCatalogs are DuckDB's catalogs other than the gateway's tables.
 var systemCatalogs = map[string]bool{"system": true, "temp": true}
 
@@ -40,6 +51,9 @@ var systemCatalogs = map[string]bool{"system": true, "temp": true}
 // table functions outside the allowlist.
 func (pol *policy) checkTable(cat, sch, name string) error {
 	lc, ls, ln := strings.ToLower(cat), strings.ToLower(sch), strings.ToLower(name)
+	if ls == InfoSchema && slices.Contains(InfoSchemaViews, ln) && !systemCatalogs[lc] {
+		return nil // the resolver's, never DuckDB's (it is rewritten to a private view)
+	}
 	if systemCatalogs[lc] || systemSchemas[ls] || (ls == "" && systemSchemas[lc]) || pol.systemViews[ln] ||
 		strings.HasPrefix(ln, privatePrefix) {
 		return catalogs.Errorf(catalogs.ErrPermissionDenied,

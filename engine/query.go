@@ -31,6 +31,14 @@ func (e *Engine) Describe(ctx context.Context, query string, resolve Resolver) (
 // one plan of the query. A query that cannot be split, or whose split
 // fails, has no parts: it is read whole.
 func (e *Engine) DescribeSplit(ctx context.Context, query string, resolve Resolver, opts SplitOptions) (*Description, []Part, error) {
+	var p *plan
+	d, parts, err := e.describeSplit(ctx, query, resolve, opts, &p)
+	return d, parts, e.publicErr(p, err)
+}
+
+// describeSplit is DescribeSplit; *pp is set to the plan once made, so
+// that errors can name the tables as written.
+func (e *Engine) describeSplit(ctx context.Context, query string, resolve Resolver, opts SplitOptions, pp **plan) (*Description, []Part, error) {
 	c, err := e.connect()
 	if err != nil {
 		return nil, nil, err
@@ -42,6 +50,7 @@ func (e *Engine) DescribeSplit(ctx context.Context, query string, resolve Resolv
 	if err != nil {
 		return nil, nil, ctxErr(ctx, err)
 	}
+	*pp = p
 	release, err := c.registerEmpty(p)
 	if err != nil {
 		return nil, nil, err
@@ -57,6 +66,7 @@ func (e *Engine) DescribeSplit(ctx context.Context, query string, resolve Resolv
 		return nil, nil, err
 	}
 	d.Schema = e.publicNames(p, d.Schema)
+	d.Origins = resultOrigins(p, d.Schema)
 	if opts.MaxParts < 2 || d.Params.NumFields() > 0 {
 		return d, nil, nil
 	}
@@ -107,6 +117,9 @@ func describe(c *conn, st duck.PreparedStatement) (*Description, error) {
 	defer destroyTypes(types)
 	schema, ed := duck.NewArrowSchema(opts, types, names)
 	if err := errorData(ed); err != nil {
+		if untyped := untypedParams(st); len(untyped) > 0 {
+			return nil, errUntyped(untyped)
+		}
 		return nil, fmt.Errorf("engine: result schema: %w", err)
 	}
 	var params []arrow.Field
@@ -123,6 +136,29 @@ func describe(c *conn, st duck.PreparedStatement) (*Description, error) {
 		params = append(params, arrow.Field{Name: name, Type: dt, Nullable: true})
 	}
 	return &Description{Schema: schema, Params: arrow.NewSchema(params, nil)}, nil
+}
+
+// untypedParams are the parameters ($1 is 1) of st whose type DuckDB
+// could not infer.
+func untypedParams(st duck.PreparedStatement) []int {
+	var out []int
+	for i := range duck.NParams(st) {
+		if t := duck.ParamType(st, i+1); t == duck.TypeInvalid || t == duck.TypeAny || t == duck.TypeSQLNull {
+			out = append(out, int(i)+1)
+		}
+	}
+	return out
+}
+
+// errUntyped refuses a query with parameters of unknown type (SELECT ?
+// + 1), which DuckDB cannot describe, naming them and how to type them.
+func errUntyped(params []int) error {
+	names := make([]string, len(params))
+	for i, n := range params {
+		names[i] = fmt.Sprintf("$%d (placeholder %d)", n, n)
+	}
+	return errInvalid("the type of parameter %s cannot be inferred from the query: "+
+		"give it a type, e.g. CAST(? AS BIGINT) or ?::VARCHAR (docs/sql.md, \"Parameter types\")", strings.Join(names, ", "))
 }
 
 func destroyTypes(types []duck.LogicalType) {
@@ -171,7 +207,7 @@ func (e *Engine) Query(ctx context.Context, query string, params arrow.RecordBat
 	r := &Rows{eng: e, conn: c}
 	if err := r.start(ctx, query, params, resolve); err != nil {
 		r.Close()
-		return nil, err
+		return nil, e.publicErr(r.plan, err)
 	}
 	return r, nil
 }
@@ -284,6 +320,21 @@ func (r *Rows) run(ctx context.Context, sql string, params arrow.RecordBatch) er
 
 // Schema is the result schema.
 func (r *Rows) Schema() *arrow.Schema { return r.rdr.schema }
+
+// Origins are the origins of the result's columns (Description.Origins).
+func (r *Rows) Origins() []Origin { return resultOrigins(r.plan, r.rdr.schema) }
+
+// resultOrigins are p's origins when they match s's columns, else nil.
+func resultOrigins(p *plan, s *arrow.Schema) []Origin {
+	if p == nil {
+		return nil
+	}
+	o := p.origins()
+	if len(o) != s.NumFields() {
+		return nil
+	}
+	return o
+}
 
 // batchRows is the size Rows gathers DuckDB's chunks (2048 rows each)
 // into: fewer, larger batches cost far less to send through Flight.
@@ -408,7 +459,7 @@ func concat(mem memory.Allocator, schema *arrow.Schema, parts []arrow.RecordBatc
 func (r *Rows) RecordBatch() arrow.RecordBatch { return r.cur }
 
 // Err is the error that ended the stream, if any.
-func (r *Rows) Err() error { return r.err }
+func (r *Rows) Err() error { return r.eng.publicErr(r.plan, r.err) }
 
 // Scans reports the table scans of the query.
 func (r *Rows) Scans() []ScanStats { return r.scans }

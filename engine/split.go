@@ -100,7 +100,7 @@ func (e *Engine) QueryPart(ctx context.Context, q string, params arrow.RecordBat
 	r := &Rows{eng: e, conn: c, part: &part}
 	if err := r.start(ctx, q, params, resolve); err != nil {
 		r.Close()
-		return nil, err
+		return nil, e.publicErr(r.plan, err)
 	}
 	return r, nil
 }

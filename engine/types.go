@@ -28,7 +28,21 @@ type Description struct {
 	// Params is the schema of its parameters ($1 or ? placeholders), one
 	// field per parameter; empty when it has none.
 	Params *arrow.Schema
+	// Origins are the origins of Schema's columns, one per column; nil
+	// when the query's text does not tell them (origins.go).
+	Origins []Origin
 }
+
+// Origin is the table column a result column shows as it is stored: the
+// column a reference names, through aliases, joins, subqueries and CTEs.
+// A computed column has the zero Origin.
+type Origin struct {
+	Table  catalogs.TableIdent
+	Column string
+}
+
+// Known reports whether the column comes from a table.
+func (o Origin) Known() bool { return o.Column != "" }
 
 // ScanStats reports one table scan of a query.
 type ScanStats struct {

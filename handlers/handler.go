@@ -165,7 +165,8 @@ func principal(ctx context.Context) (auth.Principal, error) {
 	return p, nil
 }
 
-// catalog resolves a catalog name for the caller. A catalog of another
+// catalog resolves a catalog name for the caller, ignoring case when
+// no catalog has it in its exact case (resolve.go). A catalog of another
 // realm does not exist for it.
 func (h *Handler) catalog(ctx context.Context, name string) (Catalog, auth.Principal, error) {
 	p, err := principal(ctx)
@@ -175,8 +176,11 @@ func (h *Handler) catalog(ctx context.Context, name string) (Catalog, auth.Princ
 	if name == "" {
 		name = h.opts.DefaultCatalog
 	}
-	c, ok := h.catalogs[name]
-	if !ok || c.Realm != p.Realm {
+	c, ok, err := h.findCatalog(p, name)
+	if err != nil {
+		return Catalog{}, p, Status(err)
+	}
+	if !ok {
 		return Catalog{}, p, status.Errorf(codes.NotFound, "catalog %q not found", name)
 	}
 	return c, p, nil

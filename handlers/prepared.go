@@ -91,10 +91,12 @@ func (h *Handler) prepareInsert(ctx context.Context, st *prepared) error {
 			return status.Errorf(codes.InvalidArgument, "INSERT into %s: %d placeholder(s) for %d column(s)", t.ident, ins.placeholders, len(t.fields))
 		}
 		fields := make([]arrow.Field, len(t.fields))
+		origins := make([]engine.Origin, len(t.fields))
 		for i, f := range t.fields {
 			fields[i] = arrow.Field{Name: f.Name, Type: f.Type, Nullable: true}
+			origins[i] = engine.Origin{Table: t.ident, Column: f.Name}
 		}
-		st.params = arrow.NewSchema(fields, nil)
+		st.params = paramSchema(arrow.NewSchema(fields, nil), origins)
 		return nil
 	}
 	eng, err := h.sqlEngine()
@@ -105,7 +107,7 @@ func (h *Handler) prepareInsert(ctx context.Context, st *prepared) error {
 	if err != nil {
 		return queryStatus(err)
 	}
-	st.params = d.Params
+	st.params = paramSchema(d.Params, nil)
 	return nil
 }
 
@@ -416,8 +418,7 @@ func (h *Handler) asTableBatch(t *insertTable, b arrow.RecordBatch) arrow.Record
 	var cols []arrow.Array
 	for _, f := range t.schema.Fields() {
 		if i, ok := pos[f.Name]; ok {
-			c := b.Column(i)
-			c.Retain()
+			c := h.widenTime(b.Column(i), f.Type)
 			cols = append(cols, c)
 			fields = append(fields, arrow.Field{Name: f.Name, Type: c.DataType(), Nullable: true})
 			continue
@@ -430,4 +431,27 @@ func (h *Handler) asTableBatch(t *insertTable, b arrow.RecordBatch) arrow.Record
 		c.Release()
 	}
 	return out
+}
+
+// widenTime returns c, retained, or when the table's column is a
+// time64 and c the time32 the parameter schema declares (paramSchema), c
+// converted to it: the write path conforms timestamps, not times.
+func (h *Handler) widenTime(c arrow.Array, want arrow.DataType) arrow.Array {
+	t32, ok := c.(*array.Time32)
+	w, ok2 := want.(*arrow.Time64Type)
+	if !ok || !ok2 {
+		c.Retain()
+		return c
+	}
+	unit := t32.DataType().(*arrow.Time32Type).Unit
+	b := array.NewTime64Builder(h.Alloc, w)
+	defer b.Release()
+	for i := range t32.Len() {
+		if t32.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		b.Append(arrow.Time64(int64(t32.Value(i)) * int64(unit.Multiplier()) / int64(w.Unit.Multiplier())))
+	}
+	return b.NewArray()
 }

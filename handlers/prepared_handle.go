@@ -76,7 +76,7 @@ func (h *Handler) buildPrepared(ctx context.Context, st *prepared) error {
 	if err != nil {
 		return err
 	}
-	st.dataset, st.params = d.Schema, d.Params
+	st.dataset, st.params = columnSchema(d.Schema, d.Origins), paramSchema(d.Params, nil)
 	return nil
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
@@ -62,7 +64,8 @@ func queryStatus(err error) error {
 }
 
 // resolver resolves table names of a query for principal p, with the
-// given default catalog and schema. A catalog of another realm, or one
+// given default catalog and schema, ignoring case when no name has the
+// exact case written (resolve.go). A catalog of another realm, or one
 // whose backend cannot scan, has no tables for the query.
 func (h *Handler) resolver(ctx context.Context, p auth.Principal, defCatalog, defSchema string) engine.Resolver {
 	return func(cat, schema, name string) (engine.Table, error) {
@@ -73,29 +76,28 @@ func (h *Handler) resolver(ctx context.Context, p auth.Principal, defCatalog, de
 		if cat != "" {
 			written = cat + "." + written
 		}
+		if strings.EqualFold(schema, engine.InfoSchema) {
+			return h.infoTable(p, cat, name, written)
+		}
 		if cat == "" {
 			cat = defCatalog
 		}
 		if schema == "" {
 			schema = defSchema
 		}
-		c, ok := h.catalogs[cat]
-		if !ok || c.Realm != p.Realm {
+		c, ok, err := h.findCatalog(p, cat)
+		if err != nil {
+			return engine.Table{}, err
+		}
+		if !ok {
 			return engine.Table{}, catalogs.Errorf(catalogs.ErrNotFound, "table %s not found", written)
 		}
 		sc, ok := c.Provider.(catalogs.Scanner)
 		if !ok {
 			return engine.Table{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: catalog %q (%s) cannot be queried", written, c.Name, c.Type)
 		}
-		ident := h.tableIdent(c.Name, schema, name)
-		if err := ident.Validate(); err != nil {
-			return engine.Table{}, err
-		}
-		spec, err := c.Provider.GetTableSpec(ctx, ident)
+		ident, spec, err := h.findTable(ctx, c, schema, name, written)
 		if err != nil {
-			if errors.Is(err, catalogs.ErrNotFound) {
-				return engine.Table{}, catalogs.Errorf(catalogs.ErrNotFound, "table %s not found", written)
-			}
 			return engine.Table{}, err
 		}
 		t := engine.Table{Ident: ident, Scanner: sc, Schema: spec.Schema}
@@ -228,7 +230,7 @@ func (h *Handler) GetFlightInfoStatement(ctx context.Context, cmd flightsql.Stat
 	if d.Params.NumFields() > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "the query has %d parameter(s): use a prepared statement", d.Params.NumFields())
 	}
-	return h.queryInfo(desc, d.Schema, ticket{SQL: cmd.GetQuery(), Catalog: cat, Schema: schema, Owner: p.ID(), TxnID: txnID(tx)}, parts)
+	return h.queryInfo(desc, columnSchema(d.Schema, d.Origins), ticket{SQL: cmd.GetQuery(), Catalog: cat, Schema: schema, Owner: p.ID(), TxnID: txnID(tx)}, parts)
 }
 
 // GetSchemaStatement answers GetSchema for CommandStatementQuery.
@@ -237,7 +239,7 @@ func (h *Handler) GetSchemaStatement(ctx context.Context, cmd flightsql.Statemen
 	if err != nil {
 		return nil, err
 	}
-	return &flight.SchemaResult{Schema: flight.SerializeSchema(d.Schema, h.Alloc)}, nil
+	return &flight.SchemaResult{Schema: flight.SerializeSchema(columnSchema(d.Schema, d.Origins), h.Alloc)}, nil
 }
 
 // queryInfo builds the FlightInfo of a query with a fresh query id: one
@@ -345,6 +347,10 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 		h.log.Debug("query scan", "query_id", id, "table", s.Table.String(), "columns", len(s.Columns),
 			"filters", len(s.Filters), "files_planned", s.FilesPlanned, "files_total", s.FilesTotal)
 	}
+	// The stream's batches carry the schema with the column metadata:
+	// Flight's writer refuses a batch whose schema differs from the
+	// stream's, metadata included.
+	out := columnSchema(rows.Schema(), rows.Origins())
 	ch := make(chan flight.StreamChunk, 1)
 	go func() {
 		defer release() // last: once the query's work is over
@@ -353,8 +359,8 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 		defer h.untrack(key)
 		defer rows.Close()
 		for rows.Next() {
-			b := rows.RecordBatch()
-			b.Retain()
+			src := rows.RecordBatch()
+			b := array.NewRecordBatch(out, src.Columns(), src.NumRows())
 			select {
 			case ch <- flight.StreamChunk{Data: b}:
 			case <-ctx.Done():
@@ -380,7 +386,7 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 			}
 		}
 	}()
-	return rows.Schema(), ch, nil
+	return out, ch, nil
 }
 
 // querySlot waits for a slot among limits.max_concurrent_queries, at

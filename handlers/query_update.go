@@ -119,11 +119,7 @@ func (h *Handler) insertTarget(ctx context.Context, st *insertStmt) (*insertTabl
 	if err != nil {
 		return nil, status.Errorf(codes.NotFound, "INSERT: table %s not found", strings.Join([]string{catName, schema, st.table}, "."))
 	}
-	ident := h.tableIdent(cat.Name, schema, st.table)
-	if err := ident.Validate(); err != nil {
-		return nil, Status(err)
-	}
-	spec, err := cat.Provider.GetTableSpec(ctx, ident)
+	ident, spec, err := h.findTable(ctx, cat, schema, st.table, h.tableIdent(cat.Name, schema, st.table).String())
 	if err != nil {
 		return nil, Status(err)
 	}

@@ -46,7 +46,7 @@ func TestHostileSQLRealms(t *testing.T) {
 		{`SELECT * FROM pg_settings`, adbc.StatusUnauthorized, "pg_settings"},
 		{`SELECT * FROM duckdb_databases`, adbc.StatusUnauthorized, "duckdb_databases"},
 		{`SELECT * FROM sqlite_master`, adbc.StatusUnauthorized, "sqlite_master"},
-		{`SELECT * FROM information_schema.tables`, adbc.StatusUnauthorized, "information_schema.tables"},
+		{`SELECT * FROM information_schema.key_column_usage`, adbc.StatusUnauthorized, "information_schema.key_column_usage"},
 		{`SELECT 1; ATTACH ':memory:' AS m`, adbc.StatusInvalidArgument, "multiple statements are not supported: SELECT; ATTACH"},
 	}
 	for _, c := range cases {

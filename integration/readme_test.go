@@ -2,6 +2,10 @@ package integration
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-adbc/go/adbc"
@@ -53,4 +57,75 @@ func TestReadmeGoExample(t *testing.T) {
 	if got := rows(g.readTable(t, "people")); got != 3 {
 		t.Fatalf("after commit: %d", got)
 	}
+}
+
+// TestReadmePythonExamples runs the README's Python examples, as written,
+// with the project venv (make venv) against a gateway, offline: the ADBC
+// ingest and the query (one script: the query follows the ingest), then
+// pyiceberg and DuckDB each on its own, so that neither depends on a
+// variable of another.
+func TestReadmePythonExamples(t *testing.T) {
+	python, err := filepath.Abs(filepath.Join("..", ".venv", "bin", "python"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("no project venv (%v): make venv creates it", err)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := pythonBlocks(string(readme))
+	if len(blocks) != 4 {
+		t.Fatalf("README has %d Python examples, the test knows 4", len(blocks))
+	}
+	g := startGateway(t, "")
+	// Run "from the directory of make run": data/ is the gateway's.
+	cwd := t.TempDir()
+	if err := os.Symlink(g.dataDir, filepath.Join(cwd, "data")); err != nil {
+		t.Fatal(err)
+	}
+	run := func(name, code string) string {
+		t.Helper()
+		cmd := exec.Command(python, "-c", strings.ReplaceAll(code, "127.0.0.1:32010", g.addr))
+		cmd.Dir = cwd
+		// Offline: no proxy, no index.
+		cmd.Env = append(os.Environ(), "HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9", "PIP_NO_INDEX=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s example: %v\n%s", name, err, out)
+		}
+		return string(out)
+	}
+	out := run("ADBC and query", blocks[0]+"\n"+blocks[1])
+	if !strings.Contains(out, "name: [[") {
+		t.Errorf("query example printed:\n%s", out)
+	}
+	// Six rows: three created, three appended and committed.
+	for i, c := range []struct {
+		name string
+		want []string
+	}{
+		{"pyiceberg", []string{`id: [[1,2,3],[1,2,3]]`}},
+		{"DuckDB", []string{"│     1 │ a       │\n│     1 │ a       │", "│     3 │ c       │\n│     3 │ c       │"}},
+	} {
+		out := run(c.name, blocks[2+i])
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s example printed:\n%s\nwant %q in it", c.name, out, w)
+			}
+		}
+	}
+}
+
+// pythonBlocks are the ```python blocks of a Markdown text.
+func pythonBlocks(md string) []string {
+	var out []string
+	for _, part := range strings.Split(md, "```python\n")[1:] {
+		if end := strings.Index(part, "```"); end >= 0 {
+			out = append(out, part[:end])
+		}
+	}
+	return out
 }

@@ -6,6 +6,9 @@
 //	  two data files (ids below 600, the rest), so that a gateway with a
 //	  small engine.split_min_bytes splits row-local queries over it
 //	regions(region VARCHAR, manager VARCHAR): 3 rows
+//	alltypes: one column of each type the lake stores (see allTypes), one
+//	  row
+//	events(id BIGINT, ts TIMESTAMP, tm TIME): one row, id 0
 //
 // Usage: seed grpc://127.0.0.1:PORT [USER PASSWORD]
 //
@@ -18,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	adbcflight "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
@@ -90,6 +94,26 @@ func run(ctx context.Context, opts map[string]string) error {
 		regions.Field(0).(*array.StringBuilder).Append(r)
 		regions.Field(1).(*array.StringBuilder).Append([]string{"ann", "bob", "cho"}[i])
 	}
+	all, err := allTypes()
+	if err != nil {
+		return err
+	}
+	defer all.Release()
+	if err := ingest(ctx, cnxn, "alltypes", all, adbc.OptionValueIngestModeReplace); err != nil {
+		return fmt.Errorf("ingest alltypes: %w", err)
+	}
+	events, _, err := array.RecordFromJSON(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
+		{Name: "tm", Type: arrow.FixedWidthTypes.Time64us, Nullable: true},
+	}, nil), strings.NewReader(`[{"id": 0, "ts": "2000-01-01 00:00:00", "tm": "00:00:00"}]`))
+	if err != nil {
+		return err
+	}
+	defer events.Release()
+	if err := ingest(ctx, cnxn, "events", events, adbc.OptionValueIngestModeReplace); err != nil {
+		return fmt.Errorf("ingest events: %w", err)
+	}
 	for name, b := range map[string]*array.RecordBuilder{"sales": sales, "regions": regions} {
 		rec := b.NewRecordBatch()
 		var err error
@@ -110,6 +134,29 @@ func run(ctx context.Context, opts map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// allTypes is the alltypes table's one row.
+func allTypes() (arrow.RecordBatch, error) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "i", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "l", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float32, Nullable: true},
+		{Name: "d", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "d10", Type: &arrow.Decimal128Type{Precision: 10, Scale: 2}, Nullable: true},
+		{Name: "d38", Type: &arrow.Decimal128Type{Precision: 38, Scale: 10}, Nullable: true},
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "bin", Type: arrow.BinaryTypes.Binary, Nullable: true},
+		{Name: "dt", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+		{Name: "tm", Type: arrow.FixedWidthTypes.Time64us, Nullable: true},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
+		{Name: "tstz", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+	}, nil)
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema, strings.NewReader(`[{"b": true, "i": 1, "l": 2,
+		"f": 1.5, "d": 2.5, "d10": "12345678.91", "d38": "1.0000000001", "s": "x", "bin": "AQI=", "dt": "2024-02-29",
+		"tm": "12:34:56.789012", "ts": "2024-02-29 12:34:56.789012", "tstz": "2024-02-29 12:34:56.789012Z"}]`))
+	return rec, err
 }
 
 func ingest(ctx context.Context, cnxn adbc.Connection, table string, rec arrow.RecordBatch, mode string) error {

@@ -13,8 +13,11 @@ import java.sql.DatabaseMetaData;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.ResultSetMetaData;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.sql.Time;
+import java.sql.Timestamp;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -199,6 +202,121 @@ class GatewayJdbcTest {
       }
       assertEquals(List.of("10"), query(c, "SELECT count(*) FROM regions"));
       assertEquals(List.of("zed"), query(c, "SELECT manager FROM regions WHERE region = 'mars'"));
+    }
+  }
+
+  /** Each column as "name(precision,scale) catalog.schema.table". */
+  private static List<String> columns(ResultSetMetaData md) throws SQLException {
+    List<String> out = new ArrayList<>();
+    for (int i = 1; i <= md.getColumnCount(); i++) {
+      out.add(md.getColumnName(i) + "(" + md.getPrecision(i) + "," + md.getScale(i) + ") "
+          + md.getCatalogName(i) + "." + md.getSchemaName(i) + "." + md.getTableName(i));
+    }
+    return out;
+  }
+
+  @Test
+  void resultSetMetaDataOfEveryType() throws Exception {
+    List<String> want = List.of(
+        "b(1,0) lake.default.alltypes", "i(10,0) lake.default.alltypes", "l(19,0) lake.default.alltypes",
+        "f(7,0) lake.default.alltypes", "d(15,0) lake.default.alltypes", "d10(10,2) lake.default.alltypes",
+        "d38(38,10) lake.default.alltypes", "s(2147483647,0) lake.default.alltypes",
+        "bin(2147483647,0) lake.default.alltypes", "dt(10,0) lake.default.alltypes",
+        "tm(15,6) lake.default.alltypes", "ts(26,6) lake.default.alltypes", "tstz(32,6) lake.default.alltypes");
+    try (Connection c = connect()) {
+      try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT * FROM alltypes")) {
+        assertEquals(want, columns(rs.getMetaData()));
+        assertEquals(1, render(rs).size());
+      }
+      try (PreparedStatement ps = c.prepareStatement("SELECT * FROM alltypes WHERE i = ?")) {
+        assertEquals(want, columns(ps.getMetaData()));
+        ps.setInt(1, 1);
+        try (ResultSet rs = ps.executeQuery()) {
+          assertEquals(want, columns(rs.getMetaData()));
+        }
+      }
+      // Through aliases and a join; computed decimals have their real
+      // precision and scale, and no table.
+      try (Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT a.d10 AS price, r.manager, sum(a.d10) AS total, a.d10 * 2 AS twice "
+              + "FROM alltypes a CROSS JOIN regions r GROUP BY ALL")) {
+        assertEquals(List.of("price(10,2) lake.default.alltypes", "manager(2147483647,0) lake.default.regions",
+            "total(38,2) null.null.null", "twice(18,2) null.null.null"), columns(rs.getMetaData()));
+      }
+    }
+  }
+
+  @Test
+  void upperAndMixedCaseNames() throws Exception {
+    try (Connection c = connect()) {
+      // As sqlline writes them: the driver reports upper-case identifiers.
+      assertEquals(List.of("1"), query(c, "SELECT count(*) FROM ALLTYPES"));
+      assertEquals(List.of("1"), query(c, "SELECT COUNT(*) FROM \"LAKE\".\"DEFAULT\".\"ALLTYPES\""));
+      assertEquals(List.of("1"), query(c, "SELECT count(*) FROM Lake.Default.AllTypes"));
+      assertEquals(List.of("1000"), query(c, "SELECT count(*) FROM SALES S JOIN REGIONS R ON S.REGION = R.REGION"));
+      try (PreparedStatement ps = c.prepareStatement("SELECT MANAGER FROM LAKE.\"default\".REGIONS WHERE REGION = ?")) {
+        ps.setString(1, "eu");
+        try (ResultSet rs = ps.executeQuery()) {
+          assertEquals(List.of("ann"), rows(rs));
+        }
+      }
+    }
+  }
+
+  @Test
+  void informationSchemaAsSupersetReadsIt() throws Exception {
+    try (Connection c = connect()) {
+      // The inspector's get_schema_names, get_table_names and get_columns.
+      assertTrue(query(c, "SELECT schema_name FROM information_schema.schemata ORDER BY schema_name").contains("default"));
+      try (PreparedStatement ps = c.prepareStatement("SELECT table_name FROM information_schema.tables "
+          + "WHERE table_schema = ? AND table_type = 'BASE TABLE' ORDER BY table_name")) {
+        ps.setString(1, "default");
+        try (ResultSet rs = ps.executeQuery()) {
+          assertEquals(List.of("alltypes", "events", "regions", "sales"), rows(rs));
+        }
+      }
+      assertEquals(List.of("id|BIGINT|NO|null|1", "region|VARCHAR|YES|null|2", "amount|DOUBLE|YES|null|3",
+              "qty|INTEGER|YES|null|4"),
+          query(c, "SELECT column_name, data_type, is_nullable, column_default, ordinal_position "
+              + "FROM information_schema.columns WHERE table_schema = 'default' AND table_name = 'sales' "
+              + "ORDER BY ordinal_position"));
+      assertEquals(List.of("d10|DECIMAL(10,2)|10|2"),
+          query(c, "SELECT c.column_name, c.data_type, c.numeric_precision, c.numeric_scale "
+              + "FROM information_schema.tables t JOIN information_schema.columns c "
+              + "ON c.table_catalog = t.table_catalog AND c.table_schema = t.table_schema AND c.table_name = t.table_name "
+              + "WHERE t.table_name = 'alltypes' AND c.column_name = 'd10'"));
+    }
+  }
+
+  @Test
+  void timestampAndTimeParametersAreExact() throws Exception {
+    // The driver writes setTimestamp/setTime milliseconds unscaled into the
+    // declared vector (apache/arrow-java#838): the gateway declares them
+    // in milliseconds, so they land exactly, not in 1970.
+    Timestamp ts = Timestamp.valueOf("2024-02-29 12:34:56.789");
+    Time tm = new Time(Time.valueOf("12:34:56").getTime() + 789);
+    try (Connection c = connect()) {
+      try (PreparedStatement ps = c.prepareStatement("INSERT INTO events (id, ts, tm) VALUES (?, ?, ?)")) {
+        ps.setLong(1, 1);
+        ps.setTimestamp(2, ts);
+        ps.setTime(3, tm);
+        assertEquals(1, ps.executeUpdate());
+      }
+      try (Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT ts, tm, CAST(ts AS VARCHAR), CAST(tm AS VARCHAR) FROM events WHERE id = 1")) {
+        assertTrue(rs.next());
+        assertEquals(ts, rs.getTimestamp(1));
+        assertEquals(tm.getTime(), rs.getTime(2).getTime());
+        assertEquals("2024-02-29 12:34:56.789", rs.getString(3));
+        assertEquals("12:34:56.789", rs.getString(4));
+      }
+      try (PreparedStatement ps = c.prepareStatement("SELECT id FROM events WHERE ts = ? AND tm = ?")) {
+        ps.setTimestamp(1, ts);
+        ps.setTime(2, tm);
+        try (ResultSet rs = ps.executeQuery()) {
+          assertEquals(List.of("1"), rows(rs));
+        }
+      }
     }
   }
 }
