@@ -19,6 +19,7 @@ import (
 // table of a column traced to one, and the type's name, precision and
 // scale for every column, a computed decimal's included.
 func TestColumnMetadata(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "")
 	ctx := context.Background()
 	schema := arrow.NewSchema([]arrow.Field{

@@ -24,6 +24,7 @@ import (
 // and prepare go through meanwhile, and her stalled streams are cut after
 // timeouts.stream_idle, which gives her share back.
 func TestOnePrincipalCannotStarveOthers(t *testing.T) {
+	requireEngine(t)
 	alicePw, _ := auth.HashPassword("alice-pw")
 	bobPw, _ := auth.HashPassword("bob-pw")
 	g := startGateway(t, fmt.Sprintf(`

@@ -11,6 +11,7 @@ import (
 // views are the gateway's own, over the catalogs of the caller's realm
 // only, and ordinary SQL filters, joins and sorts them.
 func TestInformationSchema(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, realmConfig(t))
 	alice := g.adbcConn(t, map[string]string{adbc.OptionKeyUsername: "alice", adbc.OptionKeyPassword: "alice-pw"})
 	bob := g.adbcConn(t, map[string]string{adbc.OptionKeyUsername: "bob", adbc.OptionKeyPassword: "bob-pw"})

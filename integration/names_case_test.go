@@ -14,6 +14,7 @@ import (
 // match first; two tables equal ignoring case are refused by a name that
 // is neither, naming both.
 func TestNamesIgnoreCase(t *testing.T) {
+	requireEngine(t)
 	g := startGateway(t, "")
 	cnxn := g.adbcConn(t, nil)
 	for name, n := range map[string]int{"lower": 1, "Mixed": 2, "dup": 3, "DUP": 4} {
