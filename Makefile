@@ -28,7 +28,8 @@ build: deps
 run: build
 	exec ./$(BIN) serve
 
-test-go: deps
+# The venv first: the README's Python examples run in the Go tests.
+test-go: deps $(VENV)/.installed
 	@unformatted=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) mod tidy -diff
