@@ -120,3 +120,21 @@ type ReferenceChecker interface {
 	// older); nil when none is.
 	CheckUnreferenced(ctx context.Context, table TableIdent, receipts []WriteReceipt) error
 }
+
+// PayloadCodec is implemented by backends whose commit-message payload
+// (the bytes PrepareCommit hands out and CommitMessages takes back) is a
+// format other engines read, not the receipts as the gateway keeps them:
+// Paimon's is Paimon Java's CommitMessageSerializer list, so that a Java
+// coordinator commits the gateway's payloads and the gateway commits
+// Java's. Without it the payload is the receipts themselves.
+type PayloadCodec interface {
+	// EncodePayload merges the receipts of one table into one payload
+	// and returns it with its serializer version.
+	EncodePayload(ctx context.Context, table TableIdent, receipts []WriteReceipt) (version int, payload []byte, err error)
+	// DecodePayload turns a payload of serializer version, from any
+	// process, into receipts of table. It derives what the backend needs
+	// beside the payload (file paths) from the table, never from the
+	// payload's claims; ReceiptChecker then checks the result. It returns
+	// ErrInvalidArgument naming what does not decode.
+	DecodePayload(ctx context.Context, table TableIdent, version int, payload []byte) ([]WriteReceipt, error)
+}

@@ -218,7 +218,7 @@ func (h *Handler) prepareCommit(ctx context.Context, body []byte) (any, error) {
 	res := prepareResponse{TransactionID: id, Tables: []preparedTable{}}
 	now := time.Now()
 	_, err = h.opts.Txns.Prepare(ctx, p.ID(), id, func(s txn.Staged) error {
-		pt, err := h.seal(s, p.ID(), now)
+		pt, err := h.seal(ctx, s, p.ID(), now)
 		if err != nil {
 			return err
 		}
@@ -232,12 +232,15 @@ func (h *Handler) prepareCommit(ctx context.Context, body []byte) (any, error) {
 	return res, nil
 }
 
-// seal encodes one table's receipts in a signed envelope.
-func (h *Handler) seal(s txn.Staged, user string, at time.Time) (preparedTable, error) {
+// seal encodes one table's receipts in a signed envelope: in the
+// backend's own payload format when it has one (catalogs.PayloadCodec),
+// else as the receipts themselves (iceberg).
+func (h *Handler) seal(ctx context.Context, s txn.Staged, user string, at time.Time) (preparedTable, error) {
 	cat := h.catalogs[s.Table.Catalog]
-	if cat.Type != envelope.KindIceberg {
+	codec, hasCodec := cat.Provider.(catalogs.PayloadCodec)
+	if !hasCodec && cat.Type != envelope.KindIceberg {
 		return preparedTable{}, status.Errorf(codes.FailedPrecondition,
-			"%s: table %s: catalog type %q has no commit-message format (iceberg has)", PrepareCommitActionType, s.Table, cat.Type)
+			"%s: table %s: catalog type %q has no commit-message format (iceberg and paimon have)", PrepareCommitActionType, s.Table, cat.Type)
 	}
 	pt := preparedTable{tableRef: refOf(s.Table), Backend: cat.Type, Receipts: len(s.Receipts)}
 	rs := make([]envelope.Receipt, len(s.Receipts))
@@ -246,11 +249,16 @@ func (h *Handler) seal(s txn.Staged, user string, at time.Time) (preparedTable, 
 		pt.Rows += r.RowCount
 		pt.Bytes += r.ByteCount
 	}
-	payload, err := envelope.EncodeReceipts(rs)
+	version, payload, err := envelope.ReceiptsVersion, []byte(nil), error(nil)
+	if hasCodec {
+		version, payload, err = codec.EncodePayload(ctx, s.Table, s.Receipts)
+	} else {
+		payload, err = envelope.EncodeReceipts(rs)
+	}
 	if err != nil {
 		return pt, status.Errorf(codes.Internal, "table %s: encode receipts: %v", s.Table, err)
 	}
-	pt.Payload, err = envelope.Seal(envelope.Envelope{Kind: cat.Type, SerializerVersion: envelope.ReceiptsVersion,
+	pt.Payload, err = envelope.Seal(envelope.Envelope{Kind: cat.Type, SerializerVersion: version,
 		Table: identity(s.Table), CommitUser: user, PreparedAt: at, Payload: payload}, h.messageKey())
 	if err != nil {
 		return pt, status.Errorf(codes.FailedPrecondition, "table %s: %v", s.Table, err)
@@ -308,7 +316,7 @@ func (h *Handler) openMessages(ctx context.Context, action string, tables []tabl
 		}
 		s := txn.Staged{Table: ident, Provider: cat.Provider, Mode: txn.Append}
 		for i, b := range tm.Payloads {
-			rs, err := h.openPayload(cat, ident, b)
+			rs, err := h.openPayload(ctx, cat, ident, b)
 			if err != nil {
 				return nil, status.Errorf(codes.InvalidArgument, "%s: table %s: payload %d: %v", action, ident, i, err)
 			}
@@ -323,8 +331,9 @@ func (h *Handler) openMessages(ctx context.Context, action string, tables []tabl
 }
 
 // openPayload checks one payload against the table the request names:
-// the signature, the backend kind, the table identity, the age.
-func (h *Handler) openPayload(cat Catalog, ident catalogs.TableIdent, b []byte) ([]catalogs.WriteReceipt, error) {
+// the signature, the backend kind, the table identity, the age; then
+// decodes it, with the backend's catalogs.PayloadCodec when it has one.
+func (h *Handler) openPayload(ctx context.Context, cat Catalog, ident catalogs.TableIdent, b []byte) ([]catalogs.WriteReceipt, error) {
 	e, err := envelope.Open(b, h.messageKey())
 	if err != nil {
 		return nil, err
@@ -338,6 +347,9 @@ func (h *Handler) openPayload(cat Catalog, ident catalogs.TableIdent, b []byte) 
 	if age := time.Since(e.PreparedAt); age > h.messageTTL() {
 		return nil, fmt.Errorf("prepared %s ago, commit messages expire after %s (the orphan reclaimer may have deleted its files)",
 			age.Round(time.Second), h.messageTTL())
+	}
+	if codec, ok := cat.Provider.(catalogs.PayloadCodec); ok {
+		return codec.DecodePayload(ctx, ident, e.SerializerVersion, e.Payload)
 	}
 	rs, err := envelope.DecodeReceipts(e.Payload)
 	if err != nil {

@@ -5,6 +5,8 @@
 #   make paimon-bench        Go vs Java on a 10,000-data-file payload, with the ratio
 #   make paimon-table-check  tables the gateway's Paimon backend wrote, read by Paimon Java
 #                            1.4.2 (rows and buckets), and tables Java wrote, read by the backend
+#   make paimon-dist-check   distributed commits both ways: Paimon Java writers' payloads
+#                            committed by the gateway, the gateway's committed by Java
 #   make fuzz                each fuzz target for FUZZTIME (default 30s)
 PAIMON_JAVA    := integration/paimon-java
 PAIMON_MVN     := mvn -q -B -f $(PAIMON_JAVA)/pom.xml
@@ -17,11 +19,12 @@ PAIMON_BENCH_VERSION ?= 11
 PAIMON_TABLES := $(CURDIR)/$(PAIMON_JAVA)/target/tables
 
 PAIMON_VENV   := .venv-paimon
+PAIMON_DIST   := $(CURDIR)/$(PAIMON_JAVA)/target/dist
 
-TEST_TARGETS  += paimon-java-check paimon-table-check paimon-pypaimon-check
+TEST_TARGETS  += paimon-java-check paimon-table-check paimon-pypaimon-check paimon-dist-check
 BENCH_TARGETS += paimon-bench
 
-.PHONY: paimon-java-check paimon-table-check paimon-pypaimon-check paimon-fixtures paimon-go-payloads paimon-bench fuzz
+.PHONY: paimon-java-check paimon-table-check paimon-dist-check paimon-pypaimon-check paimon-fixtures paimon-go-payloads paimon-bench fuzz
 
 paimon-go-payloads:
 	rm -rf $(PAIMON_OUT) && mkdir -p $(PAIMON_OUT)
@@ -41,6 +44,21 @@ paimon-table-check:
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_TABLES)/gateway default"
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-sample $(PAIMON_TABLES)/java"
 	$(GO) test -count=1 -run '^TestReadJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=$(PAIMON_TABLES)/java
+
+# The distributed commit across Paimon Java 1.4.2 and the gateway (docs/commit-messages.md),
+# on one warehouse: two Java writers stage payloads (write-messages); the gateway commits
+# them with CommitMessages and SQL reads them, three gateway workers and a coordinator do
+# the same, and two gateway workers prepare payloads for Java (TestPaimonJavaPayloads,
+# TestPaimonCommitMessages); Java reads every row the gateway committed (verify-tables) and
+# commits the gateway's payloads with BatchTableCommit (commit-messages); the gateway's SQL
+# reads them (TestPaimonJavaCommitted).
+paimon-dist-check:
+	rm -rf $(PAIMON_DIST) && mkdir -p $(PAIMON_DIST)
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-messages $(PAIMON_DIST)/wh default from_java $(PAIMON_DIST)/java"
+	$(GO) test -count=1 -run '^TestPaimon(JavaPayloads|CommitMessages)$$' ./integration -args -paimon-dist=$(PAIMON_DIST)
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_DIST)/wh default"
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="commit-messages $(PAIMON_DIST)/wh default for_java $(PAIMON_DIST)/gateway"
+	$(GO) test -count=1 -run '^TestPaimonJavaCommitted$$' ./integration -args -paimon-dist=$(PAIMON_DIST)
 
 # pypaimon 2.1.0 (its own venv: it pins an older pyarrow) reads every sample table.
 $(PAIMON_VENV)/.installed: integration/pypaimon/requirements.txt

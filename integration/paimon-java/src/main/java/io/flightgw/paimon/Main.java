@@ -36,6 +36,8 @@ import java.util.stream.Stream;
  *   read-table WH DB T    print a table's rows (see {@link Tables})
  *   verify-tables WH DB   compare the tables with WH/expected/T.txt (see {@link Tables})
  *   write-sample WH       write sample tables for the gateway to read (see {@link Tables})
+ *   write-messages WH DB T DIR   stage payloads with two Java writers (see {@link Dist})
+ *   commit-messages WH DB T DIR  commit the gateway's payloads with BatchTableCommit (see {@link Dist})
  * </pre>
  */
 public final class Main {
@@ -64,6 +66,12 @@ public final class Main {
                 break;
             case "write-sample":
                 Tables.writeSample(args[1]);
+                break;
+            case "write-messages":
+                Dist.writeMessages(args[1], args[2], args[3], args[4]);
+                break;
+            case "commit-messages":
+                Dist.commitMessages(args[1], args[2], args[3], args[4]);
                 break;
             default:
                 throw new IllegalArgumentException("unknown mode " + args[0]);
