@@ -57,8 +57,20 @@ func listDir(root string) ([]string, error) {
 }
 
 func TestConformanceSQLiteLocal(t *testing.T) {
-	catalogtest.Run(t, catalogtest.Harness{New: func(t *testing.T) *catalogtest.Instance {
+	catalogtest.Run(t, catalogtest.Harness{GroupsCommits: true, New: func(t *testing.T) *catalogtest.Instance {
 		p, wh := openLocal(t, nil)
+		return &catalogtest.Instance{
+			Provider: p, Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"},
+			ListFiles: func(context.Context) ([]string, error) { return listDir(wh) },
+		}
+	}})
+}
+
+// TestConformanceSQLiteLocalNoGroup runs the suite with group commit off:
+// every commit is its own compare-and-swap loop, as between gateways.
+func TestConformanceSQLiteLocalNoGroup(t *testing.T) {
+	catalogtest.Run(t, catalogtest.Harness{New: func(t *testing.T) *catalogtest.Instance {
+		p, wh := openLocal(t, map[string]string{iceberg.PropCommitGroupEnabled: "false"})
 		return &catalogtest.Instance{
 			Provider: p, Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"},
 			ListFiles: func(context.Context) ([]string, error) { return listDir(wh) },
@@ -114,7 +126,7 @@ func (f *fakeS3) props(t *testing.T, prefix string) map[string]string {
 
 func TestConformanceSQLiteS3(t *testing.T) {
 	s3 := newFakeS3(t)
-	catalogtest.Run(t, catalogtest.Harness{New: func(t *testing.T) *catalogtest.Instance {
+	catalogtest.Run(t, catalogtest.Harness{GroupsCommits: true, New: func(t *testing.T) *catalogtest.Instance {
 		prefix := fmt.Sprintf("wh-%d", s3.n.Add(1))
 		p, err := iceberg.Open(context.Background(), "lake", s3.props(t, prefix))
 		if err != nil {
@@ -153,7 +165,7 @@ func TestConformanceREST(t *testing.T) {
 		t.Skip("no REST catalog: run make iceberg-rest-check")
 	}
 	var n atomic.Int64
-	catalogtest.Run(t, catalogtest.Harness{New: func(t *testing.T) *catalogtest.Instance {
+	catalogtest.Run(t, catalogtest.Harness{GroupsCommits: true, New: func(t *testing.T) *catalogtest.Instance {
 		ns := fmt.Sprintf("ns%d_%d", os.Getpid(), n.Add(1))
 		p, err := iceberg.Open(context.Background(), "rest", map[string]string{
 			iceberg.PropCatalogType: iceberg.TypeREST, iceberg.PropURI: uri, iceberg.PropCreateNamespaces: ns,
@@ -179,7 +191,7 @@ func TestConformancePostgres(t *testing.T) {
 		t.Skip("no PostgreSQL: run make iceberg-postgres-check")
 	}
 	var n atomic.Int64
-	catalogtest.Run(t, catalogtest.Harness{New: func(t *testing.T) *catalogtest.Instance {
+	catalogtest.Run(t, catalogtest.Harness{GroupsCommits: true, New: func(t *testing.T) *catalogtest.Instance {
 		name := fmt.Sprintf("pg%d_%d", os.Getpid(), n.Add(1))
 		wh := t.TempDir()
 		p, err := iceberg.Open(context.Background(), name, map[string]string{

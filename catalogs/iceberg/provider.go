@@ -44,6 +44,7 @@ type Provider struct {
 	storage *remote
 	vendor  *vendor // REST catalogs: vended credentials
 	log     *slog.Logger
+	groups  groups // the commit queues of group commit (groupcommit.go)
 }
 
 // Interfaces the provider implements.
@@ -155,8 +156,10 @@ func (p *Provider) openREST(ctx context.Context) error {
 // Name returns the catalog name.
 func (p *Provider) Name() string { return p.name }
 
-// Close releases the catalog's connections.
+// Close waits for the commit rounds under way and releases the catalog's
+// connections.
 func (p *Provider) Close() error {
+	p.groups.wg.Wait() // the rounds under way finish first
 	var errs []error
 	if c, ok := p.cat.(catalog.Closer); ok {
 		errs = append(errs, c.Close())
