@@ -75,6 +75,8 @@ type groups struct {
 	mu     sync.Mutex
 	queues map[string]*queue
 	wg     sync.WaitGroup // the drain goroutines
+	// onRound, when set (by tests), runs before each queued round.
+	onRound func(batch []*member)
 }
 
 // queue is one table's pending commits, in arrival order, and whether a
@@ -140,6 +142,9 @@ func (p *Provider) drain(ctx context.Context, t catalogs.TableIdent, key string,
 		batch := p.take(t, key, q)
 		if batch == nil {
 			return
+		}
+		if p.groups.onRound != nil {
+			p.groups.onRound(batch)
 		}
 		p.runRound(ctx, t, batch)
 	}
