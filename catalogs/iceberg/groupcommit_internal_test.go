@@ -125,7 +125,9 @@ func TestGroupCommitCancel(t *testing.T) {
 	}
 	ctxB, cancelB := context.WithCancel(context.Background())
 	rb := stageIn(t, p, id, 10, 4)
-	b := goCommit(func() (catalogs.CommitOutcome, error) { return p.CommitOnce(ctxB, id, "b", []catalogs.WriteReceipt{rb}) })
+	b := goCommit(func() (catalogs.CommitOutcome, error) {
+		return p.CommitOnce(ctxB, id, "b", []catalogs.WriteReceipt{rb})
+	})
 	c := goCommit(func() (catalogs.CommitOutcome, error) {
 		return p.CommitOnce(context.Background(), id, "c", []catalogs.WriteReceipt{stageIn(t, p, id, 20, 5)})
 	})

@@ -449,4 +449,3 @@ func TestCommitDuplicateConcurrent(t *testing.T) {
 		t.Errorf("rows = %d, want %d (one writer per key)", n, rows)
 	}
 }
-
