@@ -32,6 +32,10 @@ type Config struct {
 	// When false the backend serialises commits itself and Retried, which
 	// counts conflicts, must stay 0.
 	CompareAndSwap bool
+	// GroupsCommits: the backend may merge concurrent commits of one table
+	// into one snapshot (group commit): concurrent committers may then
+	// share a snapshot and retry no conflict.
+	GroupsCommits bool
 	// FieldIDs: TableSpec.SchemaSpec gives every column a distinct,
 	// non-zero field id that commits do not change.
 	FieldIDs bool

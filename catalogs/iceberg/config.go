@@ -45,6 +45,12 @@ const (
 	PropCommitMaxWait = "commit.retry.max-wait-ms"
 	// PropCommitTotalTimeout bounds the whole commit retry loop, in ms.
 	PropCommitTotalTimeout = "commit.retry.total-timeout-ms"
+	// PropCommitGroupEnabled turns group commit on (default) or off:
+	// concurrent commits to one table from this gateway are merged into
+	// one snapshot per round.
+	PropCommitGroupEnabled = "commit.group.enabled"
+	// PropCommitGroupMaxMembers bounds the commits one round merges.
+	PropCommitGroupMaxMembers = "commit.group.max-members"
 	// PropRemoteTimeout bounds one call to the catalog service, in ms.
 	PropRemoteTimeout = "remote.timeout-ms"
 	// PropRemoteAttempts bounds the attempts of an idempotent remote call.
@@ -104,6 +110,7 @@ type config struct {
 	createNamespaces [][]string
 	targetFileSize   int64
 	commit           retryPolicy
+	group            groupPolicy
 	remote           remotePolicy
 	// passthrough is handed to iceberg-go (catalog and FileIO properties).
 	passthrough map[string]string
@@ -115,6 +122,12 @@ type retryPolicy struct {
 	minWait      time.Duration
 	maxWait      time.Duration
 	totalTimeout time.Duration
+}
+
+// groupPolicy configures group commit.
+type groupPolicy struct {
+	enabled    bool
+	maxMembers int
 }
 
 // remotePolicy bounds calls to the catalog service.
@@ -148,14 +161,16 @@ func parseConfig(props map[string]string) (config, error) {
 		catalogType:    TypeSQL,
 		targetFileSize: defaultTargetFileSize,
 		commit:         retryPolicy{retries: 10, minWait: 50 * time.Millisecond, maxWait: 5 * time.Second, totalTimeout: time.Minute},
+		group:          groupPolicy{enabled: true, maxMembers: 1000},
 		remote:         remotePolicy{timeout: 30 * time.Second, attempts: 3, breakerFailures: 5, breakerOpen: 30 * time.Second},
 		passthrough:    map[string]string{},
 	}
 	own := map[string]bool{PropTargetFileSize: true, PropCommitRetries: true, PropCommitMinWait: true,
 		PropCommitMaxWait: true, PropCommitTotalTimeout: true, PropRemoteTimeout: true,
-		PropRemoteAttempts: true, PropBreakerFailures: true, PropBreakerOpen: true}
+		PropRemoteAttempts: true, PropBreakerFailures: true, PropBreakerOpen: true,
+		PropCommitGroupEnabled: true, PropCommitGroupMaxMembers: true}
 	for k := range props {
-		ours := strings.HasPrefix(k, "remote.") || strings.HasPrefix(k, "commit.retry.")
+		ours := strings.HasPrefix(k, "remote.") || strings.HasPrefix(k, "commit.retry.") || strings.HasPrefix(k, "commit.group.")
 		if (ours && !own[k]) || (!exactKeys[k] && !own[k] && !hasAnyPrefix(k, passPrefixes)) {
 			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: unknown key", k)
 		}
@@ -211,6 +226,7 @@ func parseConfig(props map[string]string) (config, error) {
 		{PropCommitMinWait, 1, func(v int64) { cfg.commit.minWait = ms(v) }},
 		{PropCommitMaxWait, 1, func(v int64) { cfg.commit.maxWait = ms(v) }},
 		{PropCommitTotalTimeout, 1, func(v int64) { cfg.commit.totalTimeout = ms(v) }},
+		{PropCommitGroupMaxMembers, 1, func(v int64) { cfg.group.maxMembers = int(v) }},
 		{PropRemoteTimeout, 1, func(v int64) { cfg.remote.timeout = ms(v) }},
 		{PropRemoteAttempts, 1, func(v int64) { cfg.remote.attempts = int(v) }},
 		{PropBreakerFailures, 1, func(v int64) { cfg.remote.breakerFailures = uint32(v) }},
@@ -227,6 +243,13 @@ func parseConfig(props map[string]string) (config, error) {
 		}
 		p.dst(v)
 	}
+	if s, ok := props[PropCommitGroupEnabled]; ok {
+		b, perr := strconv.ParseBool(s)
+		if perr != nil {
+			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not true or false", PropCommitGroupEnabled, s)
+		}
+		cfg.group.enabled = b
+	}
 	if cfg.commit.minWait > cfg.commit.maxWait {
 		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: exceeds %q", PropCommitMinWait, PropCommitMaxWait)
 	}
@@ -234,7 +257,7 @@ func parseConfig(props map[string]string) (config, error) {
 		switch {
 		case k == PropCatalogType || k == "type" || k == PropCreateNamespaces || strings.HasPrefix(k, "remote."):
 		case k == PropURI && cfg.catalogType == TypeSQL:
-		case strings.HasPrefix(k, "commit.retry.") || k == PropTargetFileSize:
+		case strings.HasPrefix(k, "commit.retry.") || strings.HasPrefix(k, "commit.group.") || k == PropTargetFileSize:
 		default:
 			cfg.passthrough[k] = v
 		}

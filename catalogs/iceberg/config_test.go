@@ -28,6 +28,9 @@ func TestParseConfigRejectsBadKeys(t *testing.T) {
 		{"timeout", PropRemoteTimeout, "0"},
 		{"namespace", PropCreateNamespaces, "a..b"},
 		{"uri", PropURI, ""},
+		{"group enabled", PropCommitGroupEnabled, "sometimes"},
+		{"group members", PropCommitGroupMaxMembers, "0"},
+		{"misspelt group key", "commit.group.size", "3"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -41,6 +44,22 @@ func TestParseConfigRejectsBadKeys(t *testing.T) {
 				t.Errorf("error %q does not name %q", err, c.key)
 			}
 		})
+	}
+}
+
+func TestParseConfigGroup(t *testing.T) {
+	base := map[string]string{PropURI: "sqlite:///tmp/x.db", PropWarehouse: "file:///tmp/wh"}
+	cfg, err := parseConfig(base)
+	if err != nil || !cfg.group.enabled || cfg.group.maxMembers != 1000 {
+		t.Fatalf("defaults: %+v, %v; want group commit on, 1000 members", cfg.group, err)
+	}
+	base[PropCommitGroupEnabled], base[PropCommitGroupMaxMembers] = "false", "7"
+	cfg, err = parseConfig(base)
+	if err != nil || cfg.group.enabled || cfg.group.maxMembers != 7 {
+		t.Fatalf("group off, 7: %+v, %v", cfg.group, err)
+	}
+	if _, ok := cfg.passthrough[PropCommitGroupEnabled]; ok {
+		t.Error("commit.group.enabled is passed to iceberg-go")
 	}
 }
 

@@ -21,6 +21,8 @@
 //	commit.retry.min-wait-ms       backoff floor (default 50)
 //	commit.retry.max-wait-ms       backoff ceiling, with jitter (default 5000)
 //	commit.retry.total-timeout-ms  give up retrying after (default 60000)
+//	commit.group.enabled           merge concurrent commits of one table into one snapshot (default true)
+//	commit.group.max-members       most commits one round merges (default 1000)
 //	remote.timeout-ms              timeout of one call to the catalog or storage (default 30000)
 //	remote.max-attempts            attempts of an idempotent remote call (default 3)
 //	remote.breaker.failures        consecutive failures that open a breaker (default 5)
@@ -61,6 +63,13 @@
 // commit.retry.total-timeout-ms; CommitOutcome.Retried counts the
 // conflicts. Before every attempt the commit id is looked up, so a commit
 // whose reply was lost is never applied twice.
+//
+// Commits to one table from one Provider are queued and merged (group
+// commit, groupcommit.go): one round at a time commits every pending
+// append as one snapshot recording each member's id and rows under
+// CommitIDsKey, and answers each member; overwrites go alone, in queue
+// order. A commit attempt that did not land deletes the manifests and the
+// metadata file it wrote.
 //
 // # Replace
 //

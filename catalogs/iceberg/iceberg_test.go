@@ -58,12 +58,13 @@ func listDir(root string) ([]string, error) {
 }
 
 // conformance is what the Iceberg backend declares to the suite: it
-// stages Parquet files, commits by compare-and-swap, has field ids and
+// stages Parquet files, commits by compare-and-swap (merging the
+// concurrent commits of one gateway: group commit), has field ids and
 // snapshots, writes one file per partition bucket, and cannot store month
 // intervals; its file plans are plain when the warehouse is local.
 func conformance(local bool) catalogtest.Config {
 	return catalogtest.Config{
-		StagesFiles: true, CompareAndSwap: true, FieldIDs: true, Snapshots: true,
+		StagesFiles: true, CompareAndSwap: true, GroupsCommits: true, FieldIDs: true, Snapshots: true,
 		Layout: catalogtest.LayoutOneFilePerBucket, PlainPlans: local,
 		UnstorableType: arrow.FixedWidthTypes.MonthInterval,
 	}
@@ -77,6 +78,24 @@ func TestConformanceSQLiteLocal(t *testing.T) {
 			ListFiles: func(context.Context) ([]string, error) { return listDir(wh) },
 		}
 	}}, conformance(true))
+}
+
+// TestConformanceSQLiteLocalNoGroup runs the suite with group commit off:
+// every commit is its own compare-and-swap loop, as between gateways.
+func TestConformanceSQLiteLocalNoGroup(t *testing.T) {
+	catalogtest.Run(t, catalogtest.Harness{New: func(t *testing.T) *catalogtest.Instance {
+		p, wh := openLocal(t, map[string]string{iceberg.PropCommitGroupEnabled: "false"})
+		return &catalogtest.Instance{
+			Provider: p, Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"},
+			ListFiles: func(context.Context) ([]string, error) { return listDir(wh) },
+		}
+	}}, noGroup(conformance(true)))
+}
+
+// noGroup is cfg with group commit off: each commit its own loop.
+func noGroup(cfg catalogtest.Config) catalogtest.Config {
+	cfg.GroupsCommits = false
+	return cfg
 }
 
 // fakeS3 serves an in-memory S3 on 127.0.0.1 with one bucket.

@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -370,4 +371,50 @@ func (p *Provider) committed(ctx context.Context, commitID string, tables []cata
 		}
 	}
 	return out, nil
+}
+
+// addedManifestList finds the manifest list of the snapshot an update set
+// adds (the update types are internal to iceberg-go; their JSON is not).
+func addedManifestList(ups []table.Update) (string, int64) {
+	for _, u := range ups {
+		b, err := json.Marshal(u)
+		if err != nil {
+			continue
+		}
+		var v struct {
+			Action   string `json:"action"`
+			Snapshot struct {
+				ID           int64  `json:"snapshot-id"`
+				ManifestList string `json:"manifest-list"`
+			} `json:"snapshot"`
+		}
+		if json.Unmarshal(b, &v) == nil && v.Action == "add-snapshot" {
+			return v.Snapshot.ManifestList, v.Snapshot.ID
+		}
+	}
+	return "", 0
+}
+
+// dropOrphans deletes the manifest list of a commit attempt that lost and
+// the manifests that attempt wrote (not those it inherited).
+func (p *Provider) dropOrphans(ctx context.Context, tbl *table.Table, list string, snapshotID int64) {
+	fsys, err := fileIO(ctx, tbl)
+	if err != nil {
+		return
+	}
+	f, err := fsys.Open(list)
+	if err != nil {
+		return
+	}
+	manifests, err := ice.ReadManifestList(f)
+	_ = f.Close()
+	if err != nil {
+		return
+	}
+	for _, m := range manifests {
+		if m.SnapshotID() == snapshotID {
+			_ = removeFile(fsys, m.FilePath())
+		}
+	}
+	_ = removeFile(fsys, list)
 }

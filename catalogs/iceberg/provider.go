@@ -51,6 +51,7 @@ type Provider struct {
 	// beforeRecheck, set only by tests, runs in Reclaim between the
 	// listing of a table's orphans and the re-read of its metadata.
 	beforeRecheck func(catalogs.TableIdent)
+	groups        groups // the commit queues of group commit (groupcommit.go)
 }
 
 // Interfaces the provider implements.
@@ -164,8 +165,10 @@ func (p *Provider) openREST(ctx context.Context) error {
 // Name returns the catalog name.
 func (p *Provider) Name() string { return p.name }
 
-// Close releases the catalog's connections.
+// Close waits for the commit rounds under way and releases the catalog's
+// connections.
 func (p *Provider) Close() error {
+	p.groups.wg.Wait() // the rounds under way finish first
 	var errs []error
 	if c, ok := p.cat.(catalog.Closer); ok {
 		errs = append(errs, c.Close())

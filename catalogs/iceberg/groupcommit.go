@@ -1,0 +1,529 @@
+package iceberg
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// Group commit: commits to one table from one process are queued, and one
+// round at a time takes every pending append and commits them as one
+// snapshot. Without it, N writers of one table race N compare-and-swaps
+// of which one wins per round trip, so most attempts lose and retry, and
+// every commit leaves a snapshot (and a metadata file listing all the
+// snapshots before it). Between processes the compare-and-swap loop of
+// runRound stays: a round that loses reloads and retries like one commit.
+
+// Bounds of one round, beyond commit.group.max-members: the files of its
+// manifest and the size of the commit ids it records in the snapshot
+// summary (which every later metadata file repeats).
+const (
+	maxRoundFiles     = 10000
+	maxCommitIDsBytes = 64 << 10
+)
+
+// member is one caller's commit waiting in, or running in, a round.
+type member struct {
+	ctx       context.Context
+	id        string
+	rms       []receiptMeta
+	overwrite bool
+	files     int         // staged files, to bound a round
+	state     memberState // guarded by groups.mu while queued
+
+	// Decoded against the table each attempt loads.
+	dfs      []ice.DataFile
+	rows     uint64
+	answered bool // finish was called (only the round touches it)
+
+	done chan struct{} // closed once out and err are set
+	out  catalogs.CommitOutcome
+	err  error
+}
+
+type memberState int
+
+const (
+	memberQueued memberState = iota
+	memberRunning
+	memberDone
+)
+
+func newMember(ctx context.Context, id string, rms []receiptMeta, overwrite bool) *member {
+	m := &member{ctx: ctx, id: id, rms: rms, overwrite: overwrite, done: make(chan struct{})}
+	for _, rm := range rms {
+		m.files += len(rm.Files)
+	}
+	return m
+}
+
+func (m *member) finish(out catalogs.CommitOutcome, err error) {
+	m.out, m.err, m.answered = out, err, true
+	close(m.done)
+}
+
+// groups holds the commit queue of every table with a commit pending.
+type groups struct {
+	mu     sync.Mutex
+	queues map[string]*queue
+	wg     sync.WaitGroup // the drain goroutines
+	// onRound, when set (by tests), runs before each queued round.
+	onRound func(batch []*member)
+}
+
+// queue is one table's pending commits, in arrival order, and whether a
+// drain goroutine is running them.
+type queue struct {
+	pending []*member
+	running bool
+}
+
+// submit commits m: alone when group commit is off, else through the
+// table's queue. A caller whose ctx ends while m is queued gets an error
+// and m is never committed; once m's round has started the caller waits
+// for the round's outcome, which may be a landed commit.
+func (p *Provider) submit(ctx context.Context, t catalogs.TableIdent, m *member) (catalogs.CommitOutcome, error) {
+	if !p.cfg.group.enabled {
+		p.runRound(ctx, t, []*member{m})
+		return m.out, m.err
+	}
+	g := &p.groups
+	key := t.Key()
+	g.mu.Lock()
+	if g.queues == nil {
+		g.queues = map[string]*queue{}
+	}
+	q := g.queues[key]
+	if q == nil {
+		q = &queue{}
+		g.queues[key] = q
+	}
+	q.pending = append(q.pending, m)
+	if !q.running {
+		q.running = true
+		g.wg.Add(1)
+		// The rounds outlive any one caller; the provider's Close waits.
+		go p.drain(context.WithoutCancel(ctx), t, key, q)
+	}
+	g.mu.Unlock()
+	select {
+	case <-m.done:
+	case <-ctx.Done():
+		g.mu.Lock()
+		if m.state == memberQueued {
+			q.pending = slices.DeleteFunc(q.pending, func(x *member) bool { return x == m })
+			m.state = memberDone
+			g.mu.Unlock()
+			return catalogs.CommitOutcome{}, cancelled(t, m.id, ctx.Err())
+		}
+		g.mu.Unlock()
+		<-m.done // the round has started: its outcome is m's
+	}
+	return m.out, m.err
+}
+
+func cancelled(t catalogs.TableIdent, id string, err error) error {
+	return catalogs.Wrap(catalogs.ErrUnavailable, err,
+		fmt.Sprintf("table %s: commit %s cancelled while queued; nothing was committed", t, id))
+}
+
+// drain runs the table's rounds until its queue is empty.
+func (p *Provider) drain(ctx context.Context, t catalogs.TableIdent, key string, q *queue) {
+	defer p.groups.wg.Done()
+	for {
+		batch := p.take(t, key, q)
+		if batch == nil {
+			return
+		}
+		if p.groups.onRound != nil {
+			p.groups.onRound(batch)
+		}
+		p.runRound(ctx, t, batch)
+	}
+}
+
+// take removes the next round from the queue: an overwrite alone, or the
+// appends at the head of the queue up to the first overwrite (which must
+// land after them), within the round's bounds. Members whose caller has
+// gone are dropped. It returns nil, and retires the queue, when nothing is
+// pending.
+func (p *Provider) take(t catalogs.TableIdent, key string, q *queue) []*member {
+	g := &p.groups
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var batch []*member
+	files, idBytes := 0, 0
+	i := 0
+	for ; i < len(q.pending); i++ {
+		m := q.pending[i]
+		if err := m.ctx.Err(); err != nil {
+			m.state = memberDone
+			m.finish(catalogs.CommitOutcome{}, cancelled(t, m.id, err))
+			continue
+		}
+		if m.overwrite {
+			if len(batch) == 0 {
+				batch = append(batch, m)
+				i++
+			}
+			break
+		}
+		cost := len(m.id) + 24 // `"id":rows,` in the summary
+		if len(batch) > 0 && (len(batch) >= p.cfg.group.maxMembers || files+m.files > maxRoundFiles ||
+			idBytes+cost > maxCommitIDsBytes) {
+			break
+		}
+		batch = append(batch, m)
+		files += m.files
+		idBytes += cost
+	}
+	q.pending = q.pending[i:]
+	for _, m := range batch {
+		m.state = memberRunning
+	}
+	if len(batch) == 0 {
+		q.running = false
+		delete(g.queues, key)
+		return nil
+	}
+	return batch
+}
+
+// round is one commit of one or more members as one snapshot, retried on
+// compare-and-swap conflicts.
+type round struct {
+	p         *Provider
+	t         catalogs.TableIdent
+	overwrite bool
+	retried   uint32
+	ms        []*member // every member, in queue order
+	// live are the members the next attempt commits; followers share the
+	// commit id of a live member (two writers with one key) and are
+	// answered from its snapshot.
+	live      []*member
+	followers []*member
+}
+
+// runRound commits ms (appends, or one overwrite) as one snapshot and
+// answers every member. Each attempt reloads the table, answers the
+// members whose commit id has already landed from that snapshot, fails
+// alone a member whose receipts do not fit the table, and commits the
+// rest; a lost compare-and-swap is retried with backoff, bounded by
+// commit.retry.*.
+func (p *Provider) runRound(ctx context.Context, t catalogs.TableIdent, ms []*member) {
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.commit.totalTimeout)
+	defer cancel()
+	r := &round{p: p, t: t, overwrite: ms[0].overwrite, ms: ms}
+	for attempt := 0; ; attempt++ {
+		tbl, err := p.load(cctx, t)
+		if err != nil {
+			r.fail(err)
+			return
+		}
+		r.prepare(cctx, tbl)
+		if len(r.live) == 0 {
+			return // every member is answered
+		}
+		files := r.files()
+		var change *schemaChange
+		if r.overwrite {
+			// A replace's receipts may carry a new schema (replace.go),
+			// built anew on each attempt's table.
+			if change, err = schemaChangeFor(t, tbl, r.live[0].rms, true); err != nil {
+				r.fail(err)
+				return
+			}
+		}
+		snap, err := p.attempt(cctx, tbl, r.summary(), files, r.overwrite, change)
+		if err == nil {
+			if snap == nil { // an overwrite of an empty table with nothing
+				r.land(catalogs.CommitOutcome{CommittedAt: time.Now().UTC(), Retried: r.retried}, files)
+				return
+			}
+			p.log.DebugContext(ctx, "iceberg commit", "table", t.String(), "snapshot", snap.SnapshotID,
+				"members", len(r.live), "files", len(files), "retried", r.retried)
+			r.land(outcome(snap, r.retried), files)
+			return
+		}
+		if !isConflict(err) {
+			// The catalog may have applied a commit whose reply was lost:
+			// the commit id tells.
+			if tbl, lerr := p.load(context.WithoutCancel(ctx), t); lerr == nil {
+				if s := findSnapshot(tbl.Metadata(), r.live[0].id); s != nil {
+					r.land(outcome(s, r.retried), files)
+					return
+				}
+			}
+			r.fail(mapErr(err, fmt.Sprintf("table %s: commit", t)))
+			return
+		}
+		r.retried++
+		if attempt >= p.cfg.commit.retries {
+			r.fail(catalogs.Wrap(catalogs.ErrConflict, err,
+				fmt.Sprintf("table %s: commit gave up after %d conflicting attempts", t, r.retried)))
+			return
+		}
+		if err := sleep(cctx, backoff(attempt, p.cfg.commit.minWait, p.cfg.commit.maxWait)); err != nil {
+			r.fail(catalogs.Wrap(catalogs.ErrConflict, err,
+				fmt.Sprintf("table %s: commit ran out of time after %d conflicting attempts", t, r.retried)))
+			return
+		}
+	}
+}
+
+// prepare answers the members that need no commit against tbl (their id
+// landed, their receipts do not fit) and picks the live members and the
+// followers of the next attempt.
+func (r *round) prepare(ctx context.Context, tbl *table.Table) {
+	meta := tbl.Metadata()
+	added := map[int64]map[string]bool{} // landed snapshots' added files
+	var cands []*member
+	for _, m := range r.ms {
+		if m.answered {
+			continue
+		}
+		if s := findSnapshot(meta, m.id); s != nil {
+			m.finish(r.fromLanded(ctx, tbl, s, m, added), nil)
+			continue
+		}
+		dfs, err := dataFiles(r.t, meta, m.rms)
+		if err != nil {
+			m.finish(catalogs.CommitOutcome{}, err)
+			continue
+		}
+		if !m.overwrite {
+			// A replace's receipts (a new schema) only land as an
+			// overwrite (replace.go).
+			if _, err := schemaChangeFor(r.t, tbl, m.rms, false); err != nil {
+				m.finish(catalogs.CommitOutcome{}, err)
+				continue
+			}
+		}
+		if !m.overwrite && len(dfs) == 0 {
+			// Nothing to append: no snapshot, and no id recorded.
+			m.finish(catalogs.CommitOutcome{CommittedAt: time.Now().UTC(), Retried: r.retried}, nil)
+			continue
+		}
+		m.dfs, m.rows = dfs, 0
+		for _, df := range dfs {
+			m.rows += uint64(max(0, df.Count()))
+		}
+		cands = append(cands, m)
+	}
+	var inTable map[string]bool
+	if !r.overwrite && len(cands) > 0 {
+		var err error
+		if inTable, err = referenced(ctx, tbl, cands); err != nil {
+			for _, m := range cands {
+				m.finish(catalogs.CommitOutcome{}, mapErr(err, fmt.Sprintf("table %s: commit: read manifests", r.t)))
+			}
+			cands = nil
+		}
+	}
+	r.live, r.followers = nil, nil
+	ids := map[string]bool{}
+	claimed := map[string]bool{}
+	for _, m := range cands {
+		if path := firstIn(m.dfs, inTable); path != "" {
+			m.finish(catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrAlreadyExists,
+				"table %s: commit %s: data file %s is already in the table", r.t, m.id, path))
+			continue
+		}
+		if ids[m.id] {
+			r.followers = append(r.followers, m)
+			continue
+		}
+		if path := firstIn(m.dfs, claimed); path != "" {
+			m.finish(catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrAlreadyExists,
+				"table %s: commit %s: data file %s is in another commit of the same round", r.t, m.id, path))
+			continue
+		}
+		ids[m.id] = true
+		for _, df := range m.dfs {
+			claimed[df.FilePath()] = true
+		}
+		r.live = append(r.live, m)
+	}
+}
+
+func firstIn(dfs []ice.DataFile, set map[string]bool) string {
+	for _, df := range dfs {
+		if set[df.FilePath()] {
+			return df.FilePath()
+		}
+	}
+	return ""
+}
+
+// files is the union of the live members' files.
+func (r *round) files() []ice.DataFile {
+	var out []ice.DataFile
+	for _, m := range r.live {
+		out = append(out, m.dfs...)
+	}
+	return out
+}
+
+// summary is what the snapshot records: the commit id of a lone member
+// under CommitIDKey (as every snapshot before group commit), or each
+// member's id with its rows under CommitIDsKey.
+func (r *round) summary() ice.Properties {
+	if len(r.live) == 1 {
+		return ice.Properties{CommitIDKey: r.live[0].id}
+	}
+	rows := make(map[string]uint64, len(r.live))
+	for _, m := range r.live {
+		rows[m.id] = m.rows
+	}
+	b, _ := json.Marshal(rows) // a map of strings to numbers always encodes
+	return ice.Properties{CommitIDsKey: string(b)}
+}
+
+// land answers the live members with the outcome of their snapshot, and
+// each follower too, as a duplicate unless its files are among files.
+func (r *round) land(out catalogs.CommitOutcome, files []ice.DataFile) {
+	for _, m := range r.live {
+		m.finish(out, nil)
+	}
+	landed := map[string]bool{}
+	for _, df := range files {
+		landed[df.FilePath()] = true
+	}
+	for _, m := range r.followers {
+		o := out
+		o.Duplicate = duplicate(m.rms, landed)
+		m.finish(o, nil)
+	}
+}
+
+// fail answers every member still unanswered with err.
+func (r *round) fail(err error) {
+	for _, m := range r.ms {
+		if !m.answered {
+			m.finish(catalogs.CommitOutcome{}, err)
+		}
+	}
+}
+
+// fromLanded answers m from the snapshot that already recorded its commit
+// id, reading the files that snapshot added (once per snapshot) to tell
+// whether they are m's.
+func (r *round) fromLanded(ctx context.Context, tbl *table.Table, s *table.Snapshot, m *member, cache map[int64]map[string]bool) catalogs.CommitOutcome {
+	out := outcome(s, r.retried)
+	if m.files == 0 {
+		return out
+	}
+	files, ok := cache[s.SnapshotID]
+	if !ok {
+		var err error
+		if files, err = addedFiles(ctx, tbl, s); err != nil {
+			// Not knowing, say it is not a duplicate: the caller then keeps
+			// the files rather than delete one the table may reference.
+			r.p.log.WarnContext(ctx, "iceberg commit: cannot read the files of a landed snapshot",
+				"table", r.t.String(), "snapshot", s.SnapshotID, "error", err)
+		}
+		cache[s.SnapshotID] = files
+	}
+	out.Duplicate = files != nil && duplicate(m.rms, files)
+	return out
+}
+
+// duplicate reports whether none of the receipts' files is among landed:
+// the commit id landed with other data, and these files are the caller's
+// to discard. A partial overlap is not a duplicate, so that discarding
+// never deletes a file the landed snapshot references.
+func duplicate(rms []receiptMeta, landed map[string]bool) bool {
+	any := false
+	for _, rm := range rms {
+		for _, f := range rm.Files {
+			if landed[f.Path] {
+				return false
+			}
+			any = true
+		}
+	}
+	return any
+}
+
+// addedFiles lists the data files snapshot s added.
+func addedFiles(ctx context.Context, tbl *table.Table, s *table.Snapshot) (map[string]bool, error) {
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	err = protect(catalogs.ErrUnavailable, "read manifests", func() error {
+		manifests, err := s.Manifests(fsys)
+		if err != nil {
+			return err
+		}
+		for _, mf := range manifests {
+			if mf.SnapshotID() != s.SnapshotID || mf.ManifestContent() != ice.ManifestContentData {
+				continue
+			}
+			entries, err := mf.FetchEntries(fsys, true)
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				if e.Status() == ice.EntryStatusADDED && e.SnapshotID() == s.SnapshotID {
+					out[e.DataFile().FilePath()] = true
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// referenced returns which of the members' files the table's current
+// snapshot already holds (a plain Commit repeated with the same receipts),
+// so that such a member fails alone instead of failing its round: one
+// read of the current manifests, as iceberg-go's own check makes.
+func referenced(ctx context.Context, tbl *table.Table, ms []*member) (map[string]bool, error) {
+	cur := tbl.CurrentSnapshot()
+	if cur == nil {
+		return nil, nil
+	}
+	want := map[string]bool{}
+	for _, m := range ms {
+		for _, df := range m.dfs {
+			want[df.FilePath()] = true
+		}
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	err = protect(catalogs.ErrUnavailable, "read manifests", func() error {
+		manifests, err := cur.Manifests(fsys)
+		if err != nil {
+			return err
+		}
+		for _, mf := range manifests {
+			if mf.ManifestContent() != ice.ManifestContentData {
+				continue
+			}
+			entries, err := mf.FetchEntries(fsys, true)
+			if err != nil {
+				return err
+			}
+			for _, e := range entries {
+				if p := e.DataFile().FilePath(); want[p] {
+					out[p] = true
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
