@@ -353,6 +353,9 @@ func (h *Handler) commitMessages(ctx context.Context, body []byte) (any, error) 
 			CommitMessagesActionType, req.CommitID, listOrNone(done), err)
 	}
 	h.log.Info("commit messages committed", "commit_id", req.CommitID, "tables", len(staged))
+	if h.opts.AfterCommitMessages != nil {
+		h.opts.AfterCommitMessages()
+	}
 	return res, nil
 }
 

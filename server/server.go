@@ -129,6 +129,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		MaxBatchBytes:        cfg.Limits.MaxBatchBytes,
 		Version:              Version,
 		Log:                  log,
+		AfterCommitMessages:  crashAfterCommit(log),
 	})
 	if err != nil {
 		s.txns.Close()
