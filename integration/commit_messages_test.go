@@ -354,3 +354,32 @@ func TestCommitMessagesRealm(t *testing.T) {
 		t.Fatalf("alice commits her own payload: %v", err)
 	}
 }
+
+// TestCommitMessagesTTLConfigured: commit_messages.ttl reaches
+// CommitMessages: with it at 1h, a payload prepared 2h ago (resealed with
+// the replicas' key, as a replica could) is refused as expired, where the
+// default (12h) would take it; the payload as prepared commits.
+func TestCommitMessagesTTLConfigured(t *testing.T) {
+	requireEngine(t)
+	const signingKey = "ttl-key"
+	g := startGateway(t, "tickets: {signing_key: "+signingKey+"}\ncommit_messages: {ttl: 1h}\n")
+	c := g.flightClient(t)
+	ctx := context.Background()
+	payload := prepareIn(t, c, modeCreate("orders"), 0, 10)
+	key := hmac.New(sha256.New, []byte(signingKey))
+	key.Write([]byte("flightgw commit messages v2"))
+	e, err := envelope.Parse(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.PreparedAt = e.PreparedAt.Add(-2 * time.Hour)
+	old, err := envelope.Seal(e, key.Sum(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.CommitMessages(ctx, c, "ttl-1", payloadsFor("orders", old))
+	assertStatus(t, err, codes.InvalidArgument, "expire after 1h0m0s")
+	if _, err := client.CommitMessages(ctx, c, "ttl-2", payloadsFor("orders", payload)); err != nil {
+		t.Fatalf("CommitMessages of a fresh payload: %v", err)
+	}
+}
