@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -29,12 +28,7 @@ func TestCommitMessagesCoordinatorKilled(t *testing.T) {
 		t.Skip("starts five gateway processes")
 	}
 	shared := t.TempDir()
-	conf := fmt.Sprintf(`tickets: {signing_key: kill-key}
-catalogs:
-  - name: lake
-    type: iceberg
-    properties: {catalog-type: sql, uri: "sqlite://%[1]s/catalog.db", warehouse: "file://%[1]s/warehouse", create-namespaces: default}
-`, shared)
+	conf := sharedLake(shared, "kill-key")
 	ctx := context.Background()
 	var procs []*gatewayProc
 	for range 3 {

@@ -36,6 +36,17 @@ func rawAction(ctx context.Context, c *flightsql.Client, action, body string) er
 	return err
 }
 
+// sharedLake configures gateways that share the Iceberg catalog "lake" in
+// dir and the signing key of commit messages.
+func sharedLake(dir, signingKey string) string {
+	return fmt.Sprintf(`tickets: {signing_key: %[2]s}
+catalogs:
+  - name: lake
+    type: iceberg
+    properties: {catalog-type: sql, uri: "sqlite:///%[1]s/catalog.db", warehouse: "file://%[1]s/warehouse", create-namespaces: default}
+`, dir, signingKey)
+}
+
 // lakeTable names a table of the catalog "lake", schema "default".
 func lakeTable(name string) actions.TableRef {
 	return actions.TableRef{Catalog: "lake", Schema: "default", Table: name}
@@ -104,12 +115,7 @@ func TestCommitMessagesAcrossGateways(t *testing.T) {
 	requireEngine(t)
 	shared := t.TempDir()
 	const signingKey = "commit-messages-key"
-	conf := fmt.Sprintf(`tickets: {signing_key: %s}
-catalogs:
-  - name: lake
-    type: iceberg
-    properties: {catalog-type: sql, uri: "sqlite:///%s/catalog.db", warehouse: "file://%s/warehouse", create-namespaces: default}
-`, signingKey, shared, shared)
+	conf := sharedLake(shared, signingKey)
 	var workers []*flightsql.Client
 	for range 3 {
 		workers = append(workers, startGateway(t, conf).flightClient(t))

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/apache/arrow-adbc/go/adbc"
@@ -66,12 +65,7 @@ func TestReadmeGoExample(t *testing.T) {
 func TestReadmeGoCommitExample(t *testing.T) {
 	requireEngine(t)
 	shared := t.TempDir()
-	conf := fmt.Sprintf(`tickets: {signing_key: readme-key}
-catalogs:
-  - name: lake
-    type: iceberg
-    properties: {catalog-type: sql, uri: "sqlite:///%[1]s/catalog.db", warehouse: "file://%[1]s/warehouse", create-namespaces: default}
-`, shared)
+	conf := sharedLake(shared, "readme-key")
 	ctx := context.Background()
 	type worker struct {
 		client *fsql.Client
