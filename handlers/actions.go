@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/codec/actions"
 	"github.com/flightgw/flightgw/codec/envelope"
 	"github.com/flightgw/flightgw/txn"
 )
@@ -27,10 +28,10 @@ import (
 // key. Bodies are JSON: a client builds them in any language with no
 // generated code, and the payloads inside are opaque bytes (base64).
 const (
-	PrepareCommitActionType   = "PrepareCommit"
-	CommitMessagesActionType  = "CommitMessages"
-	AbortMessagesActionType   = "AbortMessages"
-	GetCommitStatusActionType = "GetCommitStatus"
+	PrepareCommitActionType   = actions.PrepareCommit
+	CommitMessagesActionType  = actions.CommitMessages
+	AbortMessagesActionType   = actions.AbortMessages
+	GetCommitStatusActionType = actions.GetCommitStatus
 )
 
 // commitActions are listed by ListActions after the Flight SQL ones.
@@ -118,13 +119,23 @@ func decodeBody(action string, body []byte, into any) error {
 	return nil
 }
 
-// tableRef names a table as Flight SQL does (schema "a.b" is the
-// namespace [a b]; empty catalog and schema are the defaults).
-type tableRef struct {
-	Catalog string `json:"catalog"`
-	Schema  string `json:"schema"`
-	Table   string `json:"table"`
-}
+// The bodies of the actions are codec/actions' types, shared with the Go
+// client (package client).
+type (
+	tableRef        = actions.TableRef
+	prepareRequest  = actions.PrepareRequest
+	preparedTable   = actions.PreparedTable
+	prepareResponse = actions.PrepareResponse
+	tableMessages   = actions.TableMessages
+	messagesRequest = actions.CommitRequest
+	committedTable  = actions.CommittedTable
+	commitResponse  = actions.CommitResponse
+	abortRequest    = actions.AbortRequest
+	abortedTable    = actions.AbortedTable
+	abortResponse   = actions.AbortResponse
+	statusRequest   = actions.StatusRequest
+	statusResponse  = actions.StatusResponse
+)
 
 func refOf(t catalogs.TableIdent) tableRef {
 	return tableRef{Catalog: t.Catalog, Schema: strings.Join(t.Namespace, "."), Table: t.Name}
@@ -172,25 +183,6 @@ func checkCommitID(action, id string) error {
 		}
 	}
 	return nil
-}
-
-type prepareRequest struct {
-	TransactionID string `json:"transaction_id"`
-}
-
-type preparedTable struct {
-	tableRef
-	Backend  string `json:"backend"`
-	Rows     uint64 `json:"rows"`
-	Bytes    uint64 `json:"bytes"`
-	Receipts int    `json:"receipts"`
-	// Payload is the signed envelope (base64 in JSON).
-	Payload []byte `json:"payload"`
-}
-
-type prepareResponse struct {
-	TransactionID string          `json:"transaction_id"`
-	Tables        []preparedTable `json:"tables"`
 }
 
 // prepareCommit answers PrepareCommit: the transaction named, or the one
@@ -242,7 +234,7 @@ func (h *Handler) seal(ctx context.Context, s txn.Staged, user string, at time.T
 		return preparedTable{}, status.Errorf(codes.FailedPrecondition,
 			"%s: table %s: catalog type %q has no commit-message format (iceberg and paimon have)", PrepareCommitActionType, s.Table, cat.Type)
 	}
-	pt := preparedTable{tableRef: refOf(s.Table), Backend: cat.Type, Receipts: len(s.Receipts)}
+	pt := preparedTable{TableRef: refOf(s.Table), Backend: cat.Type, Receipts: len(s.Receipts)}
 	rs := make([]envelope.Receipt, len(s.Receipts))
 	for i, r := range s.Receipts {
 		rs[i] = envelope.Receipt{Metadata: r.Metadata, RowCount: r.RowCount, ByteCount: r.ByteCount}
@@ -266,29 +258,6 @@ func (h *Handler) seal(ctx context.Context, s txn.Staged, user string, at time.T
 	return pt, nil
 }
 
-type tableMessages struct {
-	tableRef
-	Payloads [][]byte `json:"payloads"`
-}
-
-type messagesRequest struct {
-	CommitID string          `json:"commit_id"`
-	Tables   []tableMessages `json:"tables"`
-}
-
-type committedTable struct {
-	tableRef
-	SnapshotID  int64     `json:"snapshot_id"`
-	CommittedAt time.Time `json:"committed_at"`
-	Rows        uint64    `json:"rows"`
-	Payloads    int       `json:"payloads"`
-}
-
-type commitResponse struct {
-	CommitID string           `json:"commit_id"`
-	Tables   []committedTable `json:"tables"`
-}
-
 // openMessages checks every payload of every table of the request and
 // merges each table's receipts, before anything is committed or deleted:
 // one bad payload refuses the whole request.
@@ -299,7 +268,7 @@ func (h *Handler) openMessages(ctx context.Context, action string, tables []tabl
 	out := make([]txn.Staged, 0, len(tables))
 	seen := map[string]bool{}
 	for _, tm := range tables {
-		cat, ident, err := h.resolve(ctx, tm.tableRef)
+		cat, ident, err := h.resolve(ctx, tm.TableRef)
 		if err != nil {
 			return nil, err
 		}
@@ -380,7 +349,7 @@ func (h *Handler) commitMessages(ctx context.Context, body []byte) (any, error) 
 	outs, err := h.opts.Txns.CommitReceipts(ctx, messageCommitPrefix+req.CommitID, staged)
 	res := commitResponse{CommitID: req.CommitID, Tables: []committedTable{}}
 	for i, out := range outs {
-		ct := committedTable{tableRef: refOf(staged[i].Table), SnapshotID: out.SnapshotID, CommittedAt: out.CommittedAt,
+		ct := committedTable{TableRef: refOf(staged[i].Table), SnapshotID: out.SnapshotID, CommittedAt: out.CommittedAt,
 			Payloads: len(req.Tables[i].Payloads)}
 		for _, r := range staged[i].Receipts {
 			ct.Rows += r.RowCount
@@ -396,23 +365,10 @@ func (h *Handler) commitMessages(ctx context.Context, body []byte) (any, error) 
 			CommitMessagesActionType, req.CommitID, listOrNone(done), err)
 	}
 	h.log.Info("commit messages committed", "commit_id", req.CommitID, "tables", len(staged))
+	if h.opts.AfterCommitMessages != nil {
+		h.opts.AfterCommitMessages()
+	}
 	return res, nil
-}
-
-type abortRequest struct {
-	// CommitID, when set, is the commit the payloads were tried in: if it
-	// landed on a table, that table's files are live and are not deleted.
-	CommitID string          `json:"commit_id"`
-	Tables   []tableMessages `json:"tables"`
-}
-
-type abortedTable struct {
-	tableRef
-	Receipts int `json:"receipts"`
-}
-
-type abortResponse struct {
-	Tables []abortedTable `json:"tables"`
 }
 
 // abortMessages answers AbortMessages: after the checks of CommitMessages
@@ -461,23 +417,9 @@ func (h *Handler) abortMessages(ctx context.Context, body []byte) (any, error) {
 	}
 	res := abortResponse{Tables: []abortedTable{}}
 	for _, s := range staged {
-		res.Tables = append(res.Tables, abortedTable{tableRef: refOf(s.Table), Receipts: len(s.Receipts)})
+		res.Tables = append(res.Tables, abortedTable{TableRef: refOf(s.Table), Receipts: len(s.Receipts)})
 	}
 	return res, nil
-}
-
-type statusRequest struct {
-	tableRef
-	CommitID string `json:"commit_id"`
-}
-
-type statusResponse struct {
-	tableRef
-	CommitID    string     `json:"commit_id"`
-	Landed      bool       `json:"landed"`
-	SnapshotID  int64      `json:"snapshot_id,omitempty"`
-	CommittedAt *time.Time `json:"committed_at,omitempty"`
-	Rows        uint64     `json:"rows,omitempty"`
 }
 
 // commitStatus answers GetCommitStatus: has a CommitMessages commit id
@@ -490,7 +432,7 @@ func (h *Handler) commitStatus(ctx context.Context, body []byte) (any, error) {
 	if err := checkCommitID(GetCommitStatusActionType, req.CommitID); err != nil {
 		return nil, err
 	}
-	cat, ident, err := h.resolve(ctx, req.tableRef)
+	cat, ident, err := h.resolve(ctx, req.TableRef)
 	if err != nil {
 		return nil, err
 	}
@@ -498,7 +440,7 @@ func (h *Handler) commitStatus(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := statusResponse{tableRef: refOf(ident), CommitID: req.CommitID, Landed: landed}
+	res := statusResponse{TableRef: refOf(ident), CommitID: req.CommitID, Landed: landed}
 	if landed {
 		at := rec.Outcome.CommittedAt
 		res.SnapshotID, res.CommittedAt, res.Rows = rec.Outcome.SnapshotID, &at, rec.RowCount

@@ -56,6 +56,12 @@ type Options struct {
 	// committed (DefaultCommitMessageTTL when zero); keep it below
 	// reclaim.min_age.
 	CommitMessageTTL time.Duration
+	// AfterCommitMessages is test-only: when not nil it is called after a
+	// CommitMessages landed and before its reply is sent, so that a test
+	// can kill the coordinator at the one point where only the commit id
+	// tells the client what happened (server sets it from
+	// FLIGHTGW_TEST_CRASH_AFTER_COMMIT). Nil in every real deployment.
+	AfterCommitMessages func()
 	// StatementTimeout stops a query (or an INSERT's source query) that
 	// runs longer; zero for none. Reported in GetSqlInfo.
 	StatementTimeout time.Duration

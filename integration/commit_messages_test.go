@@ -6,9 +6,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,56 +20,41 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc/codes"
 
+	"github.com/flightgw/flightgw/client"
+	"github.com/flightgw/flightgw/codec/actions"
 	"github.com/flightgw/flightgw/codec/envelope"
 	"github.com/flightgw/flightgw/codec/paimon"
 )
 
-// doAction runs a distributed-commit action with a JSON body and decodes
-// its one JSON result into out (when not nil).
-func doAction(ctx context.Context, c *flightsql.Client, action string, req, out any) error {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return err
+// rawAction runs an action with body as it is, past the client
+// package's typed requests, and returns its error.
+func rawAction(ctx context.Context, c *flightsql.Client, action, body string) error {
+	stream, err := c.Client.DoAction(ctx, &flight.Action{Type: action, Body: []byte(body)})
+	if err == nil {
+		_, err = stream.Recv()
 	}
-	stream, err := c.Client.DoAction(ctx, &flight.Action{Type: action, Body: body})
-	if err != nil {
-		return err
-	}
-	res, err := stream.Recv()
-	if err != nil {
-		return err
-	}
-	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%s: a second result or an error after the first: %v", action, err)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(res.GetBody(), out)
+	return err
 }
 
-type preparedReply struct {
-	TransactionID string `json:"transaction_id"`
-	Tables        []struct {
-		Catalog, Schema, Table string
-		Rows                   uint64
-		Payload                []byte
-	} `json:"tables"`
+// sharedLake configures gateways that share the Iceberg catalog "lake" in
+// dir and the signing key of commit messages.
+func sharedLake(dir, signingKey string) string {
+	return fmt.Sprintf(`tickets: {signing_key: %[2]s}
+catalogs:
+  - name: lake
+    type: iceberg
+    properties: {catalog-type: sql, uri: "sqlite:///%[1]s/catalog.db", warehouse: "file://%[1]s/warehouse", create-namespaces: default}
+`, dir, signingKey)
 }
 
-type committedReply struct {
-	CommitID string `json:"commit_id"`
-	Tables   []struct {
-		Table      string `json:"table"`
-		SnapshotID int64  `json:"snapshot_id"`
-		Rows       uint64 `json:"rows"`
-	} `json:"tables"`
+// lakeTable names a table of the catalog "lake", schema "default".
+func lakeTable(name string) actions.TableRef {
+	return actions.TableRef{Catalog: "lake", Schema: "default", Table: name}
 }
 
-// messages is a CommitMessages / AbortMessages request for one table.
-func messages(commitID, tableName string, payloads ...[]byte) map[string]any {
-	return map[string]any{"commit_id": commitID, "tables": []map[string]any{
-		{"catalog": "lake", "schema": "default", "table": tableName, "payloads": payloads}}}
+// payloadsFor is the one table of a CommitMessages / AbortMessages.
+func payloadsFor(tableName string, payloads ...[]byte) []client.TablePayloads {
+	return []client.TablePayloads{{TableRef: lakeTable(tableName), Payloads: payloads}}
 }
 
 // sharedTable loads a table of the shared embedded catalog with
@@ -107,17 +90,17 @@ func prepareIn(t *testing.T, c *flightsql.Client, opts *flightsql.ExecuteIngestO
 	if got, err := c.ExecuteIngest(ctx, reader(t, people(t, from, n)), opts); err != nil || got != int64(n) {
 		t.Fatalf("ingest in the transaction: %d rows, %v", got, err)
 	}
-	var res preparedReply
-	if err := doAction(ctx, c, "PrepareCommit", map[string]any{"transaction_id": string(tx.ID())}, &res); err != nil {
+	res, err := client.PrepareCommit(ctx, c, string(tx.ID()))
+	if err != nil {
 		t.Fatalf("PrepareCommit: %v", err)
 	}
-	if len(res.Tables) != 1 || res.Tables[0].Table != opts.Table || res.Tables[0].Rows != uint64(n) || len(res.Tables[0].Payload) == 0 {
+	if len(res) != 1 || res[0].Table != opts.Table || res[0].Rows != uint64(n) || len(res[0].Payloads) != 1 || len(res[0].Payloads[0]) == 0 {
 		t.Fatalf("PrepareCommit reply %+v", res)
 	}
 	// The transaction has ended: its rows are nowhere yet, and COMMIT of
 	// it is refused.
 	assertStatus(t, endTransaction(t, c, tx.ID(), 1), codes.FailedPrecondition, "prepared")
-	return res.Tables[0].Payload
+	return res[0].Payloads[0]
 }
 
 // TestCommitMessagesAcrossGateways: three worker gateways sharing one
@@ -132,12 +115,7 @@ func TestCommitMessagesAcrossGateways(t *testing.T) {
 	requireEngine(t)
 	shared := t.TempDir()
 	const signingKey = "commit-messages-key"
-	conf := fmt.Sprintf(`tickets: {signing_key: %s}
-catalogs:
-  - name: lake
-    type: iceberg
-    properties: {catalog-type: sql, uri: "sqlite:///%s/catalog.db", warehouse: "file://%s/warehouse", create-namespaces: default}
-`, signingKey, shared, shared)
+	conf := sharedLake(shared, signingKey)
 	var workers []*flightsql.Client
 	for range 3 {
 		workers = append(workers, startGateway(t, conf).flightClient(t))
@@ -223,28 +201,31 @@ catalogs:
 		if c.table != "orders" {
 			list, at = [][]byte{c.payload}, "payload 0"
 		}
-		err := doAction(ctx, coord, "CommitMessages", messages("bad-"+strings.ReplaceAll(c.name, " ", "-"), c.table, list...), nil)
+		_, err := client.CommitMessages(ctx, coord, "bad-"+strings.ReplaceAll(c.name, " ", "-"), payloadsFor(c.table, list...))
 		assertStatus(t, err, c.code, c.says)
 		if c.code == codes.InvalidArgument && !strings.Contains(c.says, "outside") {
 			assertStatus(t, err, c.code, at)
 		}
 	}
-	assertStatus(t, doAction(ctx, coord, "CommitMessages", messages("", "orders", payloads...), nil), codes.InvalidArgument, "commit_id")
-	assertStatus(t, doAction(ctx, coord, "CommitMessages", messages("x y", "orders", payloads...), nil), codes.InvalidArgument, "commit_id")
-	assertStatus(t, doAction(ctx, coord, "CommitMessages", map[string]any{"commit_id": "j", "tabels": 1}, nil), codes.InvalidArgument, "tabels")
+	for _, id := range []string{"", "x y"} {
+		_, err := client.CommitMessages(ctx, coord, id, payloadsFor("orders", payloads...))
+		assertStatus(t, err, codes.InvalidArgument, "commit_id")
+	}
+	assertStatus(t, rawAction(ctx, coord, "CommitMessages", `{"commit_id": "j", "tabels": 1}`), codes.InvalidArgument, "tabels")
 	if snaps := sharedTable(t, shared, "orders").Metadata().Snapshots(); len(snaps) != 0 {
 		t.Fatalf("%d snapshots after refused commits, want 0", len(snaps))
 	}
 
 	// The commit, then its repeat after a "lost reply".
-	var first, again committedReply
-	if err := doAction(ctx, coord, "CommitMessages", messages("job-42", "orders", payloads...), &first); err != nil {
+	first, err := client.CommitMessages(ctx, coord, "job-42", payloadsFor("orders", payloads...))
+	if err != nil {
 		t.Fatalf("CommitMessages: %v", err)
 	}
 	if len(first.Tables) != 1 || first.Tables[0].SnapshotID == 0 || first.Tables[0].Rows != 300 {
 		t.Fatalf("CommitMessages reply %+v", first)
 	}
-	if err := doAction(ctx, workers[2], "CommitMessages", messages("job-42", "orders", payloads...), &again); err != nil {
+	again, err := client.CommitMessages(ctx, workers[2], "job-42", payloadsFor("orders", payloads...))
+	if err != nil {
 		t.Fatalf("CommitMessages repeated on another gateway: %v", err)
 	}
 	if again.Tables[0].SnapshotID != first.Tables[0].SnapshotID {
@@ -269,28 +250,25 @@ catalogs:
 	}
 
 	// GetCommitStatus, from any gateway.
-	var st struct {
-		Landed     bool  `json:"landed"`
-		SnapshotID int64 `json:"snapshot_id"`
-		Rows       uint64
-	}
-	req := map[string]any{"catalog": "lake", "schema": "default", "table": "orders", "commit_id": "job-42"}
-	if err := doAction(ctx, workers[0], "GetCommitStatus", req, &st); err != nil || !st.Landed || st.SnapshotID != first.Tables[0].SnapshotID || st.Rows != 300 {
+	st, err := client.GetCommitStatus(ctx, workers[0], "job-42", lakeTable("orders"))
+	if err != nil || !st.Landed || st.SnapshotID != first.Tables[0].SnapshotID || st.Rows != 300 {
 		t.Fatalf("GetCommitStatus job-42: %+v, %v", st, err)
 	}
-	req["commit_id"] = "job-41"
-	st.Landed = true
-	if err := doAction(ctx, workers[0], "GetCommitStatus", req, &st); err != nil || st.Landed {
+	if st, err := client.GetCommitStatus(ctx, workers[0], "job-41", lakeTable("orders")); err != nil || st.Landed {
 		t.Fatalf("GetCommitStatus job-41: %+v, %v", st, err)
 	}
 
 	// AbortMessages of committed payloads, naming their commit: refused.
 	before := parquetIn(t, filepath.Join(shared, "warehouse"))
-	assertStatus(t, doAction(ctx, coord, "AbortMessages", messages("job-42", "orders", payloads...), nil), codes.FailedPrecondition, "landed")
+	abort := func(commitID string, payloads ...[]byte) error {
+		_, err := client.AbortMessages(ctx, coord, commitID, payloadsFor("orders", payloads...))
+		return err
+	}
+	assertStatus(t, abort("job-42", payloads...), codes.FailedPrecondition, "landed")
 	// Naming no commit, or another one, does not make them deletable:
 	// their files are referenced by the table.
-	assertStatus(t, doAction(ctx, coord, "AbortMessages", messages("", "orders", payloads...), nil), codes.FailedPrecondition, "referenced")
-	assertStatus(t, doAction(ctx, coord, "AbortMessages", messages("job-99", "orders", payloads[1]), nil), codes.FailedPrecondition, "referenced")
+	assertStatus(t, abort("", payloads...), codes.FailedPrecondition, "referenced")
+	assertStatus(t, abort("job-99", payloads[1]), codes.FailedPrecondition, "referenced")
 	if after := parquetIn(t, filepath.Join(shared, "warehouse")); !slices.Equal(after, before) {
 		t.Fatal("an abort of committed payloads deleted files")
 	}
@@ -299,8 +277,8 @@ catalogs:
 	if n := len(parquetIn(t, filepath.Join(shared, "warehouse"))); n <= len(before) {
 		t.Fatalf("%d data files after a prepared ingest, %d before", n, len(before))
 	}
-	assertStatus(t, doAction(ctx, coord, "AbortMessages", messages("", "orders", flipped), nil), codes.InvalidArgument, "HMAC")
-	if err := doAction(ctx, coord, "AbortMessages", messages("job-43", "orders", dropped), nil); err != nil {
+	assertStatus(t, abort("", flipped), codes.InvalidArgument, "HMAC")
+	if err := abort("job-43", dropped); err != nil {
 		t.Fatalf("AbortMessages: %v", err)
 	}
 	if after := parquetIn(t, filepath.Join(shared, "warehouse")); !slices.Equal(after, before) {
@@ -360,21 +338,54 @@ func TestCommitMessagesRealm(t *testing.T) {
 	if _, err := alice.ExecuteIngest(actx, reader(t, people(t, 0, 10)), opts); err != nil {
 		t.Fatal(err)
 	}
-	var res preparedReply
-	if err := doAction(actx, alice, "PrepareCommit", map[string]any{"transaction_id": string(tx.ID())}, &res); err != nil {
+	prepared, err := client.PrepareCommit(actx, alice, string(tx.ID()))
+	if err != nil {
 		t.Fatal(err)
 	}
 	// Bob cannot prepare Alice's transaction either.
-	assertStatus(t, doAction(bctx, bob, "PrepareCommit", map[string]any{"transaction_id": string(tx.ID())}, nil), codes.NotFound, "not found")
-	req := func(catalog string) map[string]any {
-		return map[string]any{"commit_id": "r1", "tables": []map[string]any{
-			{"catalog": catalog, "schema": "default", "table": "orders", "payloads": [][]byte{res.Tables[0].Payload}}}}
+	_, err = client.PrepareCommit(bctx, bob, string(tx.ID()))
+	assertStatus(t, err, codes.NotFound, "not found")
+	in := func(catalog string) []client.TablePayloads {
+		return []client.TablePayloads{{TableRef: actions.TableRef{Catalog: catalog, Schema: "default", Table: "orders"}, Payloads: prepared[0].Payloads}}
 	}
-	assertStatus(t, doAction(bctx, bob, "CommitMessages", req("salesdb"), nil), codes.NotFound, "salesdb")
-	assertStatus(t, doAction(bctx, bob, "AbortMessages", req("salesdb"), nil), codes.NotFound, "salesdb")
-	assertStatus(t, doAction(bctx, bob, "CommitMessages", req("opsdb"), nil), codes.InvalidArgument, "prepared for table salesdb.default.orders")
-	assertStatus(t, doAction(bctx, bob, "GetCommitStatus", map[string]any{"catalog": "salesdb", "table": "orders", "commit_id": "r1"}, nil), codes.NotFound, "salesdb")
-	if err := doAction(actx, alice, "CommitMessages", req("salesdb"), nil); err != nil {
+	_, err = client.CommitMessages(bctx, bob, "r1", in("salesdb"))
+	assertStatus(t, err, codes.NotFound, "salesdb")
+	_, err = client.AbortMessages(bctx, bob, "r1", in("salesdb"))
+	assertStatus(t, err, codes.NotFound, "salesdb")
+	_, err = client.CommitMessages(bctx, bob, "r1", in("opsdb"))
+	assertStatus(t, err, codes.InvalidArgument, "prepared for table salesdb.default.orders")
+	_, err = client.GetCommitStatus(bctx, bob, "r1", actions.TableRef{Catalog: "salesdb", Table: "orders"})
+	assertStatus(t, err, codes.NotFound, "salesdb")
+	if _, err := client.CommitMessages(actx, alice, "r1", in("salesdb")); err != nil {
 		t.Fatalf("alice commits her own payload: %v", err)
+	}
+}
+
+// TestCommitMessagesTTLConfigured: commit_messages.ttl reaches
+// CommitMessages: with it at 1h, a payload prepared 2h ago (resealed with
+// the replicas' key, as a replica could) is refused as expired, where the
+// default (12h) would take it; the payload as prepared commits.
+func TestCommitMessagesTTLConfigured(t *testing.T) {
+	requireEngine(t)
+	const signingKey = "ttl-key"
+	g := startGateway(t, "tickets: {signing_key: "+signingKey+"}\ncommit_messages: {ttl: 1h}\n")
+	c := g.flightClient(t)
+	ctx := context.Background()
+	payload := prepareIn(t, c, modeCreate("orders"), 0, 10)
+	key := hmac.New(sha256.New, []byte(signingKey))
+	key.Write([]byte("flightgw commit messages v2"))
+	e, err := envelope.Parse(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.PreparedAt = e.PreparedAt.Add(-2 * time.Hour)
+	old, err := envelope.Seal(e, key.Sum(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.CommitMessages(ctx, c, "ttl-1", payloadsFor("orders", old))
+	assertStatus(t, err, codes.InvalidArgument, "expire after 1h0m0s")
+	if _, err := client.CommitMessages(ctx, c, "ttl-2", payloadsFor("orders", payload)); err != nil {
+		t.Fatalf("CommitMessages of a fresh payload: %v", err)
 	}
 }

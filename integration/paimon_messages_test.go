@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
 
@@ -272,4 +276,46 @@ func TestPaimonJavaCommitted(t *testing.T) {
 	if got := queryOne(t, g, "SELECT count(*), count(DISTINCT id), min(id), max(id) FROM pm.default.for_java"); got != "200|200|0|199" {
 		t.Fatalf("rows = %s, want 200|200|0|199", got)
 	}
+}
+
+// doAction runs a distributed-commit action with a JSON body and decodes
+// its one JSON result into out (when not nil).
+func doAction(ctx context.Context, c *flightsql.Client, action string, req, out any) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	stream, err := c.Client.DoAction(ctx, &flight.Action{Type: action, Body: body})
+	if err != nil {
+		return err
+	}
+	res, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s: a second result or an error after the first: %v", action, err)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(res.GetBody(), out)
+}
+
+type preparedReply struct {
+	TransactionID string `json:"transaction_id"`
+	Tables        []struct {
+		Catalog, Schema, Table string
+		Rows                   uint64
+		Payload                []byte
+	} `json:"tables"`
+}
+
+type committedReply struct {
+	CommitID string `json:"commit_id"`
+	Tables   []struct {
+		Table      string `json:"table"`
+		SnapshotID int64  `json:"snapshot_id"`
+		Rows       uint64 `json:"rows"`
+	} `json:"tables"`
 }

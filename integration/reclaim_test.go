@@ -25,14 +25,15 @@ import (
 	"github.com/flightgw/flightgw/server"
 )
 
-// The gateway of TestReclaimAfterKill runs in a process of its own, so
-// that it can be killed with SIGKILL: this test binary, started again with
-// FLIGHTGW_RECLAIM_CHILD=1 and -test.run=TestReclaimGatewayProcess, serves
-// the gateway like flightgw serve until it is killed.
+// The gateways of TestReclaimAfterKill and TestCommitMessagesCoordinatorKilled
+// run in processes of their own, so that they can be killed with SIGKILL:
+// this test binary, started again with FLIGHTGW_RECLAIM_CHILD=1 and
+// -test.run=TestReclaimGatewayProcess, serves the gateway like flightgw
+// serve until it is killed.
 const reclaimChildEnv = "FLIGHTGW_RECLAIM_CHILD"
 
 // TestReclaimGatewayProcess is the killed gateway: it does nothing unless
-// started by TestReclaimAfterKill.
+// started by startChild.
 func TestReclaimGatewayProcess(t *testing.T) {
 	if os.Getenv(reclaimChildEnv) != "1" {
 		t.Skip("the gateway process of TestReclaimAfterKill")
@@ -63,13 +64,6 @@ type gatewayProc struct {
 // set to minAge, and waits until it listens.
 func startProc(t *testing.T, dataDir, minAge string) *gatewayProc {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	conf := filepath.Join(dataDir, "flightgw.yaml")
 	// Small files, so that an ingest stream has rolled some to disk
 	// after a few batches.
 	yaml := fmt.Sprintf(`catalogs:
@@ -82,12 +76,27 @@ func startProc(t *testing.T, dataDir, minAge string) *gatewayProc {
       create-namespaces: default
       write.target-file-size-bytes: "4096"
 `, dataDir)
+	return startChild(t, dataDir, yaml, "FLIGHTGW_RECLAIM_MIN_AGE="+minAge)
+}
+
+// startChild starts a gateway process (TestReclaimGatewayProcess) with the
+// configuration yaml, written to dataDir, and the environment env added,
+// and waits until it listens.
+func startChild(t *testing.T, dataDir, yaml string, env ...string) *gatewayProc {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	conf := filepath.Join(dataDir, "flightgw.yaml")
 	if err := os.WriteFile(conf, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestReclaimGatewayProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), reclaimChildEnv+"=1", "FLIGHTGW_RECLAIM_CONFIG="+conf,
-		"FLIGHTGW_DATA_DIR="+dataDir, "FLIGHTGW_LISTEN="+addr, "FLIGHTGW_RECLAIM_MIN_AGE="+minAge)
+	cmd.Env = append(append(os.Environ(), reclaimChildEnv+"=1", "FLIGHTGW_RECLAIM_CONFIG="+conf,
+		"FLIGHTGW_DATA_DIR="+dataDir, "FLIGHTGW_LISTEN="+addr), env...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

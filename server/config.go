@@ -45,21 +45,33 @@ type Config struct {
 	// DataDir holds the embedded catalog (catalog.db and warehouse/).
 	DataDir string `yaml:"data_dir"`
 	// Insecure allows a non-loopback listener without authentication.
-	Insecure       bool            `yaml:"insecure"`
-	Log            LogConfig       `yaml:"log"`
-	DefaultCatalog string          `yaml:"default_catalog"`
-	DefaultSchema  string          `yaml:"default_schema"`
-	Catalogs       []CatalogConfig `yaml:"catalogs"`
-	Auth           auth.Config     `yaml:"auth"`
-	Limits         Limits          `yaml:"limits"`
-	Timeouts       Timeouts        `yaml:"timeouts"`
-	Engine         EngineConfig    `yaml:"engine"`
-	Tickets        TicketsConfig   `yaml:"tickets"`
-	TLS            TLSConfig       `yaml:"tls"`
-	Cluster        ClusterConfig   `yaml:"cluster"`
-	Health         HealthConfig    `yaml:"health"`
-	Debug          DebugConfig     `yaml:"debug"`
-	Reclaim        ReclaimConfig   `yaml:"reclaim"`
+	Insecure       bool                 `yaml:"insecure"`
+	Log            LogConfig            `yaml:"log"`
+	DefaultCatalog string               `yaml:"default_catalog"`
+	DefaultSchema  string               `yaml:"default_schema"`
+	Catalogs       []CatalogConfig      `yaml:"catalogs"`
+	Auth           auth.Config          `yaml:"auth"`
+	Limits         Limits               `yaml:"limits"`
+	Timeouts       Timeouts             `yaml:"timeouts"`
+	Engine         EngineConfig         `yaml:"engine"`
+	Tickets        TicketsConfig        `yaml:"tickets"`
+	TLS            TLSConfig            `yaml:"tls"`
+	Cluster        ClusterConfig        `yaml:"cluster"`
+	Health         HealthConfig         `yaml:"health"`
+	Debug          DebugConfig          `yaml:"debug"`
+	Reclaim        ReclaimConfig        `yaml:"reclaim"`
+	CommitMessages CommitMessagesConfig `yaml:"commit_messages"`
+}
+
+// CommitMessagesConfig configures the distributed-commit actions
+// (docs/commit-messages.md).
+type CommitMessagesConfig struct {
+	// TTL is how long a PrepareCommit payload can be committed (default
+	// half of reclaim.min_age). It must be below reclaim.min_age while the
+	// reclaimer runs: the reclaimer deletes staged files no snapshot
+	// references once they are older than min_age, and a payload committed
+	// after that would name deleted files.
+	TTL duration.Duration `yaml:"ttl"`
 }
 
 // ReclaimConfig configures the reclaimer of orphan files: staged data
@@ -320,7 +332,7 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 	}
 	for k, p := range map[string]*duration.Duration{"FLIGHTGW_TXN_IDLE_TIMEOUT": &c.Timeouts.TxnIdle, "FLIGHTGW_SHUTDOWN_GRACE": &c.Timeouts.ShutdownGrace,
 		"FLIGHTGW_STATEMENT_TIMEOUT": &c.Timeouts.Statement, "FLIGHTGW_RECLAIM_MIN_AGE": &c.Reclaim.MinAge,
-		"FLIGHTGW_STREAM_IDLE_TIMEOUT": &c.Timeouts.StreamIdle} {
+		"FLIGHTGW_STREAM_IDLE_TIMEOUT": &c.Timeouts.StreamIdle, "FLIGHTGW_COMMIT_MESSAGES_TTL": &c.CommitMessages.TTL} {
 		if v, ok := lookup(k); ok {
 			_ = p.UnmarshalText([]byte(v))
 			if err := p.Check(k); err != nil {
@@ -405,6 +417,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Reclaim.MinAge == (duration.Duration{}) {
 		c.Reclaim.MinAge = duration.Of(DefaultReclaimMinAge)
+	}
+	if c.CommitMessages.TTL == (duration.Duration{}) {
+		c.CommitMessages.TTL = duration.Of(c.Reclaim.MinAge.Duration / 2)
 	}
 	if c.Timeouts.StreamIdle == (duration.Duration{}) {
 		c.Timeouts.StreamIdle = duration.Of(DefaultStreamIdle)
@@ -525,6 +540,14 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Reclaim.MinAge.Check("reclaim.min_age"); err != nil {
 		errs = append(errs, err)
+	}
+	if err := c.CommitMessages.TTL.Check("commit_messages.ttl"); err != nil {
+		errs = append(errs, err)
+	} else if c.CommitMessages.TTL.Duration <= 0 {
+		errs = append(errs, errors.New("commit_messages.ttl: must be above 0"))
+	} else if reclaims := c.Reclaim.Interval == nil || c.Reclaim.Interval.Duration > 0; reclaims && c.CommitMessages.TTL.Duration >= c.Reclaim.MinAge.Duration {
+		errs = append(errs, fmt.Errorf("commit_messages.ttl: %v is not below reclaim.min_age (%v): the reclaimer could delete the files of a payload that can still be committed",
+			c.CommitMessages.TTL, c.Reclaim.MinAge))
 	}
 	if err := c.Timeouts.StreamIdle.Check("timeouts.stream_idle"); err != nil {
 		errs = append(errs, err)

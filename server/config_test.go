@@ -156,3 +156,46 @@ func TestFairnessConfig(t *testing.T) {
 		t.Fatalf("invalid: %v", err)
 	}
 }
+
+// TestCommitMessagesTTL: commit_messages.ttl defaults to half of
+// reclaim.min_age, is read from the file and the environment, and is
+// refused at or above reclaim.min_age unless the reclaimer is off.
+func TestCommitMessagesTTL(t *testing.T) {
+	for _, c := range []struct {
+		body, env string
+		want      time.Duration
+		err       string
+	}{
+		{body: "listen: 127.0.0.1:0\n", want: 12 * time.Hour},
+		{body: "reclaim: {min_age: 6h}\n", want: 3 * time.Hour},
+		{body: "commit_messages: {ttl: 2h}\n", want: 2 * time.Hour},
+		{body: "commit_messages: {ttl: 2h}\n", env: "90m", want: 90 * time.Minute},
+		{body: "commit_messages: {ttl: 24h}\n", err: "commit_messages.ttl: 24h0m0s is not below reclaim.min_age (24h0m0s)"},
+		{body: "reclaim: {min_age: 1h}\ncommit_messages: {ttl: 2h}\n", err: "not below reclaim.min_age"},
+		{body: "commit_messages: {ttl: 1h}\n", env: "48h", err: "commit_messages.ttl"},
+		{body: "commit_messages: {ttl: soon}\n", err: "commit_messages.ttl"},
+		{body: "commit_messages: {ttl: -1h}\n", err: "commit_messages.ttl: negative"},
+		{body: "listen: 127.0.0.1:0\n", env: "later", err: "FLIGHTGW_COMMIT_MESSAGES_TTL"},
+		// Without the reclaimer nothing deletes the staged files.
+		{body: "reclaim: {interval: 0}\ncommit_messages: {ttl: 48h}\n", want: 48 * time.Hour},
+	} {
+		t.Run("", func(t *testing.T) {
+			if c.env != "" {
+				t.Setenv("FLIGHTGW_COMMIT_MESSAGES_TTL", c.env)
+			}
+			cfg, err := LoadConfig(writeConfig(t, c.body))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("%q (env %q): err = %v, want mention of %q", c.body, c.env, err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%q (env %q): %v", c.body, c.env, err)
+			}
+			if got := cfg.CommitMessages.TTL.Duration; got != c.want {
+				t.Fatalf("%q (env %q): ttl %v, want %v", c.body, c.env, got, c.want)
+			}
+		})
+	}
+}

@@ -113,6 +113,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		Engine:               s.engine,
 		TicketKey:            []byte(cfg.Tickets.SigningKey),
 		TicketTTL:            cfg.Tickets.TTL.Duration,
+		CommitMessageTTL:     cfg.CommitMessages.TTL.Duration,
 		StatementTimeout:     cfg.Timeouts.Statement.Duration,
 		TxnTimeout:           cfg.Timeouts.TxnIdle.Duration,
 		MaxEndpoints:         cfg.Engine.MaxEndpoints,
@@ -129,6 +130,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		MaxBatchBytes:        cfg.Limits.MaxBatchBytes,
 		Version:              Version,
 		Log:                  log,
+		AfterCommitMessages:  crashAfterCommit(log),
 	})
 	if err != nil {
 		s.txns.Close()
