@@ -21,6 +21,7 @@ deps:
 
 build: deps
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/flightgw
+	$(GO) build -o bin/flightgw-messages ./cmd/flightgw-messages
 
 # Starts the embedded default: an Iceberg lake on SQLite and local files in ./data.
 # exec: the recipe's process is the gateway itself, so the SIGTERM make forwards

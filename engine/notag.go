@@ -70,3 +70,6 @@ func (e *Engine) QueryPart(context.Context, string, arrow.RecordBatch, Resolver,
 func (e *Engine) DescribeSplit(context.Context, string, Resolver, SplitOptions) (*Description, []Part, error) {
 	return nil, nil, ErrNoEngine
 }
+
+// MemoryUsage reports ErrNoEngine.
+func (e *Engine) MemoryUsage() (int64, error) { return 0, ErrNoEngine }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -126,6 +127,9 @@ type Handler struct {
 	sql      sqlState
 	// querySlots bounds the running queries (nil: no bound).
 	querySlots chan struct{}
+	// running and waiting count the queries holding and waiting for a
+	// slot, for metrics (QuerySlots).
+	running, waiting atomic.Int64
 }
 
 // New builds a Handler.

@@ -394,7 +394,8 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 // over.
 func (h *Handler) querySlot(ctx context.Context) (release func(), err error) {
 	if h.querySlots == nil {
-		return func() {}, nil
+		h.running.Add(1)
+		return func() { h.running.Add(-1) }, nil
 	}
 	wait := h.opts.QueryQueueWait
 	if wait <= 0 {
@@ -402,15 +403,25 @@ func (h *Handler) querySlot(ctx context.Context) (release func(), err error) {
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
+	h.waiting.Add(1)
+	defer h.waiting.Add(-1)
 	select {
 	case h.querySlots <- struct{}{}:
-		return func() { <-h.querySlots }, nil
+		h.running.Add(1)
+		return func() { h.running.Add(-1); <-h.querySlots }, nil
 	case <-timer.C:
 		return nil, status.Errorf(codes.ResourceExhausted,
 			"too many concurrent queries (limits.max_concurrent_queries = %d): no slot freed within %s (limits.query_queue_wait)", cap(h.querySlots), wait)
 	case <-ctx.Done():
 		return nil, status.Errorf(codes.Canceled, "the call ended while its query waited for a slot (limits.max_concurrent_queries = %d): %v", cap(h.querySlots), ctx.Err())
 	}
+}
+
+// QuerySlots reports, for metrics, the queries running (holding a slot of
+// limits.max_concurrent_queries), those waiting for one, and the limit
+// (0: none).
+func (h *Handler) QuerySlots() (running, waiting, limit int) {
+	return int(h.running.Load()), int(h.waiting.Load()), cap(h.querySlots)
 }
 
 // errStatementTimeout is the cause of a query context that outlived

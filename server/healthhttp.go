@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
@@ -16,7 +18,8 @@ import (
 // no TLS): /healthz answers 200 while the process runs (liveness), and
 // /readyz 200 while the gRPC health service reports SERVING, 503 once a
 // shutdown began (readiness: the load balancer stops sending calls while
-// in-flight ones finish). Nothing else is served there.
+// in-flight ones finish), and /metrics the gateway's Prometheus metrics
+// (metrics.go). Nothing else is served there.
 func (s *Server) serveHealthHTTP(addr string) (stop func(), bound string, err error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -33,6 +36,7 @@ func (s *Server) serveHealthHTTP(addr string) (stop func(), bound string, err er
 		}
 		fmt.Fprintln(w, "serving")
 	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}))
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", err

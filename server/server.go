@@ -43,6 +43,7 @@ type Server struct {
 	engine   *engine.Engine
 	peers    *peers // nil without cluster.peers and cluster.advertise
 	reclaim  *reclaimLoop
+	metrics  *metrics
 }
 
 // New opens the configured catalogs and builds the gRPC server. It does
@@ -71,7 +72,9 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		s.catalogs = append(s.catalogs, handlers.Catalog{Name: cc.Name, Type: cc.Type, Realm: cc.Realm, Provider: p})
 		log.Info("catalog opened", "catalog", cc.Name, "type", cc.Type, "realm", cc.Realm)
 	}
-	s.txns = txn.NewManager(cfg.Timeouts.TxnIdle.Duration, log, txn.WithOrphanGrace(cfg.Timeouts.TxnOrphanGrace.Duration))
+	s.metrics = newMetrics(s.catalogs)
+	s.txns = txn.NewManager(cfg.Timeouts.TxnIdle.Duration, log, txn.WithOrphanGrace(cfg.Timeouts.TxnOrphanGrace.Duration),
+		txn.WithObserver(s.metrics))
 	s.reclaim = newReclaimLoop(cfg.Reclaim, cfg.Timeouts.TxnIdle.Duration, s.catalogs, log)
 	// The files the open transactions staged are kept whatever their age.
 	s.reclaim.opts.Held = s.txns.Held
@@ -137,6 +140,11 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		s.closeCatalogs()
 		return nil, err
 	}
+	g := gauges{openTxns: s.txns.OpenCount, querySlots: h.QuerySlots, catalogs: s.catalogs}
+	if s.engine != nil {
+		g.engineMem = s.engine.MemoryUsage
+	}
+	s.metrics.watch(g)
 	maxMsg := int(cfg.Limits.MaxBatchBytes)
 	rt := router{h: h, peers: s.peers, log: log}
 	bad := &badMessages{}
@@ -148,8 +156,8 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		// every 10s (peers ping every 30s) to notice a dead one.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
 		grpc.ForceServerCodecV2(newFrameCodec(bad)),
-		grpc.ChainUnaryInterceptor(recoverUnary(log), logUnary(log), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
-		grpc.ChainStreamInterceptor(recoverStream(log), logStream(log), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
+		grpc.ChainUnaryInterceptor(s.metrics.unary(), recoverUnary(log), logUnary(log), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
+		grpc.ChainStreamInterceptor(s.metrics.stream(), recoverStream(log), logStream(log), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
 			authn.StreamInterceptor(), rt.stream(),
 			newPrincipalLimits(share(cfg.Limits.PerPrincipalWrites, cfg.Limits.MaxConcurrentWrites),
 				share(cfg.Limits.PerPrincipalQueries, cfg.Limits.MaxConcurrentQueries)).stream(),

@@ -110,11 +110,14 @@ func (m *Manager) CommitReceipts(ctx context.Context, commitID string, tables []
 		staged[i] = &s
 	}
 	if mc, ok := oneMultiCommitter(staged); ok {
-		return commitTables(ctx, mc, staged, commitID)
+		outs, err := commitTables(ctx, mc, staged, commitID)
+		m.observeAll(staged, outs, err)
+		return outs, err
 	}
 	outs := make([]catalogs.CommitOutcome, len(staged))
 	for i, s := range staged {
 		out, err := commitStaged(ctx, s, commitID)
+		m.obs.Committed(s.Table, out, err)
 		if err != nil {
 			return outs[:i], err
 		}

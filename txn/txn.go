@@ -185,6 +185,7 @@ type Manager struct {
 	stop   chan struct{}
 	done   chan struct{}
 	closed bool
+	obs    Observer
 }
 
 type endedTxn struct {
@@ -225,7 +226,7 @@ func NewManager(idle time.Duration, log *slog.Logger, opts ...Option) *Manager {
 		log = slog.Default()
 	}
 	m := &Manager{idle: idle, orphan: DefaultOrphanGrace, log: log, open: map[string]*Txn{}, ended: map[string]endedTxn{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), done: make(chan struct{}), obs: noObserver{}}
 	for _, o := range opts {
 		o(m)
 	}
@@ -370,6 +371,7 @@ func (m *Manager) commitAll(ctx context.Context, t *Txn, staged []*Staged) error
 	}
 	if mc, ok := oneMultiCommitter(pending); ok {
 		outs, err := commitTables(ctx, mc, pending, t.CommitID())
+		m.observeAll(pending, outs, err)
 		if err != nil {
 			for _, s := range pending {
 				s.unknown = s.unknown || isUnknown(err)
@@ -384,6 +386,7 @@ func (m *Manager) commitAll(ctx context.Context, t *Txn, staged []*Staged) error
 	}
 	for i, s := range pending {
 		out, err := commitStaged(ctx, s, t.CommitID())
+		m.obs.Committed(s.Table, out, err)
 		if err != nil {
 			s.unknown = s.unknown || isUnknown(err)
 			return fmt.Errorf("transaction %s: commit of %s failed (committed: %s; not committed: %s); the transaction is still open (retry COMMIT or ROLLBACK): %w",

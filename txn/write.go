@@ -82,7 +82,7 @@ func IdempotencyCommitID(realm, principal, key string) string {
 	return "idem-" + hex.EncodeToString(h[:16])
 }
 
-// Write is the one write path of the gateway. It plans the write (create,
+// write is the one write path of the gateway. It plans the write (create,
 // append, replace), streams the source into the backend, and then either
 // joins the staged receipts to w.Txn or commits them with the landed-commit
 // check. On any failure what it staged is deleted, unless a commit's
@@ -91,7 +91,7 @@ func IdempotencyCommitID(realm, principal, key string) string {
 // A table it creates is never dropped again, even when the write then
 // fails: other writers may already have committed to it, and their
 // acknowledged rows must not be lost.
-func (m *Manager) Write(ctx context.Context, w Write, src Source) (Result, error) {
+func (m *Manager) write(ctx context.Context, w Write, src Source) (Result, error) {
 	if w.Txn != nil && w.CommitID != "" {
 		return Result{}, catalogs.Errorf(catalogs.ErrInvalidArgument,
 			"write into %s: an idempotency key cannot be used inside a transaction (the transaction's commit is the unit of retry)", w.Table)
@@ -147,6 +147,7 @@ func (m *Manager) Write(ctx context.Context, w Write, src Source) (Result, error
 	}
 	s := &Staged{Table: w.Table, Provider: w.Provider, Mode: p.mode, Receipts: receipts, commitID: w.CommitID}
 	out, err := commitStaged(ctx, s, w.CommitID)
+	m.obs.Committed(w.Table, out, err)
 	switch {
 	case isUnknown(err):
 		m.log.Warn("commit outcome unknown; staged files kept", "table", w.Table.String(), "commit_id", w.CommitID, "err", err)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/flightgw/flightgw/catalogs"
 )
 
 // remote guards calls to a service outside the process (the REST catalog,
@@ -89,4 +91,25 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// Breakers reports the state of the breakers of the catalog service and
+// of object storage (catalogs.BreakerReporter).
+func (p *Provider) Breakers() []catalogs.Breaker {
+	return []catalogs.Breaker{{Name: "catalog", State: p.remote.state()}, {Name: "storage", State: p.storage.state()}}
+}
+
+// state is the breaker's state.
+func (r *remote) state() catalogs.BreakerState {
+	return breakerState(r.cb.State())
+}
+
+func breakerState(s gobreaker.State) catalogs.BreakerState {
+	switch s {
+	case gobreaker.StateOpen:
+		return catalogs.BreakerOpen
+	case gobreaker.StateHalfOpen:
+		return catalogs.BreakerHalfOpen
+	}
+	return catalogs.BreakerClosed
 }

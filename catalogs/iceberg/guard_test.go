@@ -17,6 +17,9 @@ func TestGuardRetriesThenOpens(t *testing.T) {
 		return 0, catalogs.Errorf(catalogs.ErrUnavailable, "catalog down")
 	}
 	ctx := context.Background()
+	if st := r.state(); st != catalogs.BreakerClosed {
+		t.Fatalf("new breaker state %d, want closed", st)
+	}
 	if _, err := guard(ctx, r, true, down); !errors.Is(err, catalogs.ErrUnavailable) {
 		t.Fatalf("guard = %v", err)
 	}
@@ -27,6 +30,9 @@ func TestGuardRetriesThenOpens(t *testing.T) {
 		t.Fatalf("non-idempotent call: %v after %d calls, want one attempt", err, calls)
 	}
 	// Four consecutive failures opened the breaker: no more calls go out.
+	if st := r.state(); st != catalogs.BreakerOpen {
+		t.Errorf("breaker state %d after 4 failures, want open", st)
+	}
 	_, err := guard(ctx, r, true, down)
 	if calls != 4 {
 		t.Errorf("open breaker let %d calls through", calls-4)

@@ -26,6 +26,7 @@ import (
 	_ "github.com/flightgw/flightgw/catalogs/iceberg"   // registers the iceberg backend
 	_ "github.com/flightgw/flightgw/catalogs/paimon"    // registers the paimon backend
 	_ "github.com/flightgw/flightgw/catalogs/starrocks" // registers the starrocks backend
+	"github.com/flightgw/flightgw/internal/messagescli"
 	"github.com/flightgw/flightgw/server"
 )
 
@@ -63,7 +64,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "hash-token":
 		return runHash(stdin, stdout, stderr, func(s string) (string, error) { return auth.HashToken(s), nil })
 	case "messages":
-		return runMessages(args[1:], stdin, stdout, stderr)
+		return messagescli.Run("flightgw messages", args[1:], stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

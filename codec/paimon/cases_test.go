@@ -54,6 +54,16 @@ var (
 	nestTypes  = []string{"ROW<INT, STRING>", "ARRAY<STRING>", "MAP<STRING, BIGINT>", "ARRAY<DECIMAL(20, 2)>", "TIMESTAMP(9)", "BOOLEAN", "TINYINT", "SMALLINT", "FLOAT", "DOUBLE", "BYTES", "TIMESTAMP_LTZ(3)", "ARRAY<INT>"}
 )
 
+// jsonValue is ValueFromJSON of j as a value of kind k.
+func jsonValue(t testing.TB, j any, k Kind) any {
+	t.Helper()
+	v, err := ValueFromJSON(j, Type{Kind: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 type goCase struct {
 	name       string
 	minVersion int
@@ -138,6 +148,9 @@ func goCases(t testing.TB, book rowBook) []goCase {
 			msg(book.row(t, []string{"INT"}, 1), 2, nil, news(file("data-fixed-1.parquet", 0, 1, 1, app)), CompactIncrement{}),
 		}},
 		{"fields", Version10, []CommitMessage{msg(EmptyRow, 0, ptr(int32(1)), news(rich, plain), CompactIncrement{})}},
+		// Partitions by NaN, built from JSON "NaN" with Java's bits (nan_test.go).
+		{"nan", Version10, []CommitMessage{msg(book.row(t, []string{"DOUBLE", "FLOAT"}, jsonValue(t, "NaN", KindDouble), jsonValue(t, "NaN", KindFloat)),
+			0, ptr(int32(1)), news(file("data-nan-0.parquet", 0, 1, 1, app)), CompactIncrement{})}},
 		{"empty", Version10, []CommitMessage{}},
 		{"empty_lists", Version10, []CommitMessage{msg(EmptyRow, 0, nil, DataIncrement{}, CompactIncrement{})}},
 		{"nested", Version10, []CommitMessage{msg(EmptyRow, 0, nil, news(nested), CompactIncrement{})}},

@@ -469,6 +469,15 @@ func floatJSON(f float64) any {
 	return f
 }
 
+// Java's NaNs, Double.NaN and Float.NaN (Double.doubleToRawLongBits gives
+// 0x7ff8000000000000): a JSON "NaN" is built with these bits, not Go's
+// math.NaN() (0x7ff8000000000001), because Paimon compares partition rows
+// byte by byte, and a partition with other NaN bits is another partition.
+var (
+	javaDoubleNaN = math.Float64frombits(0x7ff8000000000000)
+	javaFloatNaN  = math.Float32frombits(0x7fc00000)
+)
+
 // ValueFromJSON is the inverse of ValueToJSON, given the type.
 func ValueFromJSON(j any, t Type) (any, error) {
 	if j == nil {
@@ -511,7 +520,10 @@ func ValueFromJSON(j any, t Type) (any, error) {
 		case string:
 			switch x {
 			case "NaN":
-				f = math.NaN()
+				if t.Kind == KindFloat {
+					return javaFloatNaN, nil
+				}
+				return javaDoubleNaN, nil
 			case "Infinity":
 				f = math.Inf(1)
 			case "-Infinity":

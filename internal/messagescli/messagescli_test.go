@@ -1,4 +1,4 @@
-package main
+package messagescli
 
 import (
 	"bytes"
@@ -20,18 +20,18 @@ func TestMessagesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var js, stderr bytes.Buffer
-	if code := runMessages([]string{"inspect", "--version", "11", fixture + ".bin"}, nil, &js, &stderr); code != 0 {
+	if code := Run("flightgw messages", []string{"inspect", "--version", "11", fixture + ".bin"}, nil, &js, &stderr); code != 0 {
 		t.Fatalf("inspect: exit %d: %s", code, stderr.String())
 	}
 	var raw bytes.Buffer
-	if code := runMessages([]string{"encode"}, bytes.NewReader(js.Bytes()), &raw, &stderr); code != 0 {
+	if code := Run("flightgw messages", []string{"encode"}, bytes.NewReader(js.Bytes()), &raw, &stderr); code != 0 {
 		t.Fatalf("encode: exit %d: %s", code, stderr.String())
 	}
 	if !bytes.Equal(raw.Bytes(), want) {
 		t.Fatal("encode(inspect(fixture)) differs from the fixture")
 	}
 	var env bytes.Buffer
-	if code := runMessages([]string{"encode", "--envelope"}, bytes.NewReader(js.Bytes()), &env, &stderr); code != 0 {
+	if code := Run("flightgw messages", []string{"encode", "--envelope"}, bytes.NewReader(js.Bytes()), &env, &stderr); code != 0 {
 		t.Fatalf("encode --envelope: exit %d: %s", code, stderr.String())
 	}
 	if v, p, err := paimon.Unwrap(env.Bytes()); err != nil || v != paimon.Version11 || !bytes.Equal(p, want) {
@@ -42,7 +42,7 @@ func TestMessagesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var js2 bytes.Buffer
-	if code := runMessages([]string{"inspect", "--partition-types", "INT, STRING, STRING, DATE, DECIMAL(10, 2), DECIMAL(20, 3), TIMESTAMP(3), TIMESTAMP(6), INT", path}, nil, &js2, &stderr); code != 0 {
+	if code := Run("flightgw messages", []string{"inspect", "--partition-types", "INT, STRING, STRING, DATE, DECIMAL(10, 2), DECIMAL(20, 3), TIMESTAMP(3), TIMESTAMP(6), INT", path}, nil, &js2, &stderr); code != 0 {
 		t.Fatalf("inspect envelope: exit %d: %s", code, stderr.String())
 	}
 	if !strings.Contains(js2.String(), `"12345678901234567.891"`) {
@@ -74,7 +74,7 @@ func TestMessagesErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := runMessages(tt.args, strings.NewReader(tt.stdin), &out, &errb)
+			code := Run("flightgw messages", tt.args, strings.NewReader(tt.stdin), &out, &errb)
 			if code != tt.code || !strings.Contains(errb.String(), tt.stderr) {
 				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errb.String(), tt.code, tt.stderr)
 			}
