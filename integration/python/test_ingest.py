@@ -152,3 +152,21 @@ def test_bad_input_names_the_column(gateway):
             cur.adbc_ingest("strict", typed, mode="append")
         assert gateway.data_files() == before
         assert read_back(gateway, "strict").num_rows == 2
+
+
+def test_empty_table_create(gateway):
+    """An empty table is created from a reader holding one empty batch.
+
+    A pyarrow table with no rows has no batches, and arrow-go's Flight SQL
+    client (under the ADBC driver) sends the schema only with the first
+    batch: with none, the gateway receives an empty DoPut it cannot name a
+    table for. One empty batch carries the schema (docs/sql.md).
+    """
+    schema = pa.schema([pa.field("k", pa.int64()), pa.field("s", pa.string())])
+    with flight_sql.connect(gateway.uri, autocommit=True) as conn, conn.cursor() as cur:
+        reader = pa.RecordBatchReader.from_batches(schema, [pa.record_batch([[], []], schema=schema)])
+        assert cur.adbc_ingest("empty", reader, mode="create") == 0
+    t = gateway.catalog().load_table("default.empty")
+    got = t.scan().to_arrow()
+    assert got.num_rows == 0
+    assert got.column_names == ["k", "s"]
