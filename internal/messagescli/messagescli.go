@@ -9,13 +9,16 @@ package messagescli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/flightgw/flightgw/codec/envelope"
 	"github.com/flightgw/flightgw/codec/paimon"
 )
 
@@ -79,22 +82,78 @@ func inspect(prog string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s inspect: %v\n", prog, err)
 		return 1
 	}
+	if bytes.HasPrefix(data, []byte("FGCM")) && len(data) > 4 && data[4] == 2 {
+		return inspectSigned(prog, fs.Arg(0), data, *partTypes, stdout, stderr)
+	}
 	v, msgs, err := paimon.Open(data, *version)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s inspect: %s: %v\n", prog, fs.Arg(0), err)
 		return 1
 	}
+	doc, err := document(v, msgs, *partTypes)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s inspect: %v\n", prog, err)
+		return 1
+	}
+	if err := paimon.WriteJSON(stdout, doc); err != nil {
+		fmt.Fprintf(stderr, "%s inspect: %v\n", prog, err)
+		return 1
+	}
+	return 0
+}
+
+// document is the JSON model of msgs, with typed partition values when
+// partTypes names the partition types.
+func document(v int, msgs []paimon.CommitMessage, partTypes string) (*paimon.Document, error) {
 	doc := paimon.ToDocument(v, msgs)
-	if *partTypes != "" {
-		types := splitTypes(*partTypes)
+	if partTypes != "" {
+		types := splitTypes(partTypes)
 		for i := range doc.Messages {
 			if err := doc.Messages[i].Partition.Annotate(types); err != nil {
-				fmt.Fprintf(stderr, "%s inspect: message %d partition: %v\n", prog, i, err)
-				return 1
+				return nil, fmt.Errorf("message %d partition: %w", i, err)
 			}
 		}
 	}
-	if err := paimon.WriteJSON(stdout, doc); err != nil {
+	return doc, nil
+}
+
+// inspectSigned prints a version 2 (signed) envelope: its header, and its
+// payload decoded by kind. The signature is not checked: that needs the
+// replicas' signing key, which only the gateway holds.
+func inspectSigned(prog, name string, data []byte, partTypes string, stdout, stderr io.Writer) int {
+	e, err := envelope.Parse(data)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s inspect: %s: %v\n", prog, name, err)
+		return 1
+	}
+	out := map[string]any{"envelope": map[string]any{
+		"version": e.Version, "kind": e.Kind, "serializerVersion": e.SerializerVersion, "table": e.Table,
+		"commitUser": e.CommitUser, "preparedAt": e.PreparedAt.UTC().Format(time.RFC3339Nano), "signature": "not checked",
+	}}
+	switch e.Kind {
+	case envelope.KindPaimon:
+		msgs, err := paimon.DecodeList(e.SerializerVersion, e.Payload)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s inspect: %s: payload: %v\n", prog, name, err)
+			return 1
+		}
+		doc, err := document(e.SerializerVersion, msgs, partTypes)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s inspect: %v\n", prog, err)
+			return 1
+		}
+		out["payload"] = doc
+	default:
+		rs, err := envelope.DecodeReceipts(e.Payload)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s inspect: %s: payload: %v\n", prog, name, err)
+			return 1
+		}
+		out["payload"] = rs
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
 		fmt.Fprintf(stderr, "%s inspect: %v\n", prog, err)
 		return 1
 	}

@@ -81,3 +81,34 @@ func TestMessagesErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestInspectSignedEnvelope prints a version 2 envelope's header and its
+// payload decoded by kind, and refuses one whose CRC does not match.
+func TestInspectSignedEnvelope(t *testing.T) {
+	for _, c := range []struct{ file, want string }{
+		{"v2_iceberg.bin", `"kind": "iceberg"`},
+		{"v2_paimon_java.bin", `"dataIncrement"`},
+	} {
+		var out, stderr bytes.Buffer
+		path := filepath.Join("..", "..", "codec", "envelope", "testdata", c.file)
+		if code := Run("flightgw messages", []string{"inspect", path}, nil, &out, &stderr); code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.file, code, stderr.String())
+		}
+		if !strings.Contains(out.String(), c.want) || !strings.Contains(out.String(), `"signature": "not checked"`) {
+			t.Errorf("%s printed:\n%s\nwant %s", c.file, out.String(), c.want)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join("..", "..", "codec", "envelope", "testdata", "v2_iceberg.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	path := filepath.Join(t.TempDir(), "bad.bin")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, stderr bytes.Buffer
+	if code := Run("flightgw messages", []string{"inspect", path}, nil, &out, &stderr); code != 1 {
+		t.Fatalf("corrupted envelope: exit %d, want 1", code)
+	}
+}
