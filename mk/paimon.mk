@@ -99,3 +99,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeList$$' -fuzztime $(FUZZTIME) ./codec/paimon
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./codec/envelope
 	$(GO) test -run '^$$' -fuzz '^FuzzBinaryRow$$' -fuzztime $(FUZZTIME) ./codec/paimon
+
+# Ingest into a Paimon append table: 10M rows (int64, float64, 16-byte string, timestamp)
+# through the gateway (ADBC Go, a Paimon catalog on a local warehouse) against pypaimon
+# 2.1.0 writing the same Arrow batches in-process; paired alternating rounds, the median
+# pypaimon/gateway time ratio and the gateway's peak RSS (VmHWM).
+PAIMON_BENCH_ROWS   ?= 10000000
+PAIMON_BENCH_ROUNDS ?= 3
+BENCH_TARGETS += paimon-ingest-bench
+.PHONY: paimon-ingest-bench
+paimon-ingest-bench: build $(PAIMON_VENV)/.installed
+	$(GO) run ./integration/bench/paimon -bin $(BIN) -python $(PAIMON_VENV)/bin/python \
+	  -rows $(PAIMON_BENCH_ROWS) -rounds $(PAIMON_BENCH_ROUNDS)

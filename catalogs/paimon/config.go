@@ -11,8 +11,8 @@ import (
 
 // Property keys understood by the backend.
 const (
-	// PropWarehouse is the root of the filesystem catalog: file:///abs/dir
-	// or /abs/dir. Databases are <warehouse>/<db>.db, tables
+	// PropWarehouse is the root of the filesystem catalog: file:///abs/dir,
+	// /abs/dir or s3://bucket/prefix. Databases are <warehouse>/<db>.db, tables
 	// <warehouse>/<db>.db/<table>, as Paimon's FileSystemCatalog lays them
 	// out.
 	PropWarehouse = "warehouse"
@@ -31,11 +31,34 @@ const (
 	// unless the create names them (table-default.bucket=4), as Paimon's
 	// catalog option of the same name does.
 	PropTableDefaultPrefix = "table-default."
+
+	// S3 properties, spelled as the Iceberg backend (and iceberg-go)
+	// spells them, for a warehouse s3://bucket/prefix.
+	PropS3Endpoint        = "s3.endpoint"
+	PropS3Region          = "s3.region"
+	PropS3AccessKeyID     = "s3.access-key-id"
+	PropS3SecretAccessKey = "s3.secret-access-key"
+	PropS3SessionToken    = "s3.session-token"
+	// PropS3ForceVirtualAddressing: "true" addresses the bucket as a host
+	// name (bucket.endpoint), "false" as a path (endpoint/bucket). The
+	// default is path style with s3.endpoint set, virtual without.
+	PropS3ForceVirtualAddressing = "s3.force-virtual-addressing"
+
+	// PropRemoteTimeout bounds one call to object storage, in ms.
+	PropRemoteTimeout = "remote.timeout-ms"
+	// PropRemoteAttempts bounds the attempts of an idempotent call.
+	PropRemoteAttempts = "remote.max-attempts"
+	// PropBreakerFailures consecutive failures open the circuit breaker.
+	PropBreakerFailures = "remote.breaker.failures"
+	// PropBreakerOpen is how long the open breaker refuses calls, in ms.
+	PropBreakerOpen = "remote.breaker.open-ms"
 )
 
 // config is the validated form of the properties.
 type config struct {
-	root             string // local directory of the warehouse
+	root             string    // local directory of the warehouse (local only)
+	s3               *s3Config // the bucket and client of an s3:// warehouse
+	remote           catalogs.RemotePolicy
 	createNamespaces []string
 	targetFileSize   int64
 	retries          int
@@ -47,10 +70,13 @@ const defaultTargetFileSize = 128 << 20
 
 func parseConfig(props map[string]string) (config, error) {
 	cfg := config{targetFileSize: defaultTargetFileSize, retries: 50, minWait: 5 * time.Millisecond,
-		maxWait: 500 * time.Millisecond, tableDefaults: map[string]string{}}
+		maxWait: 500 * time.Millisecond, tableDefaults: map[string]string{},
+		remote: catalogs.RemotePolicy{Timeout: 30 * time.Second, Attempts: 3, BreakerFailures: 5, BreakerOpen: 30 * time.Second}}
 	for k, v := range props {
 		switch {
 		case k == PropWarehouse || k == PropCreateNamespaces || k == "type" || k == "catalog-type":
+		case s3Keys[k]:
+		case k == PropRemoteTimeout || k == PropRemoteAttempts || k == PropBreakerFailures || k == PropBreakerOpen:
 		case strings.HasPrefix(k, PropTableDefaultPrefix):
 			cfg.tableDefaults[strings.TrimPrefix(k, PropTableDefaultPrefix)] = v
 		case k == PropTargetFileSize || k == PropCommitRetries || k == PropCommitMinWait || k == PropCommitMaxWait:
@@ -67,12 +93,25 @@ func parseConfig(props map[string]string) (config, error) {
 		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: required", PropWarehouse)
 	case strings.HasPrefix(w, "/"):
 		cfg.root = w
+	case strings.HasPrefix(w, "s3://") || strings.HasPrefix(w, "s3a://"):
+		s3c, err := parseS3Config(w, props)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.s3 = s3c
 	default:
 		u, err := url.Parse(w)
 		if err != nil || u.Scheme != "file" || !strings.HasPrefix(u.Path, "/") {
-			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not an absolute path or file:// url", PropWarehouse, w)
+			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not an absolute path, file:// or s3:// url", PropWarehouse, w)
 		}
 		cfg.root = u.Path
+	}
+	if cfg.s3 == nil {
+		for k := range props {
+			if s3Keys[k] {
+				return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: the warehouse is not on s3", k)
+			}
+		}
 	}
 	if ns := props[PropCreateNamespaces]; ns != "" {
 		for _, n := range strings.Split(ns, ",") {
@@ -92,6 +131,10 @@ func parseConfig(props map[string]string) (config, error) {
 		{PropCommitRetries, 0, func(v int64) { cfg.retries = int(v) }},
 		{PropCommitMinWait, 1, func(v int64) { cfg.minWait = time.Duration(v) * time.Millisecond }},
 		{PropCommitMaxWait, 1, func(v int64) { cfg.maxWait = time.Duration(v) * time.Millisecond }},
+		{PropRemoteTimeout, 1, func(v int64) { cfg.remote.Timeout = time.Duration(v) * time.Millisecond }},
+		{PropRemoteAttempts, 1, func(v int64) { cfg.remote.Attempts = int(v) }},
+		{PropBreakerFailures, 1, func(v int64) { cfg.remote.BreakerFailures = uint32(min(v, 1<<31)) }},
+		{PropBreakerOpen, 1, func(v int64) { cfg.remote.BreakerOpen = time.Duration(v) * time.Millisecond }},
 	}
 	for _, p := range ints {
 		s, ok := props[p.key]

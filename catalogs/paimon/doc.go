@@ -1,6 +1,6 @@
 // Package paimon is the Apache Paimon table backend, registered as catalog
-// type "paimon": Paimon's filesystem catalog on a local warehouse
-// (warehouse/<db>.db/<table>/ with schema/, snapshot/, manifest/,
+// type "paimon": Paimon's filesystem catalog on a local warehouse or an
+// S3 bucket (warehouse/<db>.db/<table>/ with schema/, snapshot/, manifest/,
 // partition and bucket-N/ directories), written as Paimon 1.4 writes it
 // so that Paimon Java and pypaimon read the tables, and reading what they
 // write.
@@ -10,12 +10,17 @@
 // CommitMessages in CommitMessageSerializer bytes (codec/paimon), so a
 // Java committer can take them as they are. A commit writes a manifest
 // (Avro, Paimon's schema), the base and delta manifest lists and
-// snapshot/snapshot-N with put-if-absent (a hard link on local files):
+// snapshot/snapshot-N with put-if-absent (a hard link on local files, a
+// conditional PUT with If-None-Match: * on S3, 412 meaning taken):
 // losing the race to another committer means reloading the new latest
 // snapshot and trying again. The commit user of a snapshot is the
 // gateway's commit id with Paimon's batch commit identifier, which is
 // Paimon's own exactly-once key: a repeated commit finds its snapshot and
 // appends nothing.
+//
+// On S3 every call goes through one circuit breaker with a timeout per
+// attempt (catalogs.Remote); idempotent calls are retried, and a data
+// file streams up as a multipart upload holding one part in memory.
 //
 // Tables: append tables with unaware (-1) or fixed buckets (bucket-key,
 // hashed as Paimon's DefaultBucketFunction does), primary-key tables with

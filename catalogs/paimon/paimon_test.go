@@ -62,13 +62,15 @@ func listDir(root string) ([]string, error) {
 }
 
 func TestConformanceLocal(t *testing.T) {
+	cfg := conformance()
+	cfg.PlainPlans = true
 	catalogtest.Run(t, catalogtest.Harness{New: func(t *testing.T) *catalogtest.Instance {
 		p, wh := openLocal(t, nil)
 		return &catalogtest.Instance{
 			Provider: p, Catalog: "lake", Namespace: []string{"default"},
 			ListFiles: func(context.Context) ([]string, error) { return listDir(wh) },
 		}
-	}}, conformance())
+	}}, cfg)
 }
 
 func TestRegistered(t *testing.T) {

@@ -35,6 +35,7 @@ type Provider struct {
 	name string
 	cfg  config
 	fs   storage
+	s3   *s3FS // the storage, when the warehouse is on S3
 	log  *slog.Logger
 	now  func() time.Time
 }
@@ -50,6 +51,7 @@ var (
 	_ catalogs.Overwriter          = (*Provider)(nil)
 	_ catalogs.StreamWriter        = (*Provider)(nil)
 	_ catalogs.Scanner             = (*Provider)(nil)
+	_ catalogs.BreakerReporter     = (*Provider)(nil)
 )
 
 // Open builds the Paimon catalog called name from props (see the Prop*
@@ -65,6 +67,13 @@ func Open(ctx context.Context, name string, props map[string]string) (*Provider,
 	}
 	p := &Provider{name: name, cfg: cfg, fs: localFS{root: cfg.root}, now: time.Now,
 		log: slog.Default().With("catalog", name, "backend", Type)}
+	if cfg.s3 != nil {
+		s3fs, err := newS3FS(ctx, cfg.s3, cfg.remote)
+		if err != nil {
+			return nil, err
+		}
+		p.fs, p.s3 = s3fs, s3fs
+	}
 	for _, db := range cfg.createNamespaces {
 		if err := p.CreateNamespace(ctx, db); err != nil {
 			return nil, err
@@ -307,17 +316,28 @@ func (p *Provider) ListTables(ctx context.Context, namespace []string) ([]catalo
 	return out, nil
 }
 
-// GetSecurityContext reports no encryption and no credential: a local
-// warehouse is reached with the gateway's own file permissions.
+// GetSecurityContext reports no encryption, and as the credential the
+// S3 session token of the configuration (none on a local warehouse,
+// reached with the gateway's own file permissions).
 func (p *Provider) GetSecurityContext(ctx context.Context, t catalogs.TableIdent) (catalogs.SecurityContext, error) {
 	if _, err := p.load(ctx, t); err != nil {
 		return catalogs.SecurityContext{}, err
 	}
 	tt := t
-	return catalogs.SecurityContext{
-		Encryption:  catalogs.EncryptionLevel{Kind: catalogs.EncryptionNone},
-		Credentials: catalogs.CatalogCredential{Scope: catalogs.CredentialScope{Kind: catalogs.ScopeTableReadWrite, Table: &tt}},
-	}, nil
+	cred := catalogs.CatalogCredential{Scope: catalogs.CredentialScope{Kind: catalogs.ScopeTableReadWrite, Table: &tt}}
+	if p.cfg.s3 != nil {
+		cred.Token = p.cfg.s3.sessionToken
+	}
+	return catalogs.SecurityContext{Encryption: catalogs.EncryptionLevel{Kind: catalogs.EncryptionNone}, Credentials: cred}, nil
+}
+
+// Breakers reports the state of the object storage breaker
+// (catalogs.BreakerReporter); a local warehouse has none.
+func (p *Provider) Breakers() []catalogs.Breaker {
+	if p.s3 == nil {
+		return nil
+	}
+	return []catalogs.Breaker{{Name: "storage", State: p.s3.remote.State()}}
 }
 
 // isNotExist reports a missing object.
