@@ -2,6 +2,7 @@ package paimon_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -148,5 +149,37 @@ func TestManyCommitters(t *testing.T) {
 		if n != 1 {
 			t.Errorf("row %d seen %d times", v, n)
 		}
+	}
+}
+
+// TestClientTableOptions: a client sets the table's layout only; an option
+// every Paimon writer would obey (external paths, another file format) or
+// a bucket count out of range is refused naming it, and nothing is created.
+func TestClientTableOptions(t *testing.T) {
+	p, wh := openLocal(t, nil)
+	ctx := context.Background()
+	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "opts"}
+	for _, opts := range []map[string]string{
+		{"data-file.external-paths": "file:///tmp"},
+		{"file.format": "orc"},
+		{"bucket": "0"},
+		{"bucket": "100000"},
+		{"bucket": "x"},
+	} {
+		_, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, opts)
+		if !errors.Is(err, catalogs.ErrInvalidArgument) {
+			t.Fatalf("options %v: err = %v, want InvalidArgument", opts, err)
+		}
+		for k := range opts {
+			if !strings.Contains(err.Error(), k) {
+				t.Errorf("error %q does not name option %q", err, k)
+			}
+		}
+	}
+	if files, _ := listDir(filepath.Join(wh, "default.db", "opts")); len(files) != 0 {
+		t.Fatalf("a refused create left %v", files)
+	}
+	if _, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, map[string]string{"bucket": "4", "bucket-key": "id"}); err != nil {
+		t.Fatalf("layout options: %v", err)
 	}
 }

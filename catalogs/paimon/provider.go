@@ -239,6 +239,9 @@ func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableI
 		}
 		return catalogs.TableSpec{}, mapFSErr(err, fmt.Sprintf("table %s: database", t))
 	}
+	if err := checkClientOptions(t, opts); err != nil {
+		return catalogs.TableSpec{}, err
+	}
 	all := maps.Clone(p.cfg.tableDefaults)
 	maps.Copy(all, opts)
 	sc, err := newSchema(t.String(), schema, all, p.now().UnixMilli())

@@ -444,3 +444,32 @@ func (s *tableSchema) fieldMetadata() []catalogs.FieldMetadata {
 	}
 	return out
 }
+
+// maxBuckets bounds a client's fixed bucket count: every bucket is a
+// directory and a writer per upload.
+const maxBuckets = 4096
+
+// checkClientOptions refuses table options a client may not set. Options
+// are stored in the table's schema, where every Paimon reader and writer
+// (Paimon Java jobs included) obeys them: an option such as
+// data-file.external-paths would send other writers' files outside the
+// table. A client sets the table's layout only; everything else is the
+// catalog's table-default.* (the operator's).
+func checkClientOptions(t catalogs.TableIdent, opts map[string]string) error {
+	for k, v := range opts {
+		switch k {
+		case optPrimaryKey, optPartition, optBucketKey:
+		case optBucket:
+			n, err := strconv.Atoi(v)
+			if err != nil || n == 0 || n < -1 || n > maxBuckets {
+				return catalogs.Errorf(catalogs.ErrInvalidArgument,
+					"table %s: option %q: %q is not -1 or a bucket count from 1 to %d", t, k, v, maxBuckets)
+			}
+		default:
+			return catalogs.Errorf(catalogs.ErrInvalidArgument,
+				"table %s: option %q cannot be set by a client (allowed: %s, %s, %s, %s; others are the catalog's table-default.*)",
+				t, k, optBucket, optBucketKey, optPrimaryKey, optPartition)
+		}
+	}
+	return nil
+}
