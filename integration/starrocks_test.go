@@ -330,3 +330,30 @@ func TestStarRocksMetadata(t *testing.T) {
 		t.Fatalf("GetTables of %s does not list table listed", e.db)
 	}
 }
+
+func TestStarRocksIngestTableOptions(t *testing.T) {
+	e := startStarRocks(t)
+	c := e.g.flightClient(t)
+	ctx := context.Background()
+	o := e.opts("keyed", true)
+	o.Options = map[string]string{"primary-key": "id", "buckets": "4"}
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 3)), o); err != nil {
+		t.Fatalf("create with primary-key: %v", err)
+	}
+	// The key reached the DDL: the table has a primary key on id.
+	var key string
+	err := e.sql.QueryRow("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'keyed' AND COLUMN_KEY = 'PRI'", e.db).Scan(&key)
+	if err != nil || key != "id" {
+		t.Fatalf("primary key column of keyed = %q, %v; want id", key, err)
+	}
+	if got := e.count("keyed"); got != 3 {
+		t.Fatalf("rows = %d, want 3", got)
+	}
+	bad := e.opts("unkeyed", true)
+	bad.Options = map[string]string{"bucket-key": "id"}
+	_, err = c.ExecuteIngest(ctx, reader(t, people(t, 0, 1)), bad)
+	assertStatus(t, err, codes.InvalidArgument, "bucket-key")
+	bad.Options = map[string]string{"primary-key": "name"}
+	_, err = c.ExecuteIngest(ctx, reader(t, people(t, 0, 1)), bad)
+	assertStatus(t, err, codes.InvalidArgument, `"name"`)
+}
