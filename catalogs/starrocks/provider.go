@@ -61,6 +61,7 @@ var (
 	_ catalogs.TableOptionsCreator = (*Provider)(nil)
 	_ catalogs.Lister              = (*Provider)(nil)
 	_ catalogs.Scanner             = (*Provider)(nil)
+	_ catalogs.QueryPusher         = (*Provider)(nil)
 	_ catalogs.Closer              = (*Provider)(nil)
 )
 
