@@ -228,9 +228,10 @@ type Rows struct {
 	stop     func()
 	releases []func()
 	scans    []ScanStats
-	ahead    *ahead    // reads the next batch while the caller sends this one
-	native   *nativeDB // the pool conn returns to, on the native path
-	views    []string  // the views of conn to drop then
+	ahead    *ahead             // reads the next batch while the caller sends this one
+	native   *nativeDB          // the pool conn returns to, on the native path
+	pushed   array.RecordReader // the backend's result, when it ran the query whole (pushquery.go)
+	views    []string           // the views of conn to drop then
 	once     sync.Once
 }
 
@@ -244,6 +245,9 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 		return ctxErr(ctx, err)
 	}
 	r.plan = p
+	if ok, err := r.startPushed(ctx, query, p, sql, params); ok || err != nil {
+		return err
+	}
 	if ok, err := r.startNative(ctx, p, sql, params); ok || err != nil {
 		return err
 	}
@@ -319,10 +323,15 @@ func (r *Rows) run(ctx context.Context, sql string, params arrow.RecordBatch) er
 }
 
 // Schema is the result schema.
-func (r *Rows) Schema() *arrow.Schema { return r.rdr.schema }
+func (r *Rows) Schema() *arrow.Schema {
+	if r.pushed != nil {
+		return r.pushed.Schema()
+	}
+	return r.rdr.schema
+}
 
 // Origins are the origins of the result's columns (Description.Origins).
-func (r *Rows) Origins() []Origin { return resultOrigins(r.plan, r.rdr.schema) }
+func (r *Rows) Origins() []Origin { return resultOrigins(r.plan, r.Schema()) }
 
 // resultOrigins are p's origins when they match s's columns, else nil.
 func resultOrigins(p *plan, s *arrow.Schema) []Origin {
@@ -345,6 +354,9 @@ func (r *Rows) Next() bool {
 	if r.cur != nil {
 		r.cur.Release()
 		r.cur = nil
+	}
+	if r.pushed != nil {
+		return r.nextPushed()
 	}
 	if r.err != nil || r.rdr == nil {
 		return false
@@ -473,6 +485,9 @@ func (r *Rows) Close() {
 			r.cur = nil
 		}
 		r.ahead.stop()
+		if r.pushed != nil {
+			r.pushed.Release()
+		}
 		if r.fast != nil {
 			r.fast.release()
 		}

@@ -54,6 +54,9 @@ type ScanStats struct {
 	// Native is true when DuckDB read the table's Parquet files itself
 	// (native.go), false when it read the catalog scan's stream.
 	Native bool
+	// Pushed is true when the table's backend ran the whole query
+	// (pushquery.go): no scan of its own, the other fields are empty.
+	Pushed bool
 }
 
 // Part is one of the parts a query is read in (Engine.Split): the query

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,16 +132,33 @@ func (e *srEnv) reset() {
 
 func (e *srEnv) calls(op string) int {
 	e.t.Helper()
+	return e.adminState().Counts[op]
+}
+
+// queries are the statements the stand-in's MySQL listener forwarded
+// since the last reset.
+func (e *srEnv) queries() []string {
+	e.t.Helper()
+	return e.adminState().Queries
+}
+
+type srAdmin struct {
+	Counts  map[string]int
+	Queries []string
+}
+
+func (e *srEnv) adminState() srAdmin {
+	e.t.Helper()
 	resp, err := http.Get(e.admin + "/admin/counts")
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var c struct{ Counts map[string]int }
+	var c srAdmin
 	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
 		e.t.Fatal(err)
 	}
-	return c.Counts[op]
+	return c
 }
 
 func TestStarRocksIngestAutocommitAndTransactions(t *testing.T) {
@@ -328,5 +347,83 @@ func TestStarRocksMetadata(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("GetTables of %s does not list table listed", e.db)
+	}
+}
+
+func TestStarRocksIngestTableOptions(t *testing.T) {
+	e := startStarRocks(t)
+	c := e.g.flightClient(t)
+	ctx := context.Background()
+	o := e.opts("keyed", true)
+	o.Options = map[string]string{"primary-key": "id", "buckets": "4"}
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 3)), o); err != nil {
+		t.Fatalf("create with primary-key: %v", err)
+	}
+	// The key reached the DDL: the table has a primary key on id.
+	var key string
+	err := e.sql.QueryRow("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'keyed' AND COLUMN_KEY = 'PRI'", e.db).Scan(&key)
+	if err != nil || key != "id" {
+		t.Fatalf("primary key column of keyed = %q, %v; want id", key, err)
+	}
+	if got := e.count("keyed"); got != 3 {
+		t.Fatalf("rows = %d, want 3", got)
+	}
+	bad := e.opts("unkeyed", true)
+	bad.Options = map[string]string{"bucket-key": "id"}
+	_, err = c.ExecuteIngest(ctx, reader(t, people(t, 0, 1)), bad)
+	assertStatus(t, err, codes.InvalidArgument, "bucket-key")
+	bad.Options = map[string]string{"primary-key": "name"}
+	_, err = c.ExecuteIngest(ctx, reader(t, people(t, 0, 1)), bad)
+	assertStatus(t, err, codes.InvalidArgument, `"name"`)
+}
+
+func TestStarRocksQueryPushedDown(t *testing.T) {
+	requireEngine(t)
+	e := startStarRocks(t)
+	e.needStandin()
+	c := e.g.flightClient(t)
+	ctx := context.Background()
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 3)), e.opts("people", true)); err != nil {
+		t.Fatal(err)
+	}
+	orders := arrow.NewSchema([]arrow.Field{{Name: "oid", Type: arrow.PrimitiveTypes.Int64}, {Name: "pid", Type: arrow.PrimitiveTypes.Int64}, {Name: "qty", Type: arrow.PrimitiveTypes.Int32, Nullable: true}}, nil)
+	rec := batchFromJSON(t, orders, func(i int) string { return fmt.Sprintf(`{"oid": %d, "pid": %d, "qty": %d}`, i, i%2, i+1) }, 5)
+	defer rec.Release()
+	if _, err := c.ExecuteIngest(ctx, reader(t, rec), e.opts("orders", true)); err != nil {
+		t.Fatal(err)
+	}
+	cnxn := e.g.adbcConn(t, nil)
+	e.reset()
+	q := fmt.Sprintf(`SELECT p.name, count(*) AS n, sum(o.qty) AS total FROM sr.%s.people p JOIN sr.%s.orders o ON o.pid = p.id WHERE o.qty > 1 GROUP BY p.name`, e.db, e.db)
+	got := mustRows(t, cnxn, q, nil)
+	slices.Sort(got)
+	// orders 1..4 (qty 2..5): pid 0 has oids 2, 4 (qty 3, 5), pid 1 has 1, 3 (qty 2, 4).
+	if want := []string{"p0|2|8", "p1|2|6"}; !slices.Equal(got, want) {
+		t.Fatalf("join + group by = %v, want %v", got, want)
+	}
+	// The query went to StarRocks whole: the join and the grouping in one
+	// statement over both tables, and no scan of either table alone.
+	want := fmt.Sprintf("FROM `%s`.`people` p JOIN `%s`.`orders` o ON o.pid = p.id WHERE o.qty > 1 GROUP BY p.name", e.db, e.db)
+	whole := 0
+	for _, s := range e.queries() {
+		if strings.Contains(s, want) {
+			whole++
+		} else if strings.Contains(s, "`people`") || strings.Contains(s, "`orders`") {
+			t.Errorf("a statement other than the pushed query read a table: %s", s)
+		}
+	}
+	if whole != 1 {
+		t.Fatalf("pushed queries seen = %d, want 1 (%q in %q)", whole, want, e.queries())
+	}
+	// A query outside the portable rule is the engine's: a scan per table.
+	e.reset()
+	got = mustRows(t, cnxn, fmt.Sprintf(`SELECT p.name, count(*) AS n FROM sr.%s.people p JOIN sr.%s.orders o ON o.pid = p.id GROUP BY p.name ORDER BY p.name`, e.db, e.db), nil)
+	if want := []string{"p0|3", "p1|2"}; !slices.Equal(got, want) {
+		t.Fatalf("ordered join = %v, want %v", got, want)
+	}
+	for _, s := range e.queries() {
+		if strings.Contains(s, "JOIN") {
+			t.Errorf("an ORDER BY query was pushed down: %s", s)
+		}
 	}
 }

@@ -58,8 +58,10 @@ var (
 	_ catalogs.IdempotentCommitter = (*Provider)(nil)
 	_ catalogs.Discarder           = (*Provider)(nil)
 	_ catalogs.TableManager        = (*Provider)(nil)
+	_ catalogs.TableOptionsCreator = (*Provider)(nil)
 	_ catalogs.Lister              = (*Provider)(nil)
 	_ catalogs.Scanner             = (*Provider)(nil)
+	_ catalogs.QueryPusher         = (*Provider)(nil)
 	_ catalogs.Closer              = (*Provider)(nil)
 )
 

@@ -67,6 +67,43 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 	return &catalogs.ScanResult{Reader: r}, nil
 }
 
+// PushQuery implements catalogs.QueryPusher: the query, its tables
+// written as StarRocks' `database`.`table`, sent over the MySQL protocol;
+// the rows are read back as Arrow batches of q.Schema while they stream
+// in, each column converted from its text as Scan converts it.
+func (p *Provider) PushQuery(ctx context.Context, q catalogs.PushedQuery) (array.RecordReader, error) {
+	if len(q.Tables) == 0 || q.Schema == nil {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "catalog %q: a pushed query needs its tables and result schema", p.name)
+	}
+	first := q.Tables[0]
+	text, err := q.Render(func(t catalogs.TableIdent) (string, error) {
+		if t.Catalog != p.name {
+			return "", catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s is not in catalog %q", t, p.name)
+		}
+		db, err := p.cfg.database(t)
+		return quote(db) + "." + quote(t.Name), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows, err := p.db.QueryContext(ctx, text)
+	if err != nil {
+		return nil, p.sqlError(first, "query", err)
+	}
+	cols, err := rows.Columns()
+	if err == nil && len(cols) != q.Schema.NumFields() {
+		err = catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: starrocks answered the query with %d columns, the engine expects %d", first, len(cols), q.Schema.NumFields())
+	}
+	if err != nil {
+		_ = rows.Close()
+		return nil, err
+	}
+	p.log.Debug("query pushed down", "tables", len(q.Tables), "table", first.String())
+	r := &rowReader{t: first, rows: rows, schema: q.Schema}
+	r.refs.Store(1)
+	return r, nil
+}
+
 // whereClause renders the filters the backend can express.
 func whereClause(t catalogs.TableIdent, cols map[string]column, fs []catalogs.Filter) (string, []any, error) {
 	var parts []string

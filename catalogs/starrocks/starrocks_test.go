@@ -47,7 +47,7 @@ func TestCreateDDL(t *testing.T) {
 		{Name: "at", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
 		{Name: "amount", Type: &arrow.Decimal128Type{Precision: 12, Scale: 2}, Nullable: true},
 	}, nil)
-	ddl, err := createDDL(tbl, "db", s, "1")
+	ddl, err := createDDL(tbl, "db", s, "1", layout{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,21 +57,75 @@ func TestCreateDDL(t *testing.T) {
 		t.Errorf("DDL =\n%s\nwant\n%s", ddl, want)
 	}
 	md := arrow.NewMetadata([]string{PrimaryKeyMetadata}, []string{"id"})
-	pk, err := createDDL(tbl, "db", arrow.NewSchema(s.Fields(), &md), "")
+	pk, err := createDDL(tbl, "db", arrow.NewSchema(s.Fields(), &md), "", layout{})
 	if err != nil || !strings.Contains(pk, "PRIMARY KEY(`id`)\nDISTRIBUTED BY HASH(`id`)") {
 		t.Errorf("primary-key DDL = %q, %v", pk, err)
 	}
 	md = arrow.NewMetadata([]string{PrimaryKeyMetadata}, []string{"name"})
-	_, err = createDDL(tbl, "db", arrow.NewSchema(s.Fields(), &md), "")
+	_, err = createDDL(tbl, "db", arrow.NewSchema(s.Fields(), &md), "", layout{})
 	if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), `"name"`) {
 		t.Errorf("primary key on a later nullable column: %v", err)
 	}
 	for _, typ := range []arrow.DataType{arrow.BinaryTypes.Binary, &arrow.TimestampType{Unit: arrow.Nanosecond},
 		arrow.ListOf(arrow.PrimitiveTypes.Int32), &arrow.DurationType{Unit: arrow.Second}} {
-		_, err := createDDL(tbl, "db", arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}, {Name: "odd", Type: typ}}, nil), "")
+		_, err := createDDL(tbl, "db", arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}, {Name: "odd", Type: typ}}, nil), "", layout{})
 		if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), `"odd"`) {
 			t.Errorf("column of %s: %v, want an invalid argument naming it", typ, err)
 		}
+	}
+}
+
+func TestCreateDDLOptions(t *testing.T) {
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "region", Type: arrow.PrimitiveTypes.Int32},
+		{Name: "note", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	ok := []struct {
+		opts map[string]string
+		want string
+	}{
+		{map[string]string{"primary-key": "id, region"}, "PRIMARY KEY(`id`, `region`)\nDISTRIBUTED BY HASH(`id`, `region`)"},
+		{map[string]string{"primary-key": "id,region", "distributed-by": "region", "buckets": "8"}, "PRIMARY KEY(`id`, `region`)\nDISTRIBUTED BY HASH(`region`) BUCKETS 8"},
+		{map[string]string{"distributed-by": "region"}, "DUPLICATE KEY(`id`)\nDISTRIBUTED BY HASH(`region`)"},
+		{map[string]string{"buckets": "3"}, "DUPLICATE KEY(`id`)\nDISTRIBUTED BY HASH(`id`) BUCKETS 3"},
+	}
+	for _, c := range ok {
+		lay, err := parseLayout(tbl, c.opts)
+		if err != nil {
+			t.Fatalf("%v: %v", c.opts, err)
+		}
+		ddl, err := createDDL(tbl, "db", s, "", lay)
+		if err != nil || !strings.HasSuffix(ddl, ") ENGINE=OLAP\n"+c.want) {
+			t.Errorf("%v: DDL = %q, %v; want it to end %q", c.opts, ddl, err, c.want)
+		}
+	}
+	bad := []struct {
+		opts map[string]string
+		says string
+	}{
+		{map[string]string{"primary-key": "region"}, `"region" must be column 1`},
+		{map[string]string{"primary-key": "id,region,note"}, `"note" must be required`},
+		{map[string]string{"primary-key": "id", "distributed-by": "region"}, `"region" is not in the primary key`},
+		{map[string]string{"distributed-by": "nope"}, `"nope" is not in the schema`},
+		{map[string]string{"distributed-by": "note"}, `"note" is STRING`},
+		{map[string]string{"buckets": "0"}, "buckets"},
+		{map[string]string{"primary-key": " , "}, "primary-key"},
+		{map[string]string{"bucket-key": "id"}, `"bucket-key" is not a StarRocks table option`},
+	}
+	for _, c := range bad {
+		lay, err := parseLayout(tbl, c.opts)
+		if err == nil {
+			_, err = createDDL(tbl, "db", s, "", lay)
+		}
+		if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v: %v, want an invalid argument saying %s", c.opts, err, c.says)
+		}
+	}
+	md := arrow.NewMetadata([]string{PrimaryKeyMetadata}, []string{"id"})
+	lay, _ := parseLayout(tbl, map[string]string{"primary-key": "id,region"})
+	if _, err := createDDL(tbl, "db", arrow.NewSchema(s.Fields(), &md), "", lay); !errors.Is(err, catalogs.ErrInvalidArgument) {
+		t.Errorf("option and metadata naming different keys: %v", err)
 	}
 }
 

@@ -462,13 +462,14 @@ func (s *server) adminCounts(w http.ResponseWriter, r *http.Request) {
 			states[db+"/"+l] = x.state
 		}
 	}
-	reply(w, http.StatusOK, map[string]any{"counts": s.counts, "labels": states})
+	reply(w, http.StatusOK, map[string]any{"counts": s.counts, "labels": states, "queries": s.queries})
 }
 
 func (s *server) adminReset(w http.ResponseWriter, r *http.Request) {
 	s.faults.clear()
 	s.mu.Lock()
 	s.counts = map[string]int{}
+	s.queries = nil
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }

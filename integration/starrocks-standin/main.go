@@ -14,7 +14,8 @@
 //     the backend's DDL, information_schema reads and queries reach a real
 //     SQL server;
 //   - admin endpoints on the FE listener (/admin/faults, /admin/counts,
-//     /admin/reset) to inject failures and count calls.
+//     /admin/reset) to inject failures, count calls and list the
+//     statements the MySQL listener forwarded.
 //
 // Loaded rows stay staged in the stand-in until their transaction is
 // COMMITTED, and are then inserted into MariaDB in one transaction, so
@@ -92,7 +93,7 @@ func main() {
 	be := &http.Server{Handler: s.beMux(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = fe.Serve(feL) }()
 	go func() { _ = be.Serve(beL) }()
-	go proxyMySQL(myL, target)
+	go proxyMySQL(myL, target, s.query)
 
 	addrs, _ := json.Marshal(map[string]string{
 		"fe": "http://" + feL.Addr().String(), "be": "http://" + beL.Addr().String(), "mysql": myL.Addr().String(),

@@ -11,8 +11,9 @@ import (
 // proxyMySQL forwards MySQL-protocol connections to MariaDB, rewriting
 // StarRocks CREATE TABLE statements (COM_QUERY) into MariaDB ones on the
 // way. Everything else, the handshake and every answer included, passes
-// through unchanged, so the client talks to a real SQL server.
-func proxyMySQL(l net.Listener, target string) {
+// through unchanged, so the client talks to a real SQL server. Every
+// COM_QUERY's text, as received, is handed to record.
+func proxyMySQL(l net.Listener, target string, record func(string)) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -30,14 +31,14 @@ func proxyMySQL(l net.Listener, target string) {
 				_, _ = io.Copy(c, up)
 				_ = c.Close()
 			}()
-			forwardCommands(up, c)
+			forwardCommands(up, c, record)
 		}()
 	}
 }
 
 // forwardCommands copies client packets to the server, rewriting the DDL
 // of command packets (sequence id 0, COM_QUERY).
-func forwardCommands(dst io.Writer, src io.Reader) {
+func forwardCommands(dst io.Writer, src io.Reader, record func(string)) {
 	hdr := make([]byte, 4)
 	for {
 		if _, err := io.ReadFull(src, hdr); err != nil {
@@ -49,6 +50,7 @@ func forwardCommands(dst io.Writer, src io.Reader) {
 			return
 		}
 		if hdr[3] == 0 && n > 1 && n < 0xffffff && payload[0] == 0x03 {
+			record(string(payload[1:]))
 			if q, ok := rewriteDDL(string(payload[1:])); ok {
 				payload = append([]byte{0x03}, q...)
 				var l [4]byte

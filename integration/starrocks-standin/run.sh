@@ -6,7 +6,9 @@
 # with FLIGHTGW_STARROCKS_* set, and stops both. Entry point:
 # make test-starrocks.
 #
-#   bash integration/starrocks-standin/run.sh            the default tests
+#   bash integration/starrocks-standin/run.sh            the default tests (Go; with PYTHON,
+#                                                        FLIGHTGW_BIN and FLIGHTGW_SEED set, also
+#                                                        the Python ADBC and JDBC ones)
 #   bash integration/starrocks-standin/run.sh CMD ARGS   CMD with the environment set
 #
 # To run the same tests against a real cluster instead, set the variables
@@ -76,6 +78,14 @@ if [ $# -gt 0 ]; then
 else
   $GO test -count=1 ./catalogs/starrocks/ || status=$?
   $GO test -count=1 -run 'StarRocks' ./integration/ || status=$?
+  # The Python ADBC and JDBC tests, when make test-starrocks built what
+  # they run (PYTHON: the venv's python; FLIGHTGW_BIN, FLIGHTGW_SEED).
+  if [ -n "${PYTHON:-}" ] && [ -x "$PYTHON" ] && [ -n "${FLIGHTGW_BIN:-}" ]; then
+    "$PYTHON" -m pytest -q integration/python/test_starrocks.py || status=$?
+  fi
+  if [ -n "${FLIGHTGW_SEED:-}" ] && [ -n "${FLIGHTGW_BIN:-}" ] && command -v mvn >/dev/null; then
+    mvn -q -B -f integration/jdbc/pom.xml test -Dtest=StarRocksJdbcTest || status=$?
+  fi
 fi
 if [ $status -ne 0 ]; then
   echo "--- stand-in log (last 40 lines)" >&2

@@ -55,6 +55,22 @@ type server struct {
 	labels map[string]map[string]*txn // db → label → transaction
 	nextID int64
 	counts map[string]int
+	// queries are the last maxQueries statements the MySQL listener
+	// forwarded, so that a test can tell what reached the "cluster".
+	queries []string
+}
+
+// maxQueries bounds the statements kept for /admin/counts.
+const maxQueries = 500
+
+// query records one statement sent over the MySQL listener.
+func (s *server) query(q string) {
+	s.mu.Lock()
+	s.queries = append(s.queries, q)
+	if len(s.queries) > maxQueries {
+		s.queries = s.queries[len(s.queries)-maxQueries:]
+	}
+	s.mu.Unlock()
 }
 
 func newServer(db *sql.DB, user, pass, beURL string, publishDelay time.Duration) *server {

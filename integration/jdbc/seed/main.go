@@ -38,8 +38,22 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) == 4 && (os.Args[2] == "--starrocks" || os.Args[2] == "--starrocks-drop") {
+		// A StarRocks database for StarRocksJdbcTest (starrocks.go).
+		var err error
+		if os.Args[2] == "--starrocks" {
+			err = seedStarRocks(context.Background(), os.Args[1], os.Args[3])
+		} else {
+			err = dropStarRocks(context.Background(), os.Args[3])
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "seed starrocks:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) != 2 && len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: seed grpc://HOST:PORT [USER PASSWORD] | seed tls DIR")
+		fmt.Fprintln(os.Stderr, "usage: seed grpc://HOST:PORT [USER PASSWORD] | seed grpc://HOST:PORT --starrocks[-drop] DATABASE | seed tls DIR")
 		os.Exit(2)
 	}
 	opts := map[string]string{adbc.OptionKeyURI: os.Args[1]}
