@@ -264,7 +264,7 @@ func (o *oneShot) CommitTable(ctx context.Context, id table.Identifier, reqs []t
 		ups = append(slices.Clone(o.change.updates), ups...)
 	}
 	o.snapshotID = addedSnapshot(ups)
-	r, err := guard(ctx, o.p.remote, false, func(ctx context.Context) (res, error) {
+	r, err := catalogs.Guard(ctx, o.p.remote, false, func(ctx context.Context) (res, error) {
 		o.called = true
 		m, l, err := o.p.cat.CommitTable(ctx, id, reqs, ups)
 		return res{m, l}, err
@@ -362,7 +362,7 @@ func (p *Provider) lostAttempt(ctx context.Context, tbl *table.Table, cat *oneSh
 	lost := cat.lost || !cat.called
 	sql := p.cfg.catalogType == TypeSQL
 	if !lost && sql && cat.snapshotID != 0 {
-		now, err := guard(ctx, p.remote, true, func(ctx context.Context) (*table.Table, error) {
+		now, err := catalogs.Guard(ctx, p.remote, true, func(ctx context.Context) (*table.Table, error) {
 			return p.cat.LoadTable(ctx, tbl.Identifier())
 		})
 		lost = err == nil && now.Metadata().SnapshotByID(cat.snapshotID) == nil

@@ -111,7 +111,7 @@ type config struct {
 	targetFileSize   int64
 	commit           retryPolicy
 	group            groupPolicy
-	remote           remotePolicy
+	remote           catalogs.RemotePolicy
 	// passthrough is handed to iceberg-go (catalog and FileIO properties).
 	passthrough map[string]string
 }
@@ -128,14 +128,6 @@ type retryPolicy struct {
 type groupPolicy struct {
 	enabled    bool
 	maxMembers int
-}
-
-// remotePolicy bounds calls to the catalog service.
-type remotePolicy struct {
-	timeout         time.Duration
-	attempts        int
-	breakerFailures uint32
-	breakerOpen     time.Duration
 }
 
 const defaultTargetFileSize = 128 << 20
@@ -162,7 +154,7 @@ func parseConfig(props map[string]string) (config, error) {
 		targetFileSize: defaultTargetFileSize,
 		commit:         retryPolicy{retries: 10, minWait: 50 * time.Millisecond, maxWait: 5 * time.Second, totalTimeout: time.Minute},
 		group:          groupPolicy{enabled: true, maxMembers: 1000},
-		remote:         remotePolicy{timeout: 30 * time.Second, attempts: 3, breakerFailures: 5, breakerOpen: 30 * time.Second},
+		remote:         catalogs.RemotePolicy{Timeout: 30 * time.Second, Attempts: 3, BreakerFailures: 5, BreakerOpen: 30 * time.Second},
 		passthrough:    map[string]string{},
 	}
 	own := map[string]bool{PropTargetFileSize: true, PropCommitRetries: true, PropCommitMinWait: true,
@@ -227,10 +219,10 @@ func parseConfig(props map[string]string) (config, error) {
 		{PropCommitMaxWait, 1, func(v int64) { cfg.commit.maxWait = ms(v) }},
 		{PropCommitTotalTimeout, 1, func(v int64) { cfg.commit.totalTimeout = ms(v) }},
 		{PropCommitGroupMaxMembers, 1, func(v int64) { cfg.group.maxMembers = int(v) }},
-		{PropRemoteTimeout, 1, func(v int64) { cfg.remote.timeout = ms(v) }},
-		{PropRemoteAttempts, 1, func(v int64) { cfg.remote.attempts = int(v) }},
-		{PropBreakerFailures, 1, func(v int64) { cfg.remote.breakerFailures = uint32(v) }},
-		{PropBreakerOpen, 1, func(v int64) { cfg.remote.breakerOpen = ms(v) }},
+		{PropRemoteTimeout, 1, func(v int64) { cfg.remote.Timeout = ms(v) }},
+		{PropRemoteAttempts, 1, func(v int64) { cfg.remote.Attempts = int(v) }},
+		{PropBreakerFailures, 1, func(v int64) { cfg.remote.BreakerFailures = uint32(v) }},
+		{PropBreakerOpen, 1, func(v int64) { cfg.remote.BreakerOpen = ms(v) }},
 	}
 	for _, p := range ints {
 		s, ok := props[p.key]

@@ -137,7 +137,7 @@ func TestSQLTarget(t *testing.T) {
 
 func TestBackoffBounds(t *testing.T) {
 	for attempt := range 40 {
-		d := backoff(attempt, 10*time.Millisecond, time.Second)
+		d := catalogs.Backoff(attempt, 10*time.Millisecond, time.Second)
 		if d < 10*time.Millisecond || d > time.Second {
 			t.Fatalf("backoff(%d) = %v outside [10ms, 1s]", attempt, d)
 		}

@@ -5,17 +5,16 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/internal/arrowconv"
 )
 
 // conform checks batch against the table's Arrow schema (target, with field
 // ids) and returns a batch with exactly target's columns, in target's order
-// and types. Every column must be present, none may be extra, each type
-// must be the table's or one that converts without loss of meaning
-// (narrower ints, large strings, other timestamp units), and a
+// and types (arrowconv.Conform). Every column must be present, none may be
+// extra, each type must be the table's or one that converts without loss
+// of meaning (narrower ints, large strings, other timestamp units), and a
 // non-nullable column may hold no null. Errors are ErrInvalidArgument and
 // name the column. The caller releases the result.
 func conform(ctx context.Context, tbl string, target *arrow.Schema, batch arrow.RecordBatch) (out arrow.RecordBatch, err error) {
@@ -23,175 +22,13 @@ func conform(ctx context.Context, tbl string, target *arrow.Schema, batch arrow.
 		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: batch is nil", tbl)
 	}
 	err = protect(catalogs.ErrInvalidArgument, fmt.Sprintf("table %s: batch", tbl), func() error {
-		out, err = conformBatch(ctx, tbl, target, batch)
-		return err
+		out, err = arrowconv.Conform(ctx, target, batch, func(name string) error {
+			return fmt.Errorf("column %q is not in the table (columns: %v)", name, columnNames(target))
+		})
+		if err != nil {
+			return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: %w", tbl, err)
+		}
+		return nil
 	})
 	return out, err
-}
-
-func conformBatch(ctx context.Context, tbl string, target *arrow.Schema, batch arrow.RecordBatch) (arrow.RecordBatch, error) {
-	in := batch.Schema()
-	index := make(map[string]int, in.NumFields())
-	for i, f := range in.Fields() {
-		if _, dup := index[f.Name]; dup {
-			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: column %q appears twice in the batch", tbl, f.Name)
-		}
-		if target.FieldIndices(f.Name) == nil {
-			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: column %q is not in the table (columns: %v)", tbl, f.Name, columnNames(target))
-		}
-		index[f.Name] = i
-	}
-	cols := make([]arrow.Array, 0, target.NumFields())
-	defer func() {
-		for _, c := range cols {
-			c.Release()
-		}
-	}()
-	for _, f := range target.Fields() {
-		i, ok := index[f.Name]
-		if !ok {
-			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: column %q is missing from the batch", tbl, f.Name)
-		}
-		col, err := conformColumn(ctx, f.Name, batch.Column(i), f.Type)
-		if err != nil {
-			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: %w", tbl, err)
-		}
-		cols = append(cols, col)
-		if err := checkNulls(f.Name, col, f.Nullable); err != nil {
-			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: %w", tbl, err)
-		}
-	}
-	return array.NewRecordBatch(target, cols, batch.NumRows()), nil
-}
-
-// conformColumn returns col as type want (a new reference).
-func conformColumn(ctx context.Context, name string, col arrow.Array, want arrow.DataType) (arrow.Array, error) {
-	have := col.DataType()
-	if sameShape(have, want) {
-		d := retype(col.Data(), want)
-		defer d.Release()
-		return array.MakeFromData(d), nil
-	}
-	if !castable(have, want) {
-		return nil, fmt.Errorf("column %q: type %s does not match the table's %s", name, have, want)
-	}
-	opts := compute.SafeCastOptions(want)
-	opts.AllowTimeTruncate = true // ns → us drops the sub-microsecond digits
-	out, err := compute.CastArray(ctx, col, opts)
-	if err != nil {
-		return nil, fmt.Errorf("column %q: cannot convert %s to %s: %v", name, have, want, err)
-	}
-	return out, nil
-}
-
-// sameShape reports whether have and want have the same physical layout,
-// so that only names, metadata and nullability of nested fields differ.
-func sameShape(have, want arrow.DataType) bool {
-	if have.ID() != want.ID() {
-		return false
-	}
-	switch h := have.(type) {
-	case *arrow.ListType:
-		return sameShape(h.Elem(), want.(*arrow.ListType).Elem())
-	case *arrow.MapType:
-		w := want.(*arrow.MapType)
-		return sameShape(h.KeyType(), w.KeyType()) && sameShape(h.ItemType(), w.ItemType())
-	case *arrow.StructType:
-		w := want.(*arrow.StructType)
-		if h.NumFields() != w.NumFields() {
-			return false
-		}
-		for i := range h.NumFields() {
-			if h.Field(i).Name != w.Field(i).Name || !sameShape(h.Field(i).Type, w.Field(i).Type) {
-				return false
-			}
-		}
-		return true
-	default:
-		return arrow.TypeEqual(have, want)
-	}
-}
-
-// retype relabels data with an equal-shaped type, recursively. The caller
-// releases the result.
-func retype(d arrow.ArrayData, want arrow.DataType) arrow.ArrayData {
-	children := d.Children()
-	var kids []arrow.ArrayData
-	switch w := want.(type) {
-	case *arrow.ListType:
-		kids = []arrow.ArrayData{retype(children[0], w.Elem())}
-	case *arrow.MapType:
-		kids = []arrow.ArrayData{retype(children[0], w.Elem())}
-	case *arrow.StructType:
-		kids = make([]arrow.ArrayData, len(children))
-		for i, c := range children {
-			kids[i] = retype(c, w.Field(i).Type)
-		}
-	default:
-		return array.NewData(want, d.Len(), d.Buffers(), children, d.NullN(), d.Offset())
-	}
-	out := array.NewData(want, d.Len(), d.Buffers(), kids, d.NullN(), d.Offset())
-	for _, k := range kids {
-		k.Release() // NewData holds its own reference
-	}
-	return out
-}
-
-// castable lists the conversions WriteBatch applies: they keep every value
-// (a safe cast fails on overflow) except sub-microsecond digits.
-func castable(have, want arrow.DataType) bool {
-	isInt := func(t arrow.DataType) bool {
-		switch t.ID() {
-		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32:
-			return true
-		}
-		return false
-	}
-	switch want.ID() {
-	case arrow.INT32, arrow.INT64:
-		return isInt(have)
-	case arrow.FLOAT64:
-		return have.ID() == arrow.FLOAT32
-	case arrow.STRING:
-		return have.ID() == arrow.LARGE_STRING || have.ID() == arrow.STRING_VIEW
-	case arrow.BINARY:
-		return have.ID() == arrow.LARGE_BINARY || have.ID() == arrow.BINARY_VIEW
-	case arrow.DATE32:
-		return have.ID() == arrow.DATE64
-	case arrow.TIMESTAMP:
-		h, ok := have.(*arrow.TimestampType)
-		return ok && (h.TimeZone == "") == (want.(*arrow.TimestampType).TimeZone == "")
-	case arrow.DECIMAL128:
-		h, ok := have.(arrow.DecimalType)
-		w := want.(arrow.DecimalType)
-		return ok && h.GetScale() == w.GetScale() && h.GetPrecision() <= w.GetPrecision()
-	}
-	return false
-}
-
-// checkNulls rejects nulls where the schema forbids them: in a required
-// column and in the required fields of a struct.
-func checkNulls(path string, col arrow.Array, nullable bool) error {
-	if !nullable && col.NullN() > 0 {
-		return fmt.Errorf("column %q: %d null value(s) in a non-nullable column", path, col.NullN())
-	}
-	if s, ok := col.(*array.Struct); ok {
-		st := s.DataType().(*arrow.StructType)
-		for i := range s.NumField() {
-			f := st.Field(i)
-			if f.Nullable {
-				continue
-			}
-			child := s.Field(i)
-			for r := range s.Len() {
-				if s.IsValid(r) && child.IsNull(r) {
-					return fmt.Errorf("column %q: null value in non-nullable field %q", path, f.Name)
-				}
-			}
-			if err := checkNulls(path+"."+f.Name, child, true); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -271,7 +271,7 @@ func (p *Provider) runRound(ctx context.Context, t catalogs.TableIdent, ms []*me
 				fmt.Sprintf("table %s: commit gave up after %d conflicting attempts", t, r.retried)))
 			return
 		}
-		if err := sleep(cctx, backoff(attempt, p.cfg.commit.minWait, p.cfg.commit.maxWait)); err != nil {
+		if err := catalogs.Sleep(cctx, catalogs.Backoff(attempt, p.cfg.commit.minWait, p.cfg.commit.maxWait)); err != nil {
 			r.fail(catalogs.Wrap(catalogs.ErrConflict, err,
 				fmt.Sprintf("table %s: commit ran out of time after %d conflicting attempts", t, r.retried)))
 			return

@@ -10,30 +10,30 @@ import (
 )
 
 func TestGuardRetriesThenOpens(t *testing.T) {
-	r := newRemote("test", remotePolicy{timeout: time.Second, attempts: 3, breakerFailures: 4, breakerOpen: time.Hour})
+	r := catalogs.NewRemote("test", catalogs.RemotePolicy{Timeout: time.Second, Attempts: 3, BreakerFailures: 4, BreakerOpen: time.Hour}, isTransient)
 	calls := 0
 	down := func(context.Context) (int, error) {
 		calls++
 		return 0, catalogs.Errorf(catalogs.ErrUnavailable, "catalog down")
 	}
 	ctx := context.Background()
-	if st := r.state(); st != catalogs.BreakerClosed {
+	if st := r.State(); st != catalogs.BreakerClosed {
 		t.Fatalf("new breaker state %d, want closed", st)
 	}
-	if _, err := guard(ctx, r, true, down); !errors.Is(err, catalogs.ErrUnavailable) {
+	if _, err := catalogs.Guard(ctx, r, true, down); !errors.Is(err, catalogs.ErrUnavailable) {
 		t.Fatalf("guard = %v", err)
 	}
 	if calls != 3 {
 		t.Fatalf("idempotent call made %d attempts, want 3", calls)
 	}
-	if _, err := guard(ctx, r, false, down); err == nil || calls != 4 {
+	if _, err := catalogs.Guard(ctx, r, false, down); err == nil || calls != 4 {
 		t.Fatalf("non-idempotent call: %v after %d calls, want one attempt", err, calls)
 	}
 	// Four consecutive failures opened the breaker: no more calls go out.
-	if st := r.state(); st != catalogs.BreakerOpen {
+	if st := r.State(); st != catalogs.BreakerOpen {
 		t.Errorf("breaker state %d after 4 failures, want open", st)
 	}
-	_, err := guard(ctx, r, true, down)
+	_, err := catalogs.Guard(ctx, r, true, down)
 	if calls != 4 {
 		t.Errorf("open breaker let %d calls through", calls-4)
 	}
@@ -43,14 +43,14 @@ func TestGuardRetriesThenOpens(t *testing.T) {
 }
 
 func TestGuardDoesNotRetryAnswers(t *testing.T) {
-	r := newRemote("test", remotePolicy{timeout: time.Second, attempts: 5, breakerFailures: 1, breakerOpen: time.Hour})
+	r := catalogs.NewRemote("test", catalogs.RemotePolicy{Timeout: time.Second, Attempts: 5, BreakerFailures: 1, BreakerOpen: time.Hour}, isTransient)
 	calls := 0
 	missing := func(context.Context) (int, error) {
 		calls++
 		return 0, catalogs.Errorf(catalogs.ErrNotFound, "no such table")
 	}
 	for range 3 {
-		if _, err := guard(context.Background(), r, true, missing); !errors.Is(err, catalogs.ErrNotFound) {
+		if _, err := catalogs.Guard(context.Background(), r, true, missing); !errors.Is(err, catalogs.ErrNotFound) {
 			t.Fatalf("guard = %v, want ErrNotFound", err)
 		}
 	}
@@ -60,9 +60,9 @@ func TestGuardDoesNotRetryAnswers(t *testing.T) {
 }
 
 func TestGuardTimesOutEachAttempt(t *testing.T) {
-	r := newRemote("test", remotePolicy{timeout: time.Millisecond, attempts: 2, breakerFailures: 10, breakerOpen: time.Hour})
+	r := catalogs.NewRemote("test", catalogs.RemotePolicy{Timeout: time.Millisecond, Attempts: 2, BreakerFailures: 10, BreakerOpen: time.Hour}, isTransient)
 	calls := 0
-	_, err := guard(context.Background(), r, true, func(ctx context.Context) (int, error) {
+	_, err := catalogs.Guard(context.Background(), r, true, func(ctx context.Context) (int, error) {
 		calls++
 		<-ctx.Done() // a call that never answers
 		return 0, ctx.Err()

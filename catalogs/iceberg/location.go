@@ -158,7 +158,7 @@ func checkFile(t catalogs.TableIdent, l storeLoc, file string) error {
 // <warehouse>/<namespace>.db), so that it can be checked before anything
 // is written there and then passed to CreateTable as it is.
 func (p *Provider) newLocation(ctx context.Context, t catalogs.TableIdent) (string, error) {
-	props, err := guard(ctx, p.remote, true, func(ctx context.Context) (map[string]string, error) {
+	props, err := catalogs.Guard(ctx, p.remote, true, func(ctx context.Context) (map[string]string, error) {
 		return p.cat.LoadNamespaceProperties(ctx, t.Namespace)
 	})
 	if err != nil {

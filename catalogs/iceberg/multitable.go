@@ -110,7 +110,7 @@ func (r restProvider) CommitTables(ctx context.Context, commitID string, tables 
 		for i, s := range staged {
 			commits[i] = s.commit
 		}
-		_, err = guard(cctx, p.remote, false, func(ctx context.Context) (struct{}, error) {
+		_, err = catalogs.Guard(cctx, p.remote, false, func(ctx context.Context) (struct{}, error) {
 			var err error
 			perr := protect(catalogs.ErrInvalidArgument, "commit transaction", func() error {
 				err = tc.CommitTransaction(ctx, commits)
@@ -142,7 +142,7 @@ func (r restProvider) CommitTables(ctx context.Context, commitID string, tables 
 			return nil, catalogs.Wrap(catalogs.ErrConflict, err,
 				fmt.Sprintf("tables %s: commit gave up after %d conflicting attempts", names, retried))
 		}
-		if err := sleep(cctx, backoff(attempt, p.cfg.commit.minWait, p.cfg.commit.maxWait)); err != nil {
+		if err := catalogs.Sleep(cctx, catalogs.Backoff(attempt, p.cfg.commit.minWait, p.cfg.commit.maxWait)); err != nil {
 			return nil, catalogs.Wrap(catalogs.ErrConflict, err,
 				fmt.Sprintf("tables %s: commit ran out of time after %d conflicting attempts", names, retried))
 		}

@@ -40,12 +40,12 @@ type Provider struct {
 	name   string
 	cfg    config
 	cat    catalog.Catalog
-	db     *sql.DB // owned SQL handle, nil for REST
-	remote *remote // the catalog service
+	db     *sql.DB          // owned SQL handle, nil for REST
+	remote *catalogs.Remote // the catalog service
 	// storage guards object storage as a whole: data file writes and the
 	// deletes this package makes (iceberg-go's own reads and metadata
 	// writes rely on the storage SDK's retries).
-	storage *remote
+	storage *catalogs.Remote
 	vendor  *vendor // REST catalogs: vended credentials
 	log     *slog.Logger
 	// beforeRecheck, set only by tests, runs in Reclaim between the
@@ -80,8 +80,8 @@ func Open(ctx context.Context, name string, props map[string]string) (*Provider,
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{name: name, cfg: cfg, remote: newRemote("iceberg:"+name, cfg.remote),
-		storage: newRemote("iceberg:"+name+":storage", cfg.remote),
+	p := &Provider{name: name, cfg: cfg, remote: catalogs.NewRemote("iceberg:"+name, cfg.remote, isTransient),
+		storage: catalogs.NewRemote("iceberg:"+name+":storage", cfg.remote, isTransient),
 		log:     slog.Default().With("catalog", name, "backend", Type)}
 	switch cfg.catalogType {
 	case TypeSQL:
@@ -127,7 +127,7 @@ func (p *Provider) openSQL(ctx context.Context) error {
 		db.SetMaxOpenConns(4)
 	}
 	props := ice.Properties(maps.Clone(p.cfg.passthrough))
-	cat, err := guard(ctx, p.remote, true, func(ctx context.Context) (*sqlcat.Catalog, error) {
+	cat, err := catalogs.Guard(ctx, p.remote, true, func(ctx context.Context) (*sqlcat.Catalog, error) {
 		if err := db.PingContext(ctx); err != nil {
 			return nil, err
 		}
@@ -145,7 +145,7 @@ func (p *Provider) openREST(ctx context.Context) error {
 	props := ice.Properties(maps.Clone(p.cfg.passthrough))
 	props["type"] = "rest"
 	props["uri"] = p.cfg.uri
-	cat, err := guard(ctx, p.remote, true, func(ctx context.Context) (catalog.Catalog, error) {
+	cat, err := catalogs.Guard(ctx, p.remote, true, func(ctx context.Context) (catalog.Catalog, error) {
 		return catalog.Load(ctx, p.name, props)
 	})
 	if err != nil {
@@ -180,7 +180,7 @@ func (p *Provider) Close() error {
 }
 
 func (p *Provider) ensureNamespace(ctx context.Context, ns []string) error {
-	_, err := guard(ctx, p.remote, true, func(ctx context.Context) (struct{}, error) {
+	_, err := catalogs.Guard(ctx, p.remote, true, func(ctx context.Context) (struct{}, error) {
 		ok, err := p.cat.CheckNamespaceExists(ctx, ns)
 		if err != nil || ok {
 			return struct{}{}, err
@@ -211,7 +211,7 @@ func (p *Provider) load(ctx context.Context, t catalogs.TableIdent) (*table.Tabl
 	if err != nil {
 		return nil, err
 	}
-	tbl, err := guard(ctx, p.remote, true, func(ctx context.Context) (*table.Table, error) {
+	tbl, err := catalogs.Guard(ctx, p.remote, true, func(ctx context.Context) (*table.Table, error) {
 		var tbl *table.Table
 		err := protect(catalogs.ErrUnavailable, "load table", func() (err error) {
 			tbl, err = p.cat.LoadTable(ctx, id)
@@ -249,7 +249,7 @@ func (p *Provider) ListNamespaces(ctx context.Context) ([][]string, error) {
 	var out [][]string
 	var walk func(parent []string) error
 	walk = func(parent []string) error {
-		nss, err := guard(ctx, p.remote, true, func(ctx context.Context) ([]table.Identifier, error) {
+		nss, err := catalogs.Guard(ctx, p.remote, true, func(ctx context.Context) ([]table.Identifier, error) {
 			return p.cat.ListNamespaces(ctx, parent)
 		})
 		if err != nil {
@@ -280,7 +280,7 @@ func (p *Provider) ListTables(ctx context.Context, namespace []string) ([]catalo
 	if len(namespace) == 0 || slices.Contains(namespace, "") {
 		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "catalog %q: namespace %q is empty", p.name, namespace)
 	}
-	ids, err := guard(ctx, p.remote, true, func(ctx context.Context) ([]table.Identifier, error) {
+	ids, err := catalogs.Guard(ctx, p.remote, true, func(ctx context.Context) ([]table.Identifier, error) {
 		var ids []table.Identifier
 		for id, err := range p.cat.ListTables(ctx, namespace) {
 			if err != nil {

@@ -178,7 +178,7 @@ func (p *Provider) reclaimTable(ctx context.Context, t catalogs.TableIdent, opts
 			break
 		}
 		if !opts.DryRun {
-			_, err := guard(ctx, p.storage, true, func(context.Context) (struct{}, error) {
+			_, err := catalogs.Guard(ctx, p.storage, true, func(context.Context) (struct{}, error) {
 				return struct{}{}, removeFile(fsys, o.path)
 			})
 			if err != nil {

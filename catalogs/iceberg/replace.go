@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/sony/gobreaker/v2"
 
 	"github.com/flightgw/flightgw/catalogs"
 )
@@ -67,7 +66,7 @@ type replacement struct {
 // with an upload of the given schema (catalogs.SchemaReplacer). See the
 // comment at the top of this file for how the schema is decided.
 func (p *Provider) OpenReplaceStream(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema) (catalogs.WriteStream, error) {
-	if p.storage.cb.State() == gobreaker.StateOpen {
+	if p.storage.State() == catalogs.BreakerOpen {
 		return nil, catalogs.Errorf(catalogs.ErrUnavailable, "table %s: object storage unavailable (circuit open)", t)
 	}
 	tbl, err := p.load(ctx, t)

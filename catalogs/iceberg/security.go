@@ -41,7 +41,7 @@ func (p *Provider) GetSecurityContext(ctx context.Context, t catalogs.TableIdent
 		if _, err := p.ident(t); err != nil {
 			return catalogs.SecurityContext{}, err
 		}
-		l, err := guard(ctx, p.remote, true, func(ctx context.Context) (tableLoad, error) {
+		l, err := catalogs.Guard(ctx, p.remote, true, func(ctx context.Context) (tableLoad, error) {
 			return p.vendor.load(ctx, t)
 		})
 		if err != nil {

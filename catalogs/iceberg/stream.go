@@ -7,7 +7,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/sony/gobreaker/v2"
 
 	"github.com/flightgw/flightgw/catalogs"
 )
@@ -19,7 +18,7 @@ import (
 // batches wait in the session besides those being encoded, which bounds
 // memory whatever the upload's size.
 func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent) (catalogs.WriteStream, error) {
-	if p.storage.cb.State() == gobreaker.StateOpen {
+	if p.storage.State() == catalogs.BreakerOpen {
 		return nil, catalogs.Errorf(catalogs.ErrUnavailable, "table %s: object storage unavailable (circuit open)", t)
 	}
 	tbl, err := p.load(ctx, t)
@@ -120,7 +119,7 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 	}
 	s.finished = true
 	files, err := s.w.wait()
-	s.w.p.storage.record(err)
+	s.w.p.storage.Record(err)
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 		}
 		opts = append(opts, catalog.WithLocation(loc))
 	}
-	tbl, err := guard(ctx, p.remote, false, func(ctx context.Context) (*table.Table, error) {
+	tbl, err := catalogs.Guard(ctx, p.remote, false, func(ctx context.Context) (*table.Table, error) {
 		var tbl *table.Table
 		err := protect(catalogs.ErrInvalidArgument, "create table", func() (err error) {
 			tbl, err = p.cat.CreateTable(ctx, id, sc, opts...)
@@ -64,7 +64,7 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 		return catalogs.TableSpec{}, mapErr(err, fmt.Sprintf("table %s: create", t))
 	}
 	if _, err := p.checkTable(t, tbl); err != nil {
-		_, _ = guard(context.WithoutCancel(ctx), p.remote, false, func(ctx context.Context) (struct{}, error) {
+		_, _ = catalogs.Guard(context.WithoutCancel(ctx), p.remote, false, func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, p.cat.DropTable(ctx, id)
 		})
 		return catalogs.TableSpec{}, err
@@ -93,7 +93,7 @@ func (p *Provider) DropTable(ctx context.Context, t catalogs.TableIdent) error {
 	if err != nil {
 		return err
 	}
-	_, err = guard(ctx, p.remote, false, func(ctx context.Context) (struct{}, error) {
+	_, err = catalogs.Guard(ctx, p.remote, false, func(ctx context.Context) (struct{}, error) {
 		if pt, ok := p.cat.(catalog.PurgeableTable); ok && p.db == nil {
 			return struct{}{}, pt.PurgeTable(ctx, id)
 		}
@@ -162,7 +162,7 @@ func (p *Provider) purge(ctx context.Context, t catalogs.TableIdent, tbl *table.
 			errs = append(errs, err)
 			continue
 		}
-		if _, err := guard(ctx, p.storage, true, func(context.Context) (struct{}, error) {
+		if _, err := catalogs.Guard(ctx, p.storage, true, func(context.Context) (struct{}, error) {
 			return struct{}{}, removeFile(fsys, f)
 		}); err != nil {
 			errs = append(errs, err)

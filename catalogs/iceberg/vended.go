@@ -50,7 +50,7 @@ func newVendor(cfg config) (*vendor, error) {
 	if err != nil {
 		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %v", PropURI, err)
 	}
-	v := &vendor{base: base, client: &http.Client{Timeout: cfg.remote.timeout}, warehouse: cfg.warehouse}
+	v := &vendor{base: base, client: &http.Client{Timeout: cfg.remote.Timeout}, warehouse: cfg.warehouse}
 	props := cfg.passthrough
 	switch {
 	case props[PropToken] != "":

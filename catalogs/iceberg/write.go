@@ -75,7 +75,7 @@ func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch 
 	// One attempt (the batch is consumed), bounded by remote.timeout-ms and
 	// counted by the storage breaker.
 	var w *fileWriter
-	files, err := guard(ctx, p.storage, false, func(ctx context.Context) ([]ice.DataFile, error) {
+	files, err := catalogs.Guard(ctx, p.storage, false, func(ctx context.Context) ([]ice.DataFile, error) {
 		w = p.newFileWriter(ctx, t, tbl, target)
 		w.run(func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) })
 		return w.wait()
@@ -406,7 +406,7 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 		if err := ctx.Err(); err != nil {
 			return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: discard", t))
 		}
-		_, err := guard(ctx, p.storage, true, func(context.Context) (struct{}, error) {
+		_, err := catalogs.Guard(ctx, p.storage, true, func(context.Context) (struct{}, error) {
 			return struct{}{}, removeFile(fsys, path)
 		})
 		if err != nil {

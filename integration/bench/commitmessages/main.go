@@ -26,9 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -43,6 +41,7 @@ import (
 
 	"github.com/flightgw/flightgw/client"
 	"github.com/flightgw/flightgw/codec/actions"
+	"github.com/flightgw/flightgw/integration/bench/benchutil"
 )
 
 var schema = arrow.NewSchema([]arrow.Field{
@@ -69,12 +68,12 @@ func run(bin string, workers, files, rows, parallel int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	addr, stop, err := startGateway(bin, dir)
+	gw, err := startGateway(bin, dir)
 	if err != nil {
 		return err
 	}
-	defer stop()
-	c, err := flightsql.NewClient(addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	defer gw.Stop()
+	c, err := flightsql.NewClient(gw.Addr, nil, nil, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
@@ -248,13 +247,7 @@ func countFiles(dir string) int {
 }
 
 // startGateway runs bin on a free loopback port with the catalog in dir.
-func startGateway(bin, dir string) (string, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	addr := l.Addr().String()
-	l.Close()
+func startGateway(bin, dir string) (*benchutil.Gateway, error) {
 	conf := filepath.Join(dir, "flightgw.yaml")
 	yaml := fmt.Sprintf(`tickets: {signing_key: bench-key}
 reclaim: {interval: 0}
@@ -268,28 +261,7 @@ catalogs:
       create-namespaces: default
 `, dir)
 	if err := os.WriteFile(conf, []byte(yaml), 0o600); err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	cmd := exec.Command(bin, "serve", "--config", conf, "--data-dir", dir, "--listen", addr)
-	cmd.Env = append(os.Environ(), "FLIGHTGW_LOG_LEVEL=warn")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	}
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return addr, stop, nil
-		}
-		if i > 600 {
-			stop()
-			return "", nil, fmt.Errorf("gateway did not listen on %s", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return benchutil.StartGateway(bin, nil, "--config", conf, "--data-dir", dir)
 }

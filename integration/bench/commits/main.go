@@ -22,9 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -33,11 +31,12 @@ import (
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
-	adbcflight "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/flightgw/flightgw/integration/bench/benchutil"
 )
 
 var schema = arrow.NewSchema([]arrow.Field{
@@ -143,13 +142,13 @@ catalogs:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return res, err
 	}
-	addr, stop, err := startGateway(bin, cfgPath)
+	gw, err := benchutil.StartGateway(bin, nil, "--config", cfgPath)
 	if err != nil {
 		return res, err
 	}
-	defer stop()
+	defer gw.Stop()
 	ctx := context.Background()
-	db, err := adbcflight.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc://" + addr})
+	db, err := benchutil.Database(gw.Addr)
 	if err != nil {
 		return res, err
 	}
@@ -329,37 +328,4 @@ func metadataOnDisk(warehouse string) (int, int64, error) {
 		return 0, 0, err
 	}
 	return len(meta.Snapshots()), bytes, nil
-}
-
-// startGateway runs bin with the configuration on a free loopback port
-// and waits until it listens.
-func startGateway(bin, cfgPath string) (string, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin, "serve", "--config", cfgPath, "--listen", addr)
-	cmd.Env = append(os.Environ(), "FLIGHTGW_LOG_LEVEL=warn")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	}
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return addr, stop, nil
-		}
-		if i > 600 {
-			stop()
-			return "", nil, fmt.Errorf("gateway did not listen on %s", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -22,33 +22,18 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
-	adbcflight "github.com/apache/arrow-adbc/go/adbc/driver/flightsql"
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/flightgw/flightgw/integration/bench/benchutil"
 )
-
-var schema = arrow.NewSchema([]arrow.Field{
-	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "x", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "tag", Type: arrow.BinaryTypes.String},
-	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
-}, nil)
-
-const poolSize = 16
 
 func main() {
 	bin := flag.String("bin", "bin/flightgw", "gateway binary")
@@ -62,13 +47,9 @@ func main() {
 }
 
 func run(bin string, total int64, batchRows int) error {
-	pool := makePool(batchRows)
-	defer func() {
-		for _, b := range pool {
-			b.Release()
-		}
-	}()
-	arrowBytes := total * bytesPerRow(pool[0])
+	pool := benchutil.Pool(batchRows)
+	defer benchutil.Release(pool)
+	arrowBytes := total * benchutil.BytesPerRow(pool[0])
 	tmp, err := os.MkdirTemp("", "flightgw-bench-")
 	if err != nil {
 		return err
@@ -102,77 +83,6 @@ func run(bin string, total int64, batchRows int) error {
 // memLimit is the soft heap limit of the second gateway run.
 const memLimit = 160 << 20
 
-func makePool(n int) []arrow.RecordBatch {
-	rng := rand.New(rand.NewPCG(1, 2))
-	out := make([]arrow.RecordBatch, poolSize)
-	for p := range out {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-		ids := b.Field(0).(*array.Int64Builder)
-		xs := b.Field(1).(*array.Float64Builder)
-		tags := b.Field(2).(*array.StringBuilder)
-		tss := b.Field(3).(*array.TimestampBuilder)
-		base := int64(1_700_000_000_000_000)
-		for i := range n {
-			ids.Append(int64(p*n + i))
-			xs.Append(rng.NormFloat64() * 1000)
-			tags.Append(fmt.Sprintf("tag-%011x", rng.Uint64()>>20)) // 16 bytes
-			tss.Append(arrow.Timestamp(base + rng.Int64N(365*86400*1_000_000)))
-		}
-		out[p] = b.NewRecordBatch()
-		b.Release()
-	}
-	return out
-}
-
-func bytesPerRow(b arrow.RecordBatch) int64 {
-	var n int64
-	for _, c := range b.Columns() {
-		for _, buf := range c.Data().Buffers() {
-			if buf != nil {
-				n += int64(buf.Len())
-			}
-		}
-	}
-	return n / b.NumRows()
-}
-
-// source streams total rows from the pool without copying.
-type source struct {
-	pool      []arrow.RecordBatch
-	remaining int64
-	i         int
-	cur       arrow.RecordBatch
-	refs      int64
-}
-
-func newSource(pool []arrow.RecordBatch, total int64) *source {
-	return &source{pool: pool, remaining: total, refs: 1}
-}
-
-func (s *source) Schema() *arrow.Schema          { return schema }
-func (s *source) Retain()                        { s.refs++ }
-func (s *source) Release()                       { s.refs-- }
-func (s *source) RecordBatch() arrow.RecordBatch { return s.cur }
-func (s *source) Record() arrow.RecordBatch      { return s.cur }
-func (s *source) Err() error                     { return nil }
-func (s *source) Next() bool {
-	if s.cur != nil && s.cur != s.pool[(s.i-1)%len(s.pool)] {
-		s.cur.Release()
-	}
-	if s.remaining <= 0 {
-		s.cur = nil
-		return false
-	}
-	b := s.pool[s.i%len(s.pool)]
-	s.i++
-	if b.NumRows() > s.remaining {
-		b = b.NewSlice(0, s.remaining)
-	}
-	s.remaining -= b.NumRows()
-	s.cur = b
-	return true
-}
-
 func reference(path string, pool []arrow.RecordBatch, total int64) (time.Duration, error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -181,11 +91,11 @@ func reference(path string, pool []arrow.RecordBatch, total int64) (time.Duratio
 	defer f.Close()
 	start := time.Now()
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(1<<20))
-	w, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	w, err := pqarrow.NewFileWriter(benchutil.Schema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return 0, err
 	}
-	src := newSource(pool, total)
+	src := benchutil.NewSource(pool, total)
 	for src.Next() {
 		if err := w.WriteBuffered(src.RecordBatch()); err != nil {
 			return 0, err
@@ -198,78 +108,16 @@ func reference(path string, pool []arrow.RecordBatch, total int64) (time.Duratio
 }
 
 func throughGateway(bin, dataDir string, pool []arrow.RecordBatch, total, memoryLimit int64) (time.Duration, int64, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	gw, err := benchutil.StartGateway(bin, []string{fmt.Sprintf("FLIGHTGW_MEMORY_LIMIT=%d", memoryLimit)}, "--data-dir", dataDir)
 	if err != nil {
 		return 0, 0, err
 	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", addr)
-	cmd.Env = append(os.Environ(), "FLIGHTGW_LOG_LEVEL=warn", fmt.Sprintf("FLIGHTGW_MEMORY_LIMIT=%d", memoryLimit))
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return 0, 0, err
-	}
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-	}()
-	for i := 0; ; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if i > 600 {
-			return 0, 0, fmt.Errorf("gateway did not listen on %s", addr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	ctx := context.Background()
-	db, err := adbcflight.NewDriver(memory.DefaultAllocator).NewDatabase(map[string]string{adbc.OptionKeyURI: "grpc://" + addr})
+	defer gw.Stop()
+	opts := map[string]string{adbc.OptionKeyIngestTargetTable: "bench", adbc.OptionKeyIngestMode: adbc.OptionValueIngestModeCreate}
+	dur, err := benchutil.Ingest(context.Background(), gw.Addr, opts, benchutil.NewSource(pool, total), total)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer db.Close()
-	cnxn, err := db.Open(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer cnxn.Close()
-	stmt, err := cnxn.NewStatement()
-	if err != nil {
-		return 0, 0, err
-	}
-	defer stmt.Close()
-	stmt.SetOption(adbc.OptionKeyIngestTargetTable, "bench")
-	stmt.SetOption(adbc.OptionKeyIngestMode, adbc.OptionValueIngestModeCreate)
-	start := time.Now()
-	if err := stmt.BindStream(ctx, newSource(pool, total)); err != nil {
-		return 0, 0, err
-	}
-	n, err := stmt.ExecuteUpdate(ctx)
-	if err != nil {
-		return 0, 0, err
-	}
-	dur := time.Since(start)
-	if n != total {
-		return 0, 0, fmt.Errorf("gateway ingested %d rows, want %d", n, total)
-	}
-	rss, err := peakRSS(cmd.Process.Pid)
+	rss, err := gw.PeakRSS()
 	return dur, rss, err
-}
-
-// peakRSS reads VmHWM (peak resident set) of pid.
-func peakRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM for pid %d", pid)
 }
