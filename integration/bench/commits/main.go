@@ -128,6 +128,9 @@ func gatewayRun(bin, dataDir string, group bool, writers, appends, rows int) (re
 	cfg := fmt.Sprintf(`data_dir: %[1]s
 limits:
   max_concurrent_writes: %[2]d
+  # Every writer is the one anonymous principal: its share is the whole
+  # limit (a share equal to the limit is no per-principal bound).
+  per_principal_writes: %[2]d
 catalogs:
   - name: lake
     type: iceberg
