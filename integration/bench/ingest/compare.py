@@ -83,6 +83,12 @@ def peak_rss(pid: int) -> int:
     raise RuntimeError(f"no VmHWM for {pid}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of pid so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def gw_py(args, table: pa.Table, tmp: Path):
     import adbc_driver_flightsql.dbapi as flight_sql
 
@@ -100,9 +106,12 @@ def gw_py(args, table: pa.Table, tmp: Path):
             except OSError:
                 time.sleep(0.05)
         with flight_sql.connect(f"grpc://127.0.0.1:{port}", autocommit=True) as conn, conn.cursor() as cur:
+            gw0, me0 = cpu_seconds(proc.pid), time.process_time()
             start = time.perf_counter()
             n = cur.adbc_ingest("bench", table, mode="create")
             dur = time.perf_counter() - start
+            cpu["gw-py gateway"].append(cpu_seconds(proc.pid) - gw0)
+            cpu["gw-py client"].append(time.process_time() - me0)
         if n != table.num_rows:
             raise RuntimeError(f"gateway ingested {n} rows, want {table.num_rows}")
         return dur, peak_rss(proc.pid)
@@ -127,13 +136,15 @@ def py_iceberg(args, table: pa.Table, tmp: Path):
             "write.parquet.page-size-bytes": str(PAGE_BYTES),
         },
     )
-    start = time.perf_counter()
+    start, c0 = time.perf_counter(), time.process_time()
     tbl.append(table)
-    return time.perf_counter() - start, None
+    dur = time.perf_counter() - start
+    cpu["pyiceberg"].append(time.process_time() - c0)
+    return dur, None
 
 
 def py_arrow(args, table: pa.Table, tmp: Path):
-    start = time.perf_counter()
+    start, c0 = time.perf_counter(), time.process_time()
     pq.write_table(
         table,
         tmp / "t.parquet",
@@ -144,7 +155,9 @@ def py_arrow(args, table: pa.Table, tmp: Path):
         use_dictionary=True,
         write_statistics=True,
     )
-    return time.perf_counter() - start, None
+    dur = time.perf_counter() - start
+    cpu["pyarrow"].append(time.process_time() - c0)
+    return dur, None
 
 
 def gw_go(args, table: pa.Table, tmp: Path):
@@ -154,6 +167,10 @@ def gw_go(args, table: pa.Table, tmp: Path):
     ).stdout.split()
     return float(out[0]), int(out[1])
 
+
+# CPU seconds of each side (the gateway's from /proc), beside the wall
+# times: on a shared machine they vary far less.
+cpu = {"gw-py gateway": [], "gw-py client": [], "pyiceberg": [], "pyarrow": []}
 
 SIDES = {"gw-py": gw_py, "pyiceberg": py_iceberg, "pyarrow": py_arrow, "gw-go": gw_go}
 
@@ -192,6 +209,7 @@ def main():
     for s in sides:
         v = times[s]
         print(f"{s:10s} median {med[s]:6.2f}s  range {min(v):.2f}-{max(v):.2f}s  {mb / med[s]:7.1f} MB/s  {args.rows / med[s]:11.0f} rows/s")
+    print("CPU seconds (median): " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in cpu.items() if v))
     for s in ("gw-py", "gw-go"):
         peaks = [p for n, p in rss if n == s]
         if peaks:
