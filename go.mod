@@ -3,6 +3,7 @@ module github.com/flightgw/flightgw
 go 1.26.8
 
 require (
+	github.com/DataDog/zstd v1.5.7
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/apache/iceberg-go v0.7.0
 	github.com/sony/gobreaker/v2 v2.4.0
