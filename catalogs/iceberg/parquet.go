@@ -53,6 +53,10 @@ const defaultZstdLevel = 1
 // laneCount is the number of lanes: one per core, at most maxLanes.
 func laneCount() int { return min(max(runtime.GOMAXPROCS(0), 1), maxLanes) }
 
+// laneRowGroupBytes bounds the row group a lane buffers (its encoded
+// size): each lane holds one, so it is smaller than WriteRecords's.
+const laneRowGroupBytes = 8 << 20
+
 // useLanes reports whether tbl's files can be written by the lanes: the
 // table is unpartitioned and unsorted (WriteRecords fans partitions out
 // and sorts batches).
@@ -64,7 +68,7 @@ func useLanes(tbl *table.Table) bool {
 type laneConfig struct {
 	fsys     iceio.WriteFileIO
 	loc      table.LocationProvider
-	props    *parquet.WriterProperties
+	props    []parquet.WriterProperty
 	arrow    pqarrow.ArrowWriterProperties
 	target   int64 // file size at which a file rolls
 	rgBytes  int64 // buffered row group size at which a row group closes
@@ -90,6 +94,7 @@ func (w *fileWriter) laneConfig() (laneConfig, error) {
 	if rg <= 0 {
 		rg = maxRowGroupBytes
 	}
+	rg = min(rg, laneRowGroupBytes)
 	return laneConfig{fsys: fsys, loc: loc, props: wp,
 		arrow:  pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()),
 		target: w.p.cfg.targetFileSize, rgBytes: rg, nanCols: nanColumns(w.target), tblProps: props}, nil
@@ -98,7 +103,7 @@ func (w *fileWriter) laneConfig() (laneConfig, error) {
 // writerProps are the Parquet properties WriteRecords would use for props
 // (iceberg-go's table/internal GetWriteProperties), with zstd level 1 when
 // props set none.
-func writerProps(props ice.Properties, sc *arrow.Schema) (*parquet.WriterProperties, error) {
+func writerProps(props ice.Properties, sc *arrow.Schema) ([]parquet.WriterProperty, error) {
 	num := func(key string, def int64) int64 {
 		if v, err := strconv.ParseInt(props[key], 10, 64); err == nil && v > 0 {
 			return v
@@ -145,7 +150,7 @@ func writerProps(props ice.Properties, sc *arrow.Schema) (*parquet.WriterPropert
 	for i := range psc.NumColumns() {
 		opts = append(opts, parquet.WithDictionaryCostFallbackFor(psc.Column(i).Path(), true))
 	}
-	return parquet.NewWriterProperties(opts...), nil
+	return opts, nil
 }
 
 // runLanes writes batches through the lanes; it returns once every lane
@@ -237,7 +242,7 @@ func (w *fileWriter) lane(ctx context.Context, cfg laneConfig, lane int, queue <
 		if f == nil {
 			name := fmt.Sprintf("%05d-%d-%s-%05d.parquet", lane, lane, w.id, seq)
 			seq++
-			if f, err = openLaneFile(cfg, w.target, cfg.loc.NewDataLocation(name)); err != nil {
+			if f, err = openLaneFile(cfg, w.target, cfg.loc.NewDataLocation(name), b); err != nil {
 				b.Release()
 				return err
 			}
@@ -278,7 +283,9 @@ type laneFile struct {
 	rg   int64
 }
 
-func openLaneFile(cfg laneConfig, sc *arrow.Schema, path string) (*laneFile, error) {
+// openLaneFile creates the file at path for batches like first (which
+// decides the columns written without a dictionary, dict.go).
+func openLaneFile(cfg laneConfig, sc *arrow.Schema, path string, first arrow.RecordBatch) (*laneFile, error) {
 	out, err := cfg.fsys.Create(path)
 	if err != nil {
 		return nil, err
@@ -286,7 +293,8 @@ func openLaneFile(cfg laneConfig, sc *arrow.Schema, path string) (*laneFile, err
 	// pqarrow writes page headers and pages separately: buffering saves
 	// most of the system calls of a local file.
 	f := &laneFile{path: path, out: out, buf: bufio.NewWriterSize(out, 1<<20), nans: map[int]int64{}, cols: cfg.nanCols, rg: cfg.rgBytes}
-	f.fw, err = pqarrow.NewFileWriter(sc, f.buf, cfg.props, cfg.arrow)
+	props := parquet.NewWriterProperties(append(cfg.props[:len(cfg.props):len(cfg.props)], plainColumns(first)...)...)
+	f.fw, err = pqarrow.NewFileWriter(sc, f.buf, props, cfg.arrow)
 	if err != nil {
 		out.Close()
 		return nil, err
