@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -55,7 +56,7 @@ func laneCount() int { return min(max(runtime.GOMAXPROCS(0), 1), maxLanes) }
 
 // laneRowGroupBytes bounds the row group a lane buffers (its encoded
 // size): each lane holds one, so it is smaller than WriteRecords's.
-const laneRowGroupBytes = 8 << 20
+const laneRowGroupBytes = 4 << 20
 
 // useLanes reports whether tbl's files can be written by the lanes: the
 // table is unpartitioned and unsorted (WriteRecords fans partitions out
@@ -69,7 +70,6 @@ type laneConfig struct {
 	fsys     iceio.WriteFileIO
 	loc      table.LocationProvider
 	props    []parquet.WriterProperty
-	arrow    pqarrow.ArrowWriterProperties
 	target   int64 // file size at which a file rolls
 	rgBytes  int64 // buffered row group size at which a row group closes
 	nanCols  []nanColumn
@@ -96,7 +96,6 @@ func (w *fileWriter) laneConfig() (laneConfig, error) {
 	}
 	rg = min(rg, laneRowGroupBytes)
 	return laneConfig{fsys: fsys, loc: loc, props: wp,
-		arrow:  pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()),
 		target: w.p.cfg.targetFileSize, rgBytes: rg, nanCols: nanColumns(w.target), tblProps: props}, nil
 }
 
@@ -221,6 +220,7 @@ func (w *fileWriter) runLanes(batches iter.Seq2[arrow.RecordBatch, error]) error
 // ends) it only releases what it takes, so that the sender never blocks.
 func (w *fileWriter) lane(ctx context.Context, cfg laneConfig, lane int, queue <-chan arrow.RecordBatch, done func(ice.DataFile)) (err error) {
 	var f *laneFile
+	mem := newLaneAlloc()
 	defer func() {
 		for b := range queue {
 			b.Release()
@@ -242,7 +242,7 @@ func (w *fileWriter) lane(ctx context.Context, cfg laneConfig, lane int, queue <
 		if f == nil {
 			name := fmt.Sprintf("%05d-%d-%s-%05d.parquet", lane, lane, w.id, seq)
 			seq++
-			if f, err = openLaneFile(cfg, w.target, cfg.loc.NewDataLocation(name), b); err != nil {
+			if f, err = openLaneFile(cfg, mem, w.target, cfg.loc.NewDataLocation(name), b); err != nil {
 				b.Release()
 				return err
 			}
@@ -285,7 +285,7 @@ type laneFile struct {
 
 // openLaneFile creates the file at path for batches like first (which
 // decides the columns written without a dictionary, dict.go).
-func openLaneFile(cfg laneConfig, sc *arrow.Schema, path string, first arrow.RecordBatch) (*laneFile, error) {
+func openLaneFile(cfg laneConfig, mem memory.Allocator, sc *arrow.Schema, path string, first arrow.RecordBatch) (*laneFile, error) {
 	out, err := cfg.fsys.Create(path)
 	if err != nil {
 		return nil, err
@@ -293,8 +293,9 @@ func openLaneFile(cfg laneConfig, sc *arrow.Schema, path string, first arrow.Rec
 	// pqarrow writes page headers and pages separately: buffering saves
 	// most of the system calls of a local file.
 	f := &laneFile{path: path, out: out, buf: bufio.NewWriterSize(out, 1<<20), nans: map[int]int64{}, cols: cfg.nanCols, rg: cfg.rgBytes}
-	props := parquet.NewWriterProperties(append(cfg.props[:len(cfg.props):len(cfg.props)], plainColumns(first)...)...)
-	f.fw, err = pqarrow.NewFileWriter(sc, f.buf, props, cfg.arrow)
+	opts := append(cfg.props[:len(cfg.props):len(cfg.props)], parquet.WithAllocator(mem))
+	props := parquet.NewWriterProperties(append(opts, plainColumns(first)...)...)
+	f.fw, err = pqarrow.NewFileWriter(sc, f.buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
 	if err != nil {
 		out.Close()
 		return nil, err
