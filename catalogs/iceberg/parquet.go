@@ -29,19 +29,23 @@ import (
 // is the cost of an ingest, and WriteRecords encodes one file at a time on
 // one core: here up to maxLanes files are encoded at once, each by its own
 // goroutine ("lane") taking the next batch from a shared queue. The first
-// lane writes alone until the upload passes one row group, so a small
-// upload stays one file in its own row order; a larger one spreads over
-// the lanes, each lane's file in arrival order. Every file rolls at the
-// target file size, like WriteRecords's.
+// lane writes alone until the upload passes laneSpread, so a small upload
+// stays one file in its own row order; a larger one spreads over the
+// lanes, each lane's file in arrival order. Every file rolls at the target
+// file size, like WriteRecords's. What a lane holds is bounded: the batch
+// it encodes, one buffered row group of at most laneRowGroupBytes, and the
+// page buffers it reuses (alloc.go).
 //
-// The files are what WriteRecords writes: the table's Arrow schema with
-// field ids, the same pqarrow settings (cost-based dictionary fallback on
-// every column, statistics on), the codec and level of the table's
-// write.parquet.* properties. Their Iceberg metrics come from the written
-// footer through iceberg-go's own FileToDataFile (bounds, null and value
-// counts, column sizes, split offsets, the table's metrics modes), plus
-// the NaN counts of float columns, counted from the batches as they are
-// written, which the footer does not carry.
+// The files hold what WriteRecords's hold: the table's Arrow schema with
+// field ids, statistics on, the codec and level of the table's
+// write.parquet.* properties (zstd level 1 by default, compressed by C
+// zstd, zstd.go), dictionary encoding with the cost-based fallback to
+// plain (and high-cardinality columns plain from the start, dict.go).
+// Their Iceberg metrics come from the written footer through iceberg-go's
+// own FileToDataFile (bounds, null and value counts, column sizes, split
+// offsets, the table's metrics modes), plus the NaN counts of float
+// columns, counted from the batches as they are written (nan.go), which
+// the footer does not carry.
 
 // maxLanes bounds the files one upload encodes at once.
 const maxLanes = 4
@@ -53,6 +57,10 @@ const defaultZstdLevel = 1
 
 // laneCount is the number of lanes: one per core, at most maxLanes.
 func laneCount() int { return min(max(runtime.GOMAXPROCS(0), 1), maxLanes) }
+
+// laneSpread is the Arrow size of an upload past which the other lanes
+// start: below it one file holds the upload, in its order.
+const laneSpread = 16 << 20
 
 // laneRowGroupBytes bounds the row group a lane buffers (its encoded
 // size): each lane holds one, so it is smaller than WriteRecords's.
@@ -126,9 +134,11 @@ func writerProps(props ice.Properties, sc *arrow.Schema) ([]parquet.WriterProper
 	if v, err := strconv.Atoi(props[table.ParquetCompressionLevelKey]); err == nil && v >= 0 {
 		level = v
 	}
-	page := parquet.DataPageV2
-	if props[table.ParquetPageVersionKey] == "1" {
-		page = parquet.DataPageV1
+	// Data page v1 unless the table asks for v2: what Iceberg Java and
+	// pyiceberg write, and what every Parquet reader reads.
+	page := parquet.DataPageV1
+	if props[table.ParquetPageVersionKey] == "2" {
+		page = parquet.DataPageV2
 	}
 	opts := []parquet.WriterProperty{
 		parquet.WithMaxRowGroupLength(num(table.ParquetRowGroupLimitKey, 1<<20)),
@@ -193,7 +203,7 @@ func (w *fileWriter) runLanes(batches iter.Seq2[arrow.RecordBatch, error]) error
 			if err != nil {
 				return err
 			}
-			if started < n && sent >= cfg.rgBytes {
+			if started < n && sent >= laneSpread {
 				start()
 			}
 			select {

@@ -18,8 +18,11 @@ round to round so that a drift in the machine's load hits each alike:
   gw-go     the ADBC Go driver into a fresh gateway (integration/bench/ingest
             -once, its own rows of the same shape).
 
-Every side writes ZSTD at the same level, with the same row-group and page
-limits and dictionary encoding on (printed below). The gateway's peak RSS
+Every side writes ZSTD at the same level, data pages of the same size and
+version, dictionary encoding on (with its fallback to plain), and row
+groups of the same number of rows: the gateway bounds a row group by its
+encoded size, so the other sides take the row count of the gateway's
+first file (all printed below). The gateway's peak RSS
 is VmHWM of its process after the ingest. The median and range of each
 side are printed, then the ratios of medians (speed of the gateway over
 the other side: above 1 the gateway is faster).
@@ -39,11 +42,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-# The gateway's defaults (catalogs/iceberg/write.go); the other sides are
-# set to them.
+# The gateway's defaults (catalogs/iceberg/parquet.go); the other sides are
+# set to them. ROW_GROUP_ROWS is replaced by the gateway's row groups.
 ZSTD_LEVEL = 1
 ROW_GROUP_ROWS = 1 << 20
 PAGE_BYTES = 1 << 20
+PAGE_VERSION = "1.0"
 BATCH_ROWS = 65536
 
 
@@ -114,7 +118,12 @@ def gw_py(args, table: pa.Table, tmp: Path):
             cpu["gw-py client"].append(time.process_time() - me0)
         if n != table.num_rows:
             raise RuntimeError(f"gateway ingested {n} rows, want {table.num_rows}")
-        return dur, peak_rss(proc.pid)
+        rss = peak_rss(proc.pid)
+        global ROW_GROUP_ROWS, GW_FILES
+        files = sorted((tmp / "gw").rglob("*.parquet"))
+        GW_FILES = len(files)
+        ROW_GROUP_ROWS = pq.ParquetFile(files[0]).metadata.row_group(0).num_rows
+        return dur, rss
     finally:
         proc.terminate()
         proc.wait()
@@ -152,6 +161,9 @@ def py_arrow(args, table: pa.Table, tmp: Path):
         compression_level=ZSTD_LEVEL,
         row_group_size=ROW_GROUP_ROWS,
         data_page_size=PAGE_BYTES,
+        data_page_version=PAGE_VERSION,
+        write_batch_size=20000,
+        dictionary_pagesize_limit=2 << 20,
         use_dictionary=True,
         write_statistics=True,
     )
@@ -172,6 +184,8 @@ def gw_go(args, table: pa.Table, tmp: Path):
 # times: on a shared machine they vary far less.
 cpu = {"gw-py gateway": [], "gw-py client": [], "pyiceberg": [], "pyarrow": []}
 
+GW_FILES = 0
+
 SIDES = {"gw-py": gw_py, "pyiceberg": py_iceberg, "pyarrow": py_arrow, "gw-go": gw_go}
 
 
@@ -191,7 +205,6 @@ def main():
     mb = table.nbytes / 1e6
     load0 = os.getloadavg()
     print(f"rows {args.rows}, Arrow {mb:.0f} MB in batches of {BATCH_ROWS}; {args.rounds} paired rounds")
-    print(f"every side: zstd level {ZSTD_LEVEL}, row groups <= {ROW_GROUP_ROWS} rows, pages {PAGE_BYTES} B, dictionary on")
     times = {s: [] for s in sides}
     rss = []
     for r in range(args.rounds):
@@ -203,6 +216,8 @@ def main():
             if peak is not None:
                 rss.append((s, peak))
         print(f"round {r + 1}: " + "  ".join(f"{s} {times[s][-1]:.2f}s" for s in sides), flush=True)
+    print(f"every side: zstd level {ZSTD_LEVEL}, row groups of {ROW_GROUP_ROWS} rows (the gateway's, from its "
+          f"{GW_FILES} file(s)), data pages of {PAGE_BYTES} B (v{PAGE_VERSION[0]}), dictionary on with fallback to plain")
     load1 = os.getloadavg()
     print(f"load average (1m) {load0[0]:.1f} at start, {load1[0]:.1f} at end, on {os.cpu_count()} cores")
     med = {s: statistics.median(v) for s, v in times.items()}
