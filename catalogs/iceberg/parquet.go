@@ -134,11 +134,11 @@ func writerProps(props ice.Properties, sc *arrow.Schema) ([]parquet.WriterProper
 	if v, err := strconv.Atoi(props[table.ParquetCompressionLevelKey]); err == nil && v >= 0 {
 		level = v
 	}
-	// Data page v1 unless the table asks for v2: what Iceberg Java and
-	// pyiceberg write, and what every Parquet reader reads.
-	page := parquet.DataPageV1
-	if props[table.ParquetPageVersionKey] == "2" {
-		page = parquet.DataPageV2
+	// Data page v2 unless the table asks for v1, as WriteRecords: v2
+	// compresses the values without first copying them behind the levels.
+	page := parquet.DataPageV2
+	if props[table.ParquetPageVersionKey] == "1" {
+		page = parquet.DataPageV1
 	}
 	opts := []parquet.WriterProperty{
 		parquet.WithMaxRowGroupLength(num(table.ParquetRowGroupLimitKey, 1<<20)),
