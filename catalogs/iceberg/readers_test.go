@@ -2,12 +2,15 @@ package iceberg_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,6 +55,47 @@ const everyRows = `[
   "scores": []}
 ]`
 
+// javaRows reads the table whose metadata file is at metadata with
+// Iceberg Java's generic reader (testdata/java), rows sorted by i32; nil
+// (the check skipped, with a log line) unless FLIGHTGW_ICEBERG_JAVA is set
+// (make iceberg-pyiceberg-check sets it: Maven and a JVM take seconds) and
+// java and mvn are there.
+func javaRows(t *testing.T, metadata string) []map[string]any {
+	t.Helper()
+	if os.Getenv("FLIGHTGW_ICEBERG_JAVA") == "" {
+		t.Log("FLIGHTGW_ICEBERG_JAVA unset: Iceberg Java's reading is not checked")
+		return nil
+	}
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Logf("no %s: Iceberg Java's reading is not checked", tool)
+			return nil
+		}
+	}
+	cp := filepath.Join(t.TempDir(), "classpath.txt")
+	mvn := exec.Command("mvn", "-q", "-B", "-f", filepath.Join("testdata", "java", "pom.xml"), "dependency:build-classpath", "-Dmdep.outputFile="+cp)
+	if out, err := mvn.CombinedOutput(); err != nil {
+		t.Fatalf("mvn: %v\n%s", err, out)
+	}
+	classpath, err := os.ReadFile(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("java", "-cp", strings.TrimSpace(string(classpath)), filepath.Join("testdata", "java", "Read.java"), metadata)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("Iceberg Java: %v\n%s", err, stderr.String())
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatalf("Iceberg Java output %q: %v", out, err)
+	}
+	slices.SortFunc(rows, func(a, b map[string]any) int { return cmp.Compare(a["i32"].(float64), b["i32"].(float64)) })
+	return rows
+}
+
 func fmtJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
@@ -86,9 +130,10 @@ func nanify(a arrow.Array) {
 
 // TestReadersAgreeOnEveryType writes every stored type, with nulls, NaNs
 // and nested values, through a write stream (the lane writer), commits,
-// and has pyiceberg (a table scan) and DuckDB (read_parquet of the same
-// files) read it back: both must read the same rows, and the manifest
-// must carry bounds, null counts and NaN counts.
+// and has pyiceberg (a table scan), DuckDB and pyarrow (the same data
+// files) and, with java and mvn, Iceberg Java (IcebergGenerics) read it
+// back: all must read the same rows, and the manifest must carry bounds,
+// null counts and NaN counts.
 func TestReadersAgreeOnEveryType(t *testing.T) {
 	py := pyiceberg(t)
 	if err := exec.Command(py, "-c", "import duckdb").Run(); err != nil {
@@ -140,6 +185,7 @@ func TestReadersAgreeOnEveryType(t *testing.T) {
 		DuckDB    []map[string]any `json:"duckdb"`
 		PyArrow   []map[string]any `json:"pyarrow"`
 		IDs       map[string]int   `json:"ids"`
+		Metadata  string           `json:"metadata_location"`
 		Files     []struct {
 			Rows      int64            `json:"rows"`
 			NaN       map[string]int64 `json:"nan"`
@@ -175,6 +221,17 @@ func TestReadersAgreeOnEveryType(t *testing.T) {
 			}
 			if a, b := fmtJSON(want), fmtJSON(have); a != b {
 				t.Errorf("row %d:\npyarrow   %s\n%-9s %s", i, a, r.name, b)
+			}
+		}
+	}
+	if java := javaRows(t, got.Metadata); java != nil {
+		for i, want := range got.PyArrow {
+			if i >= len(java) {
+				t.Errorf("Iceberg Java reads %d rows, pyarrow %d", len(java), len(got.PyArrow))
+				break
+			}
+			if a, b := fmtJSON(want), fmtJSON(java[i]); a != b {
+				t.Errorf("row %d:\npyarrow      %s\nIceberg Java %s", i, a, b)
 			}
 		}
 	}

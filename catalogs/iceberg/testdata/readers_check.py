@@ -84,4 +84,5 @@ for f in files:
         "upper": sorted(dict(f["upper_bounds"] or {})),
         "f64_bounds": [norm(rm.get("f64", {}).get("lower_bound")), norm(rm.get("f64", {}).get("upper_bound"))],
     })
-print(json.dumps({"pyiceberg": py_rows, "duckdb": duck_rows, "pyarrow": pa_rows, "ids": ids, "files": metrics}, default=str))
+print(json.dumps({"pyiceberg": py_rows, "duckdb": duck_rows, "pyarrow": pa_rows, "ids": ids,
+                  "metadata_location": tbl.metadata_location.removeprefix("file://"), "files": metrics}, default=str))
