@@ -16,11 +16,12 @@ import (
 )
 
 // benchSchema is integration/bench/ingest's: about 44 bytes a row.
+// Its columns are nullable, as a pyarrow table's are, with no nulls.
 var benchSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "x", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "tag", Type: arrow.BinaryTypes.String},
-	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "x", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "tag", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
 }, nil)
 
 func benchBatches(n, rows int) []arrow.RecordBatch {
