@@ -36,7 +36,7 @@ func benchBatches(n, rows int) []arrow.RecordBatch {
 		for i := range rows {
 			ids.Append(int64(p*rows + i))
 			xs.Append(rng.NormFloat64() * 1000)
-			tags.Append(fmt.Sprintf("tag-%011x", rng.Uint64()>>20))
+			tags.Append(fmt.Sprintf("tag-%012x", rng.Uint64()>>16))
 			tss.Append(arrow.Timestamp(1_700_000_000_000_000 + rng.Int64N(365*86400*1_000_000)))
 		}
 		out[p] = b.NewRecordBatch()

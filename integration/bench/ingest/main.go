@@ -141,7 +141,7 @@ func makePool(n int) []arrow.RecordBatch {
 		for i := range n {
 			ids.Append(int64(p*n + i))
 			xs.Append(rng.NormFloat64() * 1000)
-			tags.Append(fmt.Sprintf("tag-%011x", rng.Uint64()>>20)) // 16 bytes
+			tags.Append(fmt.Sprintf("tag-%012x", rng.Uint64()>>16)) // 16 bytes
 			tss.Append(arrow.Timestamp(base + rng.Int64N(365*86400*1_000_000)))
 		}
 		out[p] = b.NewRecordBatch()
