@@ -1,5 +1,7 @@
 # Iceberg backend (catalogs/iceberg) checks beyond the Go unit tests:
-#   make iceberg-pyiceberg-check  pyiceberg's SqlCatalog reads and appends to the embedded lake, and reads a replaced table
+#   make iceberg-pyiceberg-check  pyiceberg's SqlCatalog reads and appends to the embedded lake, and reads a replaced table;
+#                                 pyiceberg, DuckDB, pyarrow and Iceberg Java (needs java 17+, mvn) read a table
+#                                 of every type alike, with its metrics
 #   make iceberg-rest-check       the conformance suite against Iceberg's own REST catalog server
 #                                 (RESTCatalogServer from the iceberg-open-api test fixtures)
 #   make iceberg-postgres-check   the conformance suite with the SQL catalog on a throwaway PostgreSQL
@@ -13,7 +15,7 @@ TEST_TARGETS += iceberg-pyiceberg-check iceberg-rest-check iceberg-postgres-chec
 
 # .venv/.installed is built by mk/python.mk (its requirements carry pyiceberg).
 iceberg-pyiceberg-check: .venv/.installed
-	FLIGHTGW_PYTHON=$(ICEBERG_PY) $(GO) test -count=1 -run '^(TestPyIcebergInterop|TestPyIcebergReadsReplace)$$' -v ./catalogs/iceberg
+	FLIGHTGW_PYTHON=$(ICEBERG_PY) FLIGHTGW_ICEBERG_JAVA=1 $(GO) test -count=1 -run '^(TestPyIcebergInterop|TestPyIcebergReadsReplace|TestReadersAgreeOnEveryType)$$' -v ./catalogs/iceberg
 
 # Needs java 17+, mvn and curl; the server's jars come from Maven Central.
 iceberg-rest-check:

@@ -167,3 +167,41 @@ func TestFramesHoldBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestUnmarshalFlightData: the aliasing decoder of uploads reads every
+// FlightData as protobuf does, and leaves to protobuf what it does not
+// know.
+func TestUnmarshalFlightData(t *testing.T) {
+	c := newFrameCodec(nil)
+	desc := &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte("cmd")}
+	for name, fd := range map[string]*flight.FlightData{
+		"empty":      {},
+		"body":       {DataHeader: []byte{1, 2, 3}, DataBody: bytes.Repeat([]byte{7}, 70000)},
+		"everything": {FlightDescriptor: desc, DataHeader: []byte("h"), AppMetadata: []byte("m"), DataBody: []byte("b")},
+	} {
+		raw, err := proto.Marshal(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An unknown field (number 9, which protobuf keeps) goes to protobuf.
+		for _, extra := range [][]byte{nil, {9<<3 | 2, 1, 'x'}} {
+			got := &flight.FlightData{}
+			msg := append(append([]byte{}, raw...), extra...)
+			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(msg)}, got); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			want := &flight.FlightData{}
+			if err := proto.Unmarshal(msg, want); err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(got, want) {
+				t.Errorf("%s (extra %v): decoded %v, protobuf reads %v", name, extra, got, want)
+			}
+		}
+	}
+	// A truncated message is an error, as protobuf says.
+	raw, _ := proto.Marshal(&flight.FlightData{DataBody: []byte("body")})
+	if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(raw[:len(raw)-1])}, &flight.FlightData{}); err == nil {
+		t.Error("truncated FlightData decoded without error")
+	}
+}

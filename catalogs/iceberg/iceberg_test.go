@@ -22,7 +22,7 @@ import (
 
 // openLocal opens a SQLite catalog with local files in a temporary
 // directory and returns the provider and the warehouse directory.
-func openLocal(t *testing.T, extra map[string]string) (*iceberg.Provider, string) {
+func openLocal(t testing.TB, extra map[string]string) (*iceberg.Provider, string) {
 	t.Helper()
 	dir := t.TempDir()
 	props, err := iceberg.EmbeddedProperties(dir)

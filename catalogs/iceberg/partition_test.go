@@ -154,7 +154,7 @@ func TestStreamRollsFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 20 {
+	for i := range 80 {
 		b := catalogtest.Batch(int64(i)*500, 500)
 		err := s.Write(ctx, b)
 		b.Release()
@@ -166,8 +166,14 @@ func TestStreamRollsFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) < 2 {
-		t.Errorf("10000 rows with a 32 KiB target wrote %d file(s), want several", len(rs))
+	// About 150 KiB of Parquet: files roll once they pass the target.
+	if len(rs) < 3 {
+		t.Errorf("40000 rows with a 32 KiB target wrote %d file(s), want several", len(rs))
+	}
+	for i, r := range rs[:len(rs)-1] {
+		if r.ByteCount < 32768/2 || r.ByteCount > 4*32768 {
+			t.Errorf("file %d of %d has %d bytes, want about the 32 KiB target", i, len(rs), r.ByteCount)
+		}
 	}
 	if err := s.Abort(ctx); err != nil {
 		t.Errorf("Abort after Close: %v", err)
@@ -186,7 +192,7 @@ func TestStreamRollsFiles(t *testing.T) {
 		t.Fatalf("CommitOnce: %v", err)
 	}
 	rec, ok, err := p.FindCommit(ctx, id, "stream-1")
-	if err != nil || !ok || rec.RowCount != 10000 || rec.Outcome.SnapshotID != out.SnapshotID {
+	if err != nil || !ok || rec.RowCount != 40000 || rec.Outcome.SnapshotID != out.SnapshotID {
 		t.Errorf("FindCommit = %+v, %v, %v", rec, ok, err)
 	}
 }

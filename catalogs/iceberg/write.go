@@ -125,7 +125,9 @@ const maxRowGroupBytes = 32 << 20
 // of each open file.
 func (p *Provider) writeTable(tbl *table.Table) *table.Table {
 	rg := min(max(p.cfg.targetFileSize/4, 1), maxRowGroupBytes)
-	if cur, err := strconv.ParseInt(tbl.Properties()[table.ParquetRowGroupSizeBytesKey], 10, 64); err == nil && cur > 0 && cur <= rg {
+	_, hasLevel := tbl.Properties()[table.ParquetCompressionLevelKey]
+	setLevel := !hasLevel && tbl.Properties().Get(table.ParquetCompressionKey, table.ParquetCompressionDefault) == "zstd"
+	if cur, err := strconv.ParseInt(tbl.Properties()[table.ParquetRowGroupSizeBytesKey], 10, 64); err == nil && cur > 0 && cur <= rg && !setLevel {
 		return tbl
 	}
 	b, err := table.MetadataBuilderFromBase(tbl.Metadata(), tbl.MetadataLocation())
@@ -134,10 +136,14 @@ func (p *Provider) writeTable(tbl *table.Table) *table.Table {
 	}
 	// Pages are what flushes bytes within a row group: keep them smaller.
 	page := min(max(rg/4, 1), 1<<20)
-	if err := b.SetProperties(ice.Properties{
+	props := ice.Properties{
 		table.ParquetRowGroupSizeBytesKey: strconv.FormatInt(rg, 10),
 		table.ParquetPageSizeBytesKey:     strconv.FormatInt(page, 10),
-	}); err != nil {
+	}
+	if setLevel {
+		props[table.ParquetCompressionLevelKey] = strconv.Itoa(defaultZstdLevel)
+	}
+	if err := b.SetProperties(props); err != nil {
 		return tbl
 	}
 	meta, err := b.Build()
@@ -153,6 +159,9 @@ func (w *fileWriter) run(batches iter.Seq2[arrow.RecordBatch, error]) {
 	go func() {
 		defer close(w.done)
 		w.err = protect(catalogs.ErrInvalidArgument, fmt.Sprintf("table %s: write data files", w.ident), func() error {
+			if useLanes(w.tbl) {
+				return w.runLanes(batches)
+			}
 			for df, err := range table.WriteRecords(w.ctx, w.tbl, w.target, batches,
 				table.WithTargetFileSize(w.p.cfg.targetFileSize), table.WithWriteUUID(w.id),
 				table.WithRecordBatchBufferSize(2)) {

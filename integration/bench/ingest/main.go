@@ -39,7 +39,16 @@ func main() {
 	bin := flag.String("bin", "bin/flightgw", "gateway binary")
 	total := flag.Int64("rows", 10_000_000, "rows to ingest")
 	batchRows := flag.Int("batch", 65536, "rows per Arrow batch")
+	once := flag.Bool("once", false, "run one gateway ingest (default config) and print \"seconds rss_bytes\"; compare.py uses it")
 	flag.Parse()
+	if *once {
+		err := runOnce(*bin, *total, *batchRows)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*bin, *total, *batchRows); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -77,6 +86,24 @@ func run(bin string, total int64, batchRows int) error {
 		fmt.Printf("%-44s %8.2fs %12.0f rows/s %8.1f MB/s  ratio %.2f (target >= 0.85)  peak RSS %.0f MB (target <= 300)\n",
 			name, gwDur.Seconds(), float64(total)/gwDur.Seconds(), mb/gwDur.Seconds(), refDur.Seconds()/gwDur.Seconds(), float64(rss)/1e6)
 	}
+	return nil
+}
+
+// runOnce is one round of compare.py's Go ADBC side: one gateway ingest
+// with the default configuration, printed as seconds and peak RSS bytes.
+func runOnce(bin string, total int64, batchRows int) error {
+	pool := benchutil.Pool(batchRows)
+	defer benchutil.Release(pool)
+	tmp, err := os.MkdirTemp("", "flightgw-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	dur, rss, err := throughGateway(bin, filepath.Join(tmp, "gw"), pool, total, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%.4f %d\n", dur.Seconds(), rss)
 	return nil
 }
 

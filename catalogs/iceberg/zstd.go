@@ -1,0 +1,53 @@
+package iceberg
+
+import (
+	"sync"
+
+	czstd "github.com/DataDog/zstd"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+)
+
+// Parquet pages are compressed with the C zstd library (through cgo, which
+// the gateway links for DuckDB anyway) rather than arrow-go's pure-Go
+// encoder: at level 1, on the pages of an ingest, it takes about half the
+// CPU (and compression is most of the cost of writing Parquet). The output
+// is a standard zstd frame, like the Go encoder's; decoding stays with
+// arrow-go's codec. Registering replaces arrow-go's zstd codec for the
+// whole process, which writes Parquet only here.
+func init() {
+	dec, err := compress.GetCodec(compress.Codecs.Zstd)
+	if err != nil {
+		return // arrow-go has no zstd: keep it so
+	}
+	compress.RegisterCodec(compress.Codecs.Zstd, cZstd{Codec: dec})
+}
+
+// cZstd encodes with C zstd and decodes with the codec it embeds.
+type cZstd struct{ compress.Codec }
+
+// zstdCtxs are reusable C compression contexts: creating one per page
+// would cost more than compressing a small page.
+var zstdCtxs = sync.Pool{New: func() any { return czstd.NewCtx() }}
+
+func (z cZstd) Encode(dst, src []byte) []byte {
+	return z.EncodeLevel(dst, src, compress.DefaultCompressionLevel)
+}
+
+// EncodeLevel compresses src at level (zstd's levels; DefaultCompressionLevel
+// is zstd's default, 3). It falls back to the Go encoder if C zstd fails,
+// which it only does on a bad level.
+func (z cZstd) EncodeLevel(dst, src []byte, level int) []byte {
+	if level == compress.DefaultCompressionLevel {
+		level = czstd.DefaultCompression
+	}
+	c := zstdCtxs.Get().(czstd.Ctx)
+	defer zstdCtxs.Put(c)
+	out, err := c.CompressLevel(dst[:cap(dst)], src, level)
+	if err != nil {
+		return z.Codec.EncodeLevel(dst, src, level)
+	}
+	return out
+}
+
+// CompressBound is C zstd's ZSTD_COMPRESSBOUND.
+func (cZstd) CompressBound(n int64) int64 { return int64(czstd.CompressBound(int(n))) }
