@@ -206,9 +206,12 @@ func (w *fileWriter) runLanes(batches iter.Seq2[arrow.RecordBatch, error]) error
 			if started < n && sent >= laneSpread {
 				start()
 			}
+			// Sized before it is sent: once in the queue, the batch is the
+			// lane's, which releases it.
+			size := batchBytes(b)
 			select {
 			case queue <- b:
-				sent += batchBytes(b)
+				sent += size
 			case <-ctx.Done():
 				b.Release()
 				return nil // the lane's error is g's
