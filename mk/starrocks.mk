@@ -2,7 +2,8 @@
 #   make test-starrocks   the conformance suite and the gateway's StarRocks tests against the
 #                         StarRocks stand-in (integration/starrocks-standin) on a throwaway MariaDB
 #                         (installed from Debian when missing; skipped with a message when it cannot be),
-#                         then integration/python/test_starrocks.py and the JDBC StarRocksJdbcTest
+#                         then StarRocks' Stream Load SDK (integration/starrocks-sdk),
+#                         integration/python/test_starrocks.py and the JDBC StarRocksJdbcTest
 TEST_TARGETS += test-starrocks
 
 .PHONY: test-starrocks

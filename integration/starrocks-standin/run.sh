@@ -6,9 +6,10 @@
 # with FLIGHTGW_STARROCKS_* set, and stops both. Entry point:
 # make test-starrocks.
 #
-#   bash integration/starrocks-standin/run.sh            the default tests (Go; with PYTHON,
-#                                                        FLIGHTGW_BIN and FLIGHTGW_SEED set, also
-#                                                        the Python ADBC and JDBC ones)
+#   bash integration/starrocks-standin/run.sh            the default tests (Go; with mvn, StarRocks'
+#                                                        Stream Load SDK (integration/starrocks-sdk);
+#                                                        with PYTHON, FLIGHTGW_BIN and FLIGHTGW_SEED
+#                                                        set, also the Python ADBC and JDBC ones)
 #   bash integration/starrocks-standin/run.sh CMD ARGS   CMD with the environment set
 #
 # To run the same tests against a real cluster instead, set the variables
@@ -78,6 +79,11 @@ if [ $# -gt 0 ]; then
 else
   $GO test -count=1 ./catalogs/starrocks/ || status=$?
   $GO test -count=1 -run 'StarRocks' ./integration/ || status=$?
+  # StarRocks' own Stream Load SDK (from Maven Central) runs its
+  # transaction flow against the stand-in.
+  if command -v mvn >/dev/null; then
+    mvn -q -B -f integration/starrocks-sdk/pom.xml test || status=$?
+  fi
   # The Python ADBC and JDBC tests, when make test-starrocks built what
   # they run (PYTHON: the venv's python; FLIGHTGW_BIN, FLIGHTGW_SEED).
   if [ -n "${PYTHON:-}" ] && [ -x "$PYTHON" ] && [ -n "${FLIGHTGW_BIN:-}" ]; then
