@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/internal/pqwrite"
 )
 
 // The lane writer: the data files of an unpartitioned, unsorted table are
@@ -34,13 +35,14 @@ import (
 // lanes, each lane's file in arrival order. Every file rolls at the target
 // file size, like WriteRecords's. What a lane holds is bounded: the batch
 // it encodes, one buffered row group of at most laneRowGroupBytes, and the
-// page buffers it reuses (alloc.go).
+// page buffers it reuses (pqwrite.Alloc).
 //
 // The files hold what WriteRecords's hold: the table's Arrow schema with
 // field ids, statistics on, the codec and level of the table's
 // write.parquet.* properties (zstd level 1 by default, compressed by C
-// zstd, zstd.go), dictionary encoding with the cost-based fallback to
-// plain (and high-cardinality columns plain from the start, dict.go).
+// zstd, internal/pqwrite), dictionary encoding with the cost-based
+// fallback to plain (and high-cardinality columns plain from the start,
+// pqwrite.PlainColumns).
 // Their Iceberg metrics come from the written footer through iceberg-go's
 // own FileToDataFile (bounds, null and value counts, column sizes, split
 // offsets, the table's metrics modes), plus the NaN counts of float
@@ -50,10 +52,8 @@ import (
 // maxLanes bounds the files one upload encodes at once.
 const maxLanes = 4
 
-// defaultZstdLevel is the zstd level when the table sets none: level 1,
-// Arrow C++'s and so pyarrow's and pyiceberg's default, about a third
-// cheaper than arrow-go's default (3) for a few percent more bytes.
-const defaultZstdLevel = 1
+// defaultZstdLevel is the zstd level when the table sets none.
+const defaultZstdLevel = pqwrite.DefaultZstdLevel
 
 // laneCount is the number of lanes: one per core, at most maxLanes.
 func laneCount() int { return min(max(runtime.GOMAXPROCS(0), 1), maxLanes) }
@@ -233,7 +233,7 @@ func (w *fileWriter) runLanes(batches iter.Seq2[arrow.RecordBatch, error]) error
 // ends) it only releases what it takes, so that the sender never blocks.
 func (w *fileWriter) lane(ctx context.Context, cfg laneConfig, lane int, queue <-chan arrow.RecordBatch, done func(ice.DataFile)) (err error) {
 	var f *laneFile
-	mem := newLaneAlloc()
+	mem := pqwrite.NewAlloc()
 	defer func() {
 		for b := range queue {
 			b.Release()
@@ -297,7 +297,7 @@ type laneFile struct {
 }
 
 // openLaneFile creates the file at path for batches like first (which
-// decides the columns written without a dictionary, dict.go).
+// decides the columns written without a dictionary, pqwrite.PlainColumns).
 func openLaneFile(cfg laneConfig, mem memory.Allocator, sc *arrow.Schema, path string, first arrow.RecordBatch) (*laneFile, error) {
 	out, err := cfg.fsys.Create(path)
 	if err != nil {
@@ -307,7 +307,7 @@ func openLaneFile(cfg laneConfig, mem memory.Allocator, sc *arrow.Schema, path s
 	// most of the system calls of a local file.
 	f := &laneFile{path: path, out: out, buf: bufio.NewWriterSize(out, 1<<20), nans: map[int]int64{}, cols: cfg.nanCols, rg: cfg.rgBytes}
 	opts := append(cfg.props[:len(cfg.props):len(cfg.props)], parquet.WithAllocator(mem))
-	props := parquet.NewWriterProperties(append(opts, plainColumns(first)...)...)
+	props := parquet.NewWriterProperties(append(opts, pqwrite.PlainColumns(first)...)...)
 	f.fw, err = pqarrow.NewFileWriter(sc, f.buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
 	if err != nil {
 		out.Close()

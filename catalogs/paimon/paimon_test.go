@@ -33,7 +33,7 @@ func conformance() catalogtest.Config {
 
 // openLocal opens a catalog "lake" on a fresh local warehouse with the
 // database "default".
-func openLocal(t *testing.T, extra map[string]string) (*paimon.Provider, string) {
+func openLocal(t testing.TB, extra map[string]string) (*paimon.Provider, string) {
 	t.Helper()
 	wh := t.TempDir()
 	props := map[string]string{paimon.PropWarehouse: wh, paimon.PropCreateNamespaces: "default",

@@ -118,7 +118,7 @@ func (s *stream) writePKFile(ctx context.Context, b *pkBuffer) error {
 		return err
 	}
 	defer file.Release()
-	w, err := s.newFile(ctx, b.g, file.Schema())
+	w, err := s.newFile(ctx, b.g, file)
 	if err != nil {
 		return err
 	}

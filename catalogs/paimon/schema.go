@@ -338,6 +338,7 @@ const (
 	optPrimaryKey = "primary-key"
 	optPartition  = "partition"
 	optFileFormat = "file.format"
+	optZstdLevel  = "file.compression.zstd-level"
 )
 
 // layout is what the options decide about how rows are laid out.

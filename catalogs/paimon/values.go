@@ -188,6 +188,27 @@ func (s *colStats) add(a arrow.Array) {
 			s.fold(mn, mx)
 		}
 		return
+	case *array.Float64:
+		if mn, mx, ok := floatRange(c, c.Float64Values()); ok {
+			s.fold(mn, mx)
+		}
+		return
+	case *array.Float32:
+		if mn, mx, ok := floatRange(c, c.Float32Values()); ok {
+			s.fold(mn, mx)
+		}
+		return
+	case *array.Date32:
+		if lo, hi, ok := extremes(c, c.Date32Values()); ok {
+			s.fold(value(c, lo), value(c, hi))
+		}
+		return
+	case *array.Timestamp:
+		// Paimon's timestamp order is the raw value's (one unit).
+		if lo, hi, ok := extremes(c, c.TimestampValues()); ok {
+			s.fold(value(c, lo), value(c, hi))
+		}
+		return
 	case *array.String:
 		var mn, mx string
 		ok := false
@@ -222,6 +243,42 @@ func (s *colStats) add(a arrow.Array) {
 		}
 		s.fold(v, v)
 	}
+}
+
+// floatRange is the min and max of the valid values of a that are not
+// NaN (which Paimon leaves out of the stats); ok false when there is none.
+func floatRange[T float32 | float64](a arrow.Array, vs []T) (mn, mx T, ok bool) {
+	for i, v := range vs {
+		if v != v || !a.IsValid(i) {
+			continue
+		}
+		if !ok || v < mn {
+			mn = v
+		}
+		if !ok || v > mx {
+			mx = v
+		}
+		ok = true
+	}
+	return mn, mx, ok
+}
+
+// extremes is the positions of the least and the greatest valid values
+// of a (the first of equal ones); ok false when there is none.
+func extremes[T arrow.Date32 | arrow.Timestamp](a arrow.Array, vs []T) (lo, hi int, ok bool) {
+	for i, v := range vs {
+		if !a.IsValid(i) {
+			continue
+		}
+		if !ok || v < vs[lo] {
+			lo = i
+		}
+		if !ok || v > vs[hi] {
+			hi = i
+		}
+		ok = true
+	}
+	return lo, hi, ok
 }
 
 func (s *colStats) fold(mn, mx any) {

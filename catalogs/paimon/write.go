@@ -1,6 +1,7 @@
 package paimon
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/flightgw/flightgw/catalogs"
 	pcodec "github.com/flightgw/flightgw/codec/paimon"
+	"github.com/flightgw/flightgw/internal/pqwrite"
 )
 
 // receiptFormat names the layout of WriteReceipt.Metadata.
@@ -76,7 +78,7 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stre
 		return nil, err
 	}
 	s := &stream{p: p, st: st, target: st.schema.arrowSchema(), lay: st.schema.layout(), open: map[string]*fileWriter{},
-		nextSeq: map[string]int64{}, pk: map[string]*pkBuffer{}, id: uuid.NewString()}
+		nextSeq: map[string]int64{}, pk: map[string]*pkBuffer{}, id: uuid.NewString(), mem: pqwrite.NewAlloc()}
 	for _, c := range st.schema.cols {
 		s.types = append(s.types, c.typ)
 	}
@@ -100,6 +102,8 @@ type stream struct {
 	done    []pcodec.CommitMessage
 	files   []string
 	closed  bool
+	// mem is the page buffers the stream's Parquet writers reuse.
+	mem *pqwrite.Alloc
 }
 
 // group is one partition and bucket of a batch.
@@ -244,7 +248,7 @@ func (s *stream) writeGroup(ctx context.Context, g *group, rec arrow.RecordBatch
 	w, ok := s.open[g.key]
 	if !ok {
 		var err error
-		if w, err = s.newFile(ctx, g, s.target); err != nil {
+		if w, err = s.newFile(ctx, g, rec); err != nil {
 			return err
 		}
 		s.open[g.key] = w
@@ -268,7 +272,9 @@ type fileWriter struct {
 	bucket    int32
 	out       io.WriteCloser
 	cnt       *countingWriter
+	buf       *bufio.Writer // over cnt
 	fw        *pqarrow.FileWriter
+	rgBytes   int64 // encoded size at which a row group closes
 	rows      int64
 	stats     []colStats
 	// seq is the first sequence number of the file.
@@ -290,8 +296,15 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 }
 
 // newFile opens data-<uuid>-<n>.parquet in the group's bucket directory,
-// the name Paimon's DataFilePathFactory gives a data file.
-func (s *stream) newFile(ctx context.Context, g *group, schema *arrow.Schema) (*fileWriter, error) {
+// the name Paimon's DataFilePathFactory gives a data file, for batches
+// like first (its schema, and the columns it samples as high-cardinality,
+// which are written without a dictionary).
+//
+// The pages are zstd at the table's file.compression.zstd-level (Paimon's
+// default, 1, when unset), compressed by C zstd (internal/pqwrite); row
+// groups close at rowGroupBytes encoded, so that what a file buffers stays
+// small.
+func (s *stream) newFile(ctx context.Context, g *group, first arrow.RecordBatch) (*fileWriter, error) {
 	name := fmt.Sprintf("data-%s-%d.parquet", s.id, s.count)
 	s.count++
 	rel := g.partPath + "bucket-" + strconv.Itoa(int(g.bucket)) + "/" + name
@@ -302,37 +315,61 @@ func (s *stream) newFile(ctx context.Context, g *group, schema *arrow.Schema) (*
 	s.files = append(s.files, rel)
 	cnt := &countingWriter{w: out}
 	rg := min(max(s.p.cfg.targetFileSize/4, 1<<10), 32<<20)
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd),
-		parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(1<<20),
-		parquet.WithDataPageSize(min(rg/4, 1<<20)))
-	fw, err := pqarrow.NewFileWriter(schema, cnt, props, pqarrow.NewArrowWriterProperties())
+	level := pqwrite.DefaultZstdLevel
+	if v, err := strconv.Atoi(s.st.schema.Options[optZstdLevel]); err == nil && v >= 1 && v <= 22 {
+		level = v
+	}
+	opts := []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCompressionLevel(level),
+		parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(1 << 20),
+		parquet.WithDataPageSize(min(rg/4, 1<<20)), parquet.WithAllocator(s.mem)}
+	props := parquet.NewWriterProperties(append(opts, pqwrite.PlainColumns(first)...)...)
+	// pqarrow writes page headers and pages separately: buffering saves
+	// most of the system calls of a local file.
+	buf := bufio.NewWriterSize(cnt, 1<<20)
+	fw, err := pqarrow.NewFileWriter(first.Schema(), buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(s.mem)))
 	if err != nil {
 		_ = out.Close()
 		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: parquet writer", s.st.ident))
 	}
-	w := &fileWriter{s: s, name: name, rel: rel, partition: g.partition, bucket: g.bucket, out: out, cnt: cnt, fw: fw}
+	w := &fileWriter{s: s, name: name, rel: rel, partition: g.partition, bucket: g.bucket, out: out, cnt: cnt, buf: buf, fw: fw,
+		rgBytes: min(rg, rowGroupBytes)}
 	for _, c := range s.st.schema.cols {
 		w.stats = append(w.stats, newColStats(c.arrow))
 	}
 	return w, nil
 }
 
+// rowGroupBytes bounds the row group a file buffers (its encoded size).
+const rowGroupBytes = 4 << 20
+
 func (w *fileWriter) write(rec arrow.RecordBatch) error {
 	for i := range w.stats {
 		w.stats[i].add(rec.Column(i))
 	}
-	if err := w.fw.WriteBuffered(rec); err != nil {
+	err := w.fw.WriteBuffered(rec)
+	if err == nil && w.fw.RowGroupTotalCompressedBytes() >= w.rgBytes {
+		err = w.fw.NewBufferedRowGroupChecked()
+	}
+	if err != nil {
 		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write %s", w.s.st.ident, w.rel))
 	}
 	w.rows += rec.NumRows()
 	return nil
 }
 
-func (w *fileWriter) size() int64 { return w.cnt.n + w.fw.RowGroupTotalBytesWritten() }
+// size is the file's encoded size so far: the row groups written out and
+// the open one.
+func (w *fileWriter) size() int64 {
+	return w.fw.TotalBytesWritten() + w.fw.RowGroupTotalCompressedBytes()
+}
 
 // finish closes a file and records its DataFileMeta in a CommitMessage.
 func (s *stream) finish(w *fileWriter) error {
-	if err := w.fw.Close(); err != nil {
+	err := w.fw.Close() // writes the footer into buf
+	if err == nil {
+		err = w.buf.Flush()
+	}
+	if err != nil {
 		_ = w.out.Close()
 		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: close %s", s.st.ident, w.rel))
 	}

@@ -1,4 +1,4 @@
-package iceberg
+package pqwrite
 
 import (
 	"hash/maphash"
@@ -11,8 +11,8 @@ import (
 
 // Dictionary encoding is tried on every column, and a column whose first
 // page does not shrink under it falls back to plain (the cost-based
-// fallback, writerProps). The try is not free: every value of that page
-// goes through a hash table, in every row group. A lane file decides
+// fallback the writers ask for). The try is not free: every value of that page
+// goes through a hash table, in every row group. A file decides
 // before its first row group instead, for each top-level column of
 // primitive type, from the first values of its first batch: a column
 // whose sample is nearly all distinct values (ids, timestamps, measures)
@@ -26,9 +26,9 @@ const dictSample = 4096
 // a column is written plain.
 const dictDistinct = 0.9
 
-// plainColumns returns a property turning the dictionary off for each
+// PlainColumns returns a property turning the dictionary off for each
 // top-level column of b that samples as high-cardinality.
-func plainColumns(b arrow.RecordBatch) []parquet.WriterProperty {
+func PlainColumns(b arrow.RecordBatch) []parquet.WriterProperty {
 	var out []parquet.WriterProperty
 	for i, f := range b.Schema().Fields() {
 		if highCardinality(b.Column(i)) {

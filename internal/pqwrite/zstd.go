@@ -1,4 +1,4 @@
-package iceberg
+package pqwrite
 
 import (
 	"sync"
@@ -13,7 +13,7 @@ import (
 // CPU (and compression is most of the cost of writing Parquet). The output
 // is a standard zstd frame, like the Go encoder's; decoding stays with
 // arrow-go's codec. Registering replaces arrow-go's zstd codec for the
-// whole process, which writes Parquet only here.
+// whole process: every package that writes Parquet imports this one.
 func init() {
 	dec, err := compress.GetCodec(compress.Codecs.Zstd)
 	if err != nil {
@@ -29,6 +29,7 @@ type cZstd struct{ compress.Codec }
 // would cost more than compressing a small page.
 var zstdCtxs = sync.Pool{New: func() any { return czstd.NewCtx() }}
 
+// Encode compresses src at zstd's default level.
 func (z cZstd) Encode(dst, src []byte) []byte {
 	return z.EncodeLevel(dst, src, compress.DefaultCompressionLevel)
 }

@@ -1,4 +1,4 @@
-package iceberg
+package pqwrite
 
 import (
 	"math/bits"
@@ -7,17 +7,18 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// laneAlloc is the memory.Allocator of one lane's Parquet writers. pqarrow
+// Alloc is the memory.Allocator of one writer's Parquet files (a lane's
+// in the Iceberg backend, a stream's in the Paimon one). pqarrow
 // allocates its page, level and compression buffers anew for every page
 // and frees them once the page is out; from the Go heap that is a large
 // zeroed allocation each time and, at ingest rates, a garbage collection
 // every few pages with the writer drafted into it (about a fifth of its
-// CPU). laneAlloc keeps freed buffers of 64 KiB and more by size class
+// CPU). Alloc keeps freed buffers of 64 KiB and more by size class
 // (eight to a doubling, so that a page a little over 1 MiB does not take
 // 2) and hands them out again, zeroed as the Go allocator's are. It
-// holds at most what the lane had in use at once, and is dropped with
-// the lane.
-type laneAlloc struct {
+// holds at most what its writer had in use at once, and is dropped with
+// it.
+type Alloc struct {
 	mu   sync.Mutex
 	free map[int][][]byte // by capacity, a class size
 }
@@ -25,11 +26,13 @@ type laneAlloc struct {
 // pooledMin is the smallest buffer kept: smaller ones are cheap to make.
 const pooledMin = 64 << 10
 
-var _ memory.Allocator = (*laneAlloc)(nil)
+var _ memory.Allocator = (*Alloc)(nil)
 
-func newLaneAlloc() *laneAlloc { return &laneAlloc{free: map[int][][]byte{}} }
+// NewAlloc returns an empty Alloc.
+func NewAlloc() *Alloc { return &Alloc{free: map[int][][]byte{}} }
 
-func (a *laneAlloc) Allocate(size int) []byte {
+// Allocate returns a zeroed buffer of size bytes, a freed one when it can.
+func (a *Alloc) Allocate(size int) []byte {
 	if size < pooledMin {
 		// arrow-go's own allocator, which aligns to 64 bytes; large Go
 		// allocations are page-aligned already.
@@ -56,7 +59,8 @@ func classSize(size int) int {
 	return (size + step - 1) &^ (step - 1)
 }
 
-func (a *laneAlloc) Reallocate(size int, b []byte) []byte {
+// Reallocate grows b to size bytes.
+func (a *Alloc) Reallocate(size int, b []byte) []byte {
 	if size <= cap(b) {
 		// The bytes past len(b) were zeroed when b was handed out and
 		// not written since (or written by this buffer's owner only).
@@ -68,7 +72,8 @@ func (a *laneAlloc) Reallocate(size int, b []byte) []byte {
 	return nb
 }
 
-func (a *laneAlloc) Free(b []byte) {
+// Free keeps b for a later Allocate.
+func (a *Alloc) Free(b []byte) {
 	c := cap(b)
 	if c < pooledMin || classSize(c) != c {
 		return // not one of ours: the GC takes it
