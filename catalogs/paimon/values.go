@@ -165,27 +165,13 @@ func (s *colStats) add(a arrow.Array) {
 	}
 	switch c := a.(type) {
 	case *array.Int64:
-		vs := c.Int64Values()
-		mn, mx, ok := int64(math.MaxInt64), int64(math.MinInt64), false
-		for i, v := range vs {
-			if c.IsValid(i) {
-				mn, mx, ok = min(mn, v), max(mx, v), true
-			}
-		}
-		if ok {
-			s.fold(mn, mx)
+		if lo, hi, ok := extremes(c, c.Int64Values()); ok {
+			s.fold(c.Value(lo), c.Value(hi))
 		}
 		return
 	case *array.Int32:
-		vs := c.Int32Values()
-		mn, mx, ok := int32(math.MaxInt32), int32(math.MinInt32), false
-		for i, v := range vs {
-			if c.IsValid(i) {
-				mn, mx, ok = min(mn, v), max(mx, v), true
-			}
-		}
-		if ok {
-			s.fold(mn, mx)
+		if lo, hi, ok := extremes(c, c.Int32Values()); ok {
+			s.fold(c.Value(lo), c.Value(hi))
 		}
 		return
 	case *array.Float64:
@@ -265,7 +251,7 @@ func floatRange[T float32 | float64](a arrow.Array, vs []T) (mn, mx T, ok bool) 
 
 // extremes is the positions of the least and the greatest valid values
 // of a (the first of equal ones); ok false when there is none.
-func extremes[T arrow.Date32 | arrow.Timestamp](a arrow.Array, vs []T) (lo, hi int, ok bool) {
+func extremes[T int32 | int64 | arrow.Date32 | arrow.Timestamp](a arrow.Array, vs []T) (lo, hi int, ok bool) {
 	for i, v := range vs {
 		if !a.IsValid(i) {
 			continue
