@@ -27,10 +27,11 @@ func init() {
 	})
 }
 
-// Provider is the Paimon backend on a filesystem catalog. It is safe for
-// concurrent use: every commit is a put-if-absent of the next snapshot
-// file, so several gateways (and Paimon Java writers) may commit to one
-// table.
+// Provider is the Paimon backend on a filesystem catalog or a JDBC
+// metastore. It is safe for concurrent use: every commit is a
+// put-if-absent of the next snapshot file (under Paimon's JDBC lock when
+// the catalog has one), so several gateways (and Paimon Java writers) may
+// commit to one table.
 type Provider struct {
 	name string
 	cfg  config
