@@ -7,6 +7,9 @@
 #                            1.4.2 (rows and buckets), and tables Java wrote, read by the backend
 #   make paimon-dist-check   distributed commits both ways: Paimon Java writers' payloads
 #                            committed by the gateway, the gateway's committed by Java
+#   make paimon-jdbc-check   the JDBC catalog (metastore jdbc, SQLite) shared with Paimon Java
+#                            1.4.2's JdbcCatalog both ways, and commits racing under its lock
+#   make paimon-jdbc-postgres-check  the same and the conformance suite on a throwaway PostgreSQL
 #   make fuzz                each fuzz target for FUZZTIME (default 30s)
 PAIMON_JAVA    := integration/paimon-java
 PAIMON_MVN     := mvn -q -B -f $(PAIMON_JAVA)/pom.xml
@@ -22,8 +25,10 @@ PAIMON_VENV   := .venv-paimon
 PAIMON_DIST   := $(CURDIR)/$(PAIMON_JAVA)/target/dist
 
 TEST_TARGETS  += paimon-java-check paimon-table-check paimon-pypaimon-check paimon-dist-check
+TEST_TARGETS  += paimon-jdbc-check paimon-jdbc-postgres-check
 BENCH_TARGETS += paimon-bench
 
+.PHONY: paimon-jdbc-check paimon-jdbc-postgres-check
 .PHONY: paimon-java-check paimon-table-check paimon-dist-check paimon-pypaimon-check paimon-fixtures paimon-go-payloads paimon-bench fuzz
 
 paimon-go-payloads:
@@ -59,6 +64,38 @@ paimon-dist-check:
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_DIST)/wh default"
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="commit-messages $(PAIMON_DIST)/wh default for_java $(PAIMON_DIST)/gateway"
 	$(GO) test -count=1 -run '^TestPaimonJavaCommitted$$' ./integration -args -paimon-dist=$(PAIMON_DIST)
+
+# Paimon's JDBC catalog (docs/paimon.md), one warehouse and one metastore shared by the
+# gateway's catalogs/paimon and Paimon Java 1.4.2's JdbcCatalog (catalog options as
+# -Dpaimon.catalog.*, read by Tables.catalog), lock.enabled on both sides: the gateway
+# writes its samples and Java lists them (jdbc-list) and reads every row (verify-tables);
+# Java writes its samples and the gateway lists and reads them (TestReadJavaTablesJDBC);
+# then 20 gateway and 20 Java commits race on one table under JdbcCatalogLock and every
+# one lands (TestJDBCJavaRace). PAIMON_JDBC_URI selects the database (SQLite by default;
+# paimon-jdbc-postgres-check passes a throwaway PostgreSQL's).
+PAIMON_JDBC     := $(CURDIR)/$(PAIMON_JAVA)/target/jdbc
+PAIMON_JDBC_URI ?= jdbc:sqlite:$(PAIMON_JDBC)/paimon.db
+PAIMON_JDBC_MVN  = $(PAIMON_MVN) -Dpaimon.catalog.metastore=jdbc '-Dpaimon.catalog.uri=$(PAIMON_JDBC_URI)' \
+  -Dpaimon.catalog.lock.enabled=true compile exec:java -pl paimon-1.4
+PAIMON_JDBC_GO   = $(GO) test -count=1 ./catalogs/paimon
+
+paimon-jdbc-check:
+	rm -rf $(PAIMON_JDBC) && mkdir -p $(PAIMON_JDBC)
+	$(PAIMON_JDBC_GO) -run '^TestWriteSamplesJDBC$$' -args -samples-out=$(PAIMON_JDBC)/wh '-jdbc-uri=$(PAIMON_JDBC_URI)'
+	$(PAIMON_JDBC_MVN) -Dexec.args="jdbc-list $(PAIMON_JDBC)/wh default g_append,g_fixed,g_pk,g_part,g_pk_part,g_over,race"
+	$(PAIMON_JDBC_MVN) -Dexec.args="verify-tables $(PAIMON_JDBC)/wh default"
+	$(PAIMON_JDBC_MVN) -Dexec.args="write-sample $(PAIMON_JDBC)/wh"
+	$(PAIMON_JDBC_GO) -run '^TestReadJavaTablesJDBC$$' -v -args -java-warehouse=$(PAIMON_JDBC)/wh '-jdbc-uri=$(PAIMON_JDBC_URI)'
+	$(PAIMON_JDBC_GO) -c -o $(PAIMON_JDBC)/paimon.test
+	@set -e; $(PAIMON_JDBC_MVN) -Dexec.args="jdbc-commit-loop $(PAIMON_JDBC)/wh default race 20 $(PAIMON_JDBC)" & java=$$!; \
+	  if ! $(PAIMON_JDBC)/paimon.test -test.run '^TestJDBCJavaRace$$' -test.v -samples-out=$(PAIMON_JDBC)/wh '-jdbc-uri=$(PAIMON_JDBC_URI)'; then \
+	    kill $$java 2>/dev/null; wait $$java; exit 1; fi; \
+	  wait $$java
+
+# The conformance suite with the metastore on a throwaway PostgreSQL, then paimon-jdbc-check
+# on it (needs PostgreSQL's server binaries; skipped with a message when absent).
+paimon-jdbc-postgres-check:
+	GO="$(GO)" MAKE="$(MAKE)" bash $(PAIMON_JAVA)/postgres.sh
 
 # pypaimon 2.1.0 (its own venv: it pins an older pyarrow) reads every sample table.
 $(PAIMON_VENV)/.installed: integration/pypaimon/requirements.txt

@@ -272,7 +272,8 @@ func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msg
 	if err != nil {
 		return nil, written, err
 	}
-	if err := p.fs.create(ctx, snapshotPath(st.dir, next), b); err != nil {
+	// createLocked: under Paimon's JDBC lock when the catalog has one (jdbc_lock.go).
+	if err := p.createLocked(ctx, st.ident, snapshotPath(st.dir, next), b); err != nil {
 		if errors.Is(err, errExists) {
 			return nil, written, errExists
 		}

@@ -64,6 +64,7 @@ type config struct {
 	retries          int
 	minWait, maxWait time.Duration
 	tableDefaults    map[string]string
+	jdbc             *jdbcConfig // the JDBC metastore; nil for the filesystem catalog
 }
 
 const defaultTargetFileSize = 128 << 20
@@ -74,8 +75,8 @@ func parseConfig(props map[string]string) (config, error) {
 		remote: catalogs.RemotePolicy{Timeout: 30 * time.Second, Attempts: 3, BreakerFailures: 5, BreakerOpen: 30 * time.Second}}
 	for k, v := range props {
 		switch {
-		case k == PropWarehouse || k == PropCreateNamespaces || k == "type" || k == "catalog-type":
-		case s3Keys[k]:
+		case k == PropWarehouse || k == PropCreateNamespaces || k == "type" || k == "catalog-type" || k == PropMetastore:
+		case s3Keys[k], jdbcKeys[k]:
 		case k == PropRemoteTimeout || k == PropRemoteAttempts || k == PropBreakerFailures || k == PropBreakerOpen:
 		case strings.HasPrefix(k, PropTableDefaultPrefix):
 			cfg.tableDefaults[strings.TrimPrefix(k, PropTableDefaultPrefix)] = v
@@ -83,9 +84,6 @@ func parseConfig(props map[string]string) (config, error) {
 		default:
 			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: unknown key", k)
 		}
-	}
-	if t, ok := props["catalog-type"]; ok && t != "filesystem" {
-		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not filesystem (the only Paimon catalog this backend implements)", "catalog-type", t)
 	}
 	w := props[PropWarehouse]
 	switch {
@@ -112,6 +110,9 @@ func parseConfig(props map[string]string) (config, error) {
 				return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: the warehouse is not on s3", k)
 			}
 		}
+	}
+	if err := parseMetastore(&cfg, props); err != nil {
+		return cfg, err
 	}
 	if ns := props[PropCreateNamespaces]; ns != "" {
 		for _, n := range strings.Split(ns, ",") {
@@ -151,4 +152,33 @@ func parseConfig(props map[string]string) (config, error) {
 		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: exceeds %q", PropCommitMinWait, PropCommitMaxWait)
 	}
 	return cfg, nil
+}
+
+// parseMetastore reads metastore (or its older spelling catalog-type):
+// the JDBC metastore's properties are refused without it.
+func parseMetastore(cfg *config, props map[string]string) error {
+	key, m := PropMetastore, props[PropMetastore]
+	if t, ok := props["catalog-type"]; ok {
+		if m != "" && m != t {
+			return catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q contradicts %q %q", "catalog-type", t, PropMetastore, m)
+		}
+		key, m = "catalog-type", t
+	}
+	switch m {
+	case "", MetastoreFilesystem:
+		for k := range props {
+			if jdbcKeys[k] {
+				return catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: only for %q %q", k, PropMetastore, MetastoreJDBC)
+			}
+		}
+		return nil
+	case MetastoreJDBC:
+		j, err := parseJDBCConfig(props, cfg.s3 != nil)
+		if err != nil {
+			return err
+		}
+		cfg.jdbc = j
+		return nil
+	}
+	return catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not filesystem or jdbc (the Paimon catalogs this backend implements)", key, m)
 }

@@ -3,7 +3,10 @@
 // S3 bucket (warehouse/<db>.db/<table>/ with schema/, snapshot/, manifest/,
 // partition and bucket-N/ directories), written as Paimon 1.4 writes it
 // so that Paimon Java and pypaimon read the tables, and reading what they
-// write.
+// write. With metastore jdbc the databases and tables are instead rows of
+// Paimon's JdbcCatalog tables in SQLite or PostgreSQL (jdbc.go), shared
+// with Paimon Java, and commits take its distributed lock when
+// lock.enabled (jdbc_lock.go); table metadata stays in the warehouse.
 //
 // Writes stage Parquet data files named data-<uuid>-<n>.parquet with
 // Paimon's DataFileMeta statistics; a receipt carries Paimon

@@ -27,15 +27,17 @@ func init() {
 	})
 }
 
-// Provider is the Paimon backend on a filesystem catalog. It is safe for
-// concurrent use: every commit is a put-if-absent of the next snapshot
-// file, so several gateways (and Paimon Java writers) may commit to one
-// table.
+// Provider is the Paimon backend on a filesystem catalog or a JDBC
+// metastore. It is safe for concurrent use: every commit is a
+// put-if-absent of the next snapshot file (under Paimon's JDBC lock when
+// the catalog has one), so several gateways (and Paimon Java writers) may
+// commit to one table.
 type Provider struct {
 	name string
 	cfg  config
 	fs   storage
-	s3   *s3FS // the storage, when the warehouse is on S3
+	s3   *s3FS      // the storage, when the warehouse is on S3
+	meta *metastore // the JDBC metastore (jdbc.go); nil for the filesystem catalog
 	log  *slog.Logger
 	now  func() time.Time
 }
@@ -74,8 +76,14 @@ func Open(ctx context.Context, name string, props map[string]string) (*Provider,
 		}
 		p.fs, p.s3 = s3fs, s3fs
 	}
+	if cfg.jdbc != nil {
+		if p.meta, err = openMetastore(ctx, name, cfg.jdbc, cfg.remote); err != nil {
+			return nil, err
+		}
+	}
 	for _, db := range cfg.createNamespaces {
 		if err := p.CreateNamespace(ctx, db); err != nil {
+			_ = p.Close()
 			return nil, err
 		}
 	}
@@ -89,6 +97,9 @@ func (p *Provider) Name() string { return p.name }
 func (p *Provider) CreateNamespace(ctx context.Context, db string) error {
 	if err := catalogs.ValidateName("namespace", db); err != nil {
 		return err
+	}
+	if p.meta != nil {
+		return p.meta.createDatabase(ctx, db, p.jdbcDatabaseLocation(db))
 	}
 	// A marker-free directory is a database in Paimon's filesystem
 	// catalog; a temporary object makes the directory on every storage.
@@ -126,6 +137,9 @@ type tableState struct {
 func (p *Provider) load(ctx context.Context, t catalogs.TableIdent) (*tableState, error) {
 	dir, err := p.tableDir(t)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.checkRegistered(ctx, t); err != nil {
 		return nil, err
 	}
 	sc, err := p.latestSchema(ctx, t, dir)
@@ -233,7 +247,7 @@ func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableI
 	if err != nil {
 		return catalogs.TableSpec{}, err
 	}
-	if ok, err := p.fs.exists(ctx, t.Namespace[0]+".db"); err != nil || !ok {
+	if ok, err := p.databaseExists(ctx, t.Namespace[0]); err != nil || !ok {
 		if err == nil {
 			err = catalogs.Errorf(catalogs.ErrNotFound, "table %s: database %q does not exist", t, t.Namespace[0])
 		}
@@ -252,11 +266,14 @@ func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableI
 	if err != nil {
 		return catalogs.TableSpec{}, err
 	}
-	switch err := p.fs.create(ctx, dir+"/schema/schema-0", b); {
+	switch err := p.createLocked(ctx, t, dir+"/schema/schema-0", b); {
 	case errors.Is(err, errExists):
 		return catalogs.TableSpec{}, catalogs.Errorf(catalogs.ErrAlreadyExists, "table %s already exists", t)
 	case err != nil:
 		return catalogs.TableSpec{}, mapFSErr(err, fmt.Sprintf("table %s: write schema", t))
+	}
+	if err := p.registerTable(ctx, t, dir, sc); err != nil {
+		return catalogs.TableSpec{}, err
 	}
 	st := &tableState{ident: t, dir: dir, schema: sc}
 	return st.spec(), nil
@@ -268,6 +285,9 @@ func (p *Provider) DropTable(ctx context.Context, t catalogs.TableIdent) error {
 	dir, err := p.tableDir(t)
 	if err != nil {
 		return err
+	}
+	if p.meta != nil {
+		return p.jdbcDropTable(ctx, t, dir)
 	}
 	if _, err := p.latestSchema(ctx, t, dir); err != nil {
 		return err
@@ -281,6 +301,9 @@ func (p *Provider) DropTable(ctx context.Context, t catalogs.TableIdent) error {
 // ListNamespaces lists the databases: the <db>.db directories of the
 // warehouse.
 func (p *Provider) ListNamespaces(ctx context.Context) ([][]string, error) {
+	if p.meta != nil {
+		return p.jdbcListNamespaces(ctx)
+	}
 	names, err := p.fs.list(ctx, "")
 	if err != nil {
 		return nil, mapFSErr(err, fmt.Sprintf("catalog %q: list databases", p.name))
@@ -302,6 +325,9 @@ func (p *Provider) ListTables(ctx context.Context, namespace []string) ([]catalo
 	}
 	if err := catalogs.ValidateNamespace(namespace); err != nil {
 		return nil, err
+	}
+	if p.meta != nil {
+		return p.jdbcListTables(ctx, namespace[0])
 	}
 	names, err := p.fs.list(ctx, namespace[0]+".db")
 	if err != nil {
@@ -338,9 +364,9 @@ func (p *Provider) GetSecurityContext(ctx context.Context, t catalogs.TableIdent
 // (catalogs.BreakerReporter); a local warehouse has none.
 func (p *Provider) Breakers() []catalogs.Breaker {
 	if p.s3 == nil {
-		return nil
+		return p.metastoreBreakers()
 	}
-	return []catalogs.Breaker{{Name: "storage", State: p.s3.remote.State()}}
+	return append([]catalogs.Breaker{{Name: "storage", State: p.s3.remote.State()}}, p.metastoreBreakers()...)
 }
 
 // isNotExist reports a missing object.

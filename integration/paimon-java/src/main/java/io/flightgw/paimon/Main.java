@@ -38,6 +38,8 @@ import java.util.stream.Stream;
  *   write-sample WH       write sample tables for the gateway to read (see {@link Tables})
  *   write-messages WH DB T DIR   stage payloads with two Java writers (see {@link Dist})
  *   commit-messages WH DB T DIR  commit the gateway's payloads with BatchTableCommit (see {@link Dist})
+ *   jdbc-list WH DB T,T...       the JDBC catalog lists DB and the tables (see {@link Jdbc})
+ *   jdbc-commit-loop WH DB T N DIR  N locked commits racing the gateway's (see {@link Jdbc})
  * </pre>
  */
 public final class Main {
@@ -69,6 +71,12 @@ public final class Main {
                 break;
             case "write-messages":
                 Dist.writeMessages(args[1], args[2], args[3], args[4]);
+                break;
+            case "jdbc-list":
+                Jdbc.list(args[1], args[2], args[3]);
+                break;
+            case "jdbc-commit-loop":
+                Jdbc.commitLoop(args[1], args[2], args[3], Integer.parseInt(args[4]), args[5]);
                 break;
             case "commit-messages":
                 Dist.commitMessages(args[1], args[2], args[3], args[4]);

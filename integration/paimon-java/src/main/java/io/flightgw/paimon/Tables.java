@@ -50,6 +50,13 @@ final class Tables {
     static Catalog catalog(String warehouse) {
         Options o = new Options();
         o.set("warehouse", warehouse);
+        // Catalog options from -Dpaimon.catalog.KEY=VALUE: the JDBC catalog's metastore, uri,
+        // catalog-key and lock.enabled (see Jdbc.java and make paimon-jdbc-check).
+        for (String k : System.getProperties().stringPropertyNames()) {
+            if (k.startsWith(Jdbc.OPTION_PREFIX)) {
+                o.set(k.substring(Jdbc.OPTION_PREFIX.length()), System.getProperty(k));
+            }
+        }
         return CatalogFactory.createCatalog(CatalogContext.create(o));
     }
 
