@@ -36,12 +36,18 @@ paimon-java-check: paimon-go-payloads
 	$(PAIMON_MVN) compile exec:java -Dexec.args="verify $(CURDIR)/$(PAIMON_OUT) $(PAIMON_FIXTURES)"
 
 # catalogs/paimon writes its sample tables (append, fixed bucket, primary key with updates,
-# partitioned, overwritten) with their expected rows; Paimon Java 1.4.2 reads each and
-# recomputes every row's bucket. Then Java writes its own tables and the backend reads them.
+# partitioned, overwritten, and tables of many commits whose manifests the gateway merged)
+# with their expected rows; Paimon Java 1.4.2 reads each and recomputes every row's bucket,
+# compacts their manifests with its own ManifestFileMerger and reads them again, and the
+# backend reads them over Java's merged manifests. Then Java writes its own tables and the
+# backend reads them.
 paimon-table-check:
 	rm -rf $(PAIMON_TABLES) && mkdir -p $(PAIMON_TABLES)
 	$(GO) test -count=1 -run '^TestWriteSamples$$' ./catalogs/paimon -args -samples-out=$(PAIMON_TABLES)/gateway
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_TABLES)/gateway default"
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="compact-manifests $(PAIMON_TABLES)/gateway default"
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_TABLES)/gateway default"
+	$(GO) test -count=1 -run '^TestReadSamplesBack$$' ./catalogs/paimon -args -samples-out=$(PAIMON_TABLES)/gateway
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-sample $(PAIMON_TABLES)/java"
 	$(GO) test -count=1 -run '^TestReadJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=$(PAIMON_TABLES)/java
 

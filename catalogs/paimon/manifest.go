@@ -410,7 +410,9 @@ func (w *manifestWriter) write(ctx context.Context, es []entry) ([]manifestMeta,
 			return out, err
 		}
 		n := 0
-		for n < len(es) && int64(buf.Len()) < w.target {
+		// At least one entry a file: the header alone (the schema) may
+		// exceed a small target.
+		for n < len(es) && (n == 0 || int64(buf.Len()) < w.target) {
 			rec := toAvroEntry(es[n])
 			if err := ow.Encode(&rec); err != nil {
 				_ = ow.Close()

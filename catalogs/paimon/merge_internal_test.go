@@ -158,7 +158,8 @@ func TestManifestCompactionBounded(t *testing.T) {
 }
 
 // TestManifestRolling: a merge into a small target size writes several
-// manifests, each near the target, whose entries are every live file.
+// manifests, each near the target, whose entries are every live file; a
+// target smaller than any manifest gives one entry a file.
 func TestManifestRolling(t *testing.T) {
 	p, id := mergeTable(t, map[string]string{optManifestMergeMinCount: "40", optManifestTargetSize: "4 kb"})
 	for c := range int64(40) {
@@ -177,6 +178,17 @@ func TestManifestRolling(t *testing.T) {
 	}
 	if got := scanIDs(t, p, id); !slices.Equal(got, idRange(0, 40)) {
 		t.Errorf("rows %v", got)
+	}
+
+	// A target below the header's size still writes an entry a file.
+	st, err := p.load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &manifestWriter{p: p, st: st, prefix: "tiny", target: 1}
+	metas, err := w.write(context.Background(), mustLive(t, p, id)[:5])
+	if err != nil || len(metas) != 5 || len(w.written) != 5 {
+		t.Errorf("target 1: %d manifests (%v), want 5", len(metas), err)
 	}
 }
 
