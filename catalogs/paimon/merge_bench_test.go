@@ -13,7 +13,8 @@ import (
 // compaction kept from running (what every commit did before: the base
 // list only grew).
 //
-//	go test -tags=duckdb_arrow -run '^$' -bench PlanAfterCommits ./catalogs/paimon
+// make paimon-plan-bench (part of make bench) runs it and prints the
+// ratio.
 func BenchmarkPlanAfterCommits(b *testing.B) {
 	const commits = 500
 	for _, bc := range []struct {
