@@ -41,12 +41,18 @@ paimon-java-check: paimon-go-payloads
 	$(PAIMON_MVN) compile exec:java -Dexec.args="verify $(CURDIR)/$(PAIMON_OUT) $(PAIMON_FIXTURES)"
 
 # catalogs/paimon writes its sample tables (append, fixed bucket, primary key with updates,
-# partitioned, overwritten) with their expected rows; Paimon Java 1.4.2 reads each and
-# recomputes every row's bucket. Then Java writes its own tables and the backend reads them.
+# partitioned, overwritten, and tables of many commits whose manifests the gateway merged)
+# with their expected rows; Paimon Java 1.4.2 reads each and recomputes every row's bucket,
+# compacts their manifests with its own ManifestFileMerger and reads them again, and the
+# backend reads them over Java's merged manifests. Then Java writes its own tables and the
+# backend reads them.
 paimon-table-check:
 	rm -rf $(PAIMON_TABLES) && mkdir -p $(PAIMON_TABLES)
 	$(GO) test -count=1 -run '^TestWriteSamples$$' ./catalogs/paimon -args -samples-out=$(PAIMON_TABLES)/gateway
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_TABLES)/gateway default"
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="compact-manifests $(PAIMON_TABLES)/gateway default"
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_TABLES)/gateway default"
+	$(GO) test -count=1 -run '^TestReadSamplesBack$$' ./catalogs/paimon -args -samples-out=$(PAIMON_TABLES)/gateway
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-sample $(PAIMON_TABLES)/java"
 	$(GO) test -count=1 -run '^TestReadJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=$(PAIMON_TABLES)/java
 
@@ -148,3 +154,15 @@ BENCH_TARGETS += paimon-ingest-bench
 paimon-ingest-bench: build $(PAIMON_VENV)/.installed
 	$(GO) run ./integration/bench/paimon -bin $(BIN) -python $(PAIMON_VENV)/bin/python \
 	  -rows $(PAIMON_BENCH_ROWS) -rounds $(PAIMON_BENCH_ROUNDS)
+
+# Scan planning (PlanFiles) of a Paimon append table after 500 one-file commits, with the
+# manifest compaction every commit runs (Paimon's defaults) and with it kept from running
+# (the base manifest list only grows); median ns/op of each and the ratio.
+BENCH_TARGETS += paimon-plan-bench
+.PHONY: paimon-plan-bench
+paimon-plan-bench:
+	@set -euo pipefail; \
+	out=$$($(GO) test -run '^$$' -bench '^BenchmarkPlanAfterCommits$$' -benchtime 2s -count 5 ./catalogs/paimon); echo "$$out"; \
+	med() { echo "$$out" | awk -v n="$$1" '$$1 ~ n {print $$3}' | sort -n | awk '{a[NR]=$$1} END {print a[int((NR+1)/2)]}'; }; \
+	c=$$(med /compacted); u=$$(med /uncompacted); \
+	awk -v c=$$c -v u=$$u 'BEGIN { printf "paimon plan after 500 commits: compacted median %.1f ms, uncompacted %.1f ms; uncompacted/compacted %.1f\n", c/1e6, u/1e6, u/c }'

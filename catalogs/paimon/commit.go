@@ -192,9 +192,10 @@ func (p *Provider) otherData(ctx context.Context, st *tableState, landed *snapsh
 	return false, nil
 }
 
-// attempt writes the manifest, the manifest lists and snapshot N+1. It
-// returns the names of the manifest files written (for cleanup) and
-// errExists when snapshot N+1 exists already.
+// attempt writes the manifests (the previous snapshot's, merged, and this
+// commit's), the manifest lists and snapshot N+1. It returns the names of
+// the manifest files written (for cleanup) and errExists when snapshot
+// N+1 exists already.
 func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msgs []pcodec.CommitMessage, overwrite bool) (*snapshot, []string, error) {
 	var es []entry
 	var added, deletedRows int64
@@ -219,6 +220,11 @@ func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msg
 			added += f.RowCount
 		}
 	}
+	mo, err := parseManifestOptions(st.schema.Options)
+	if err != nil {
+		return nil, nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: %v", st.ident, err)
+	}
+	w := &manifestWriter{p: p, st: st, prefix: uuid.NewString(), target: mo.targetSize}
 	var base []manifestMeta
 	prevTotal := int64(0)
 	if st.snap != nil {
@@ -231,18 +237,19 @@ func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msg
 			base = append(base, ms...)
 		}
 	}
-	id := uuid.NewString()
-	var written []string
-	var delta []manifestMeta
-	if len(es) > 0 {
-		meta, err := p.writeManifest(ctx, st, "manifest-"+id+"-0", es)
-		if err != nil {
-			return nil, written, err
-		}
-		written = append(written, meta.FileName)
-		delta = append(delta, meta)
+	// The base manifest list is the previous snapshot's manifests,
+	// merged; the delta list holds this commit's changes only (what
+	// FindCommit and Paimon's incremental readers read).
+	base, err = p.mergeManifests(ctx, st, base, mo, w)
+	if err != nil {
+		return nil, w.written, err
 	}
-	baseName, deltaName := "manifest-list-"+id+"-0", "manifest-list-"+id+"-1"
+	delta, err := w.write(ctx, es)
+	if err != nil {
+		return nil, w.written, err
+	}
+	written := w.written
+	baseName, deltaName := "manifest-list-"+w.prefix+"-0", "manifest-list-"+w.prefix+"-1"
 	baseSize, err := p.writeList(ctx, st, baseName, base)
 	if err != nil {
 		return nil, written, err
@@ -295,67 +302,6 @@ func (p *Provider) writeHints(ctx context.Context, st *tableState, id int64) {
 			p.log.Warn("write EARLIEST hint", "table", st.ident.String(), "err", err)
 		}
 	}
-}
-
-// writeManifest writes one manifest file and returns its manifest list
-// entry, with the partition stats and the bucket and level ranges.
-func (p *Provider) writeManifest(ctx context.Context, st *tableState, name string, es []entry) (manifestMeta, error) {
-	recs := make([]avroEntry, len(es))
-	var meta manifestMeta
-	partTypes := make([]pcodec.Type, len(st.schema.PartitionKeys))
-	for i, k := range st.schema.PartitionKeys {
-		partTypes[i] = st.schema.cols[st.schema.index(k)].typ
-	}
-	pstats := make([]colStats, len(partTypes))
-	var minB, maxB, minL, maxL int32
-	for i, e := range es {
-		recs[i] = toAvroEntry(e)
-		if e.kind == fileAdd {
-			meta.NumAdded++
-		} else {
-			meta.NumDeleted++
-		}
-		if i == 0 || e.bucket < minB {
-			minB = e.bucket
-		}
-		if i == 0 || e.bucket > maxB {
-			maxB = e.bucket
-		}
-		if i == 0 || e.file.Level < minL {
-			minL = e.file.Level
-		}
-		if i == 0 || e.file.Level > maxL {
-			maxL = e.file.Level
-		}
-		if e.partition.Arity() == len(partTypes) {
-			vals, err := e.partition.Values(partTypes)
-			if err != nil {
-				return meta, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: partition row: %v", st.ident, err)
-			}
-			for j, v := range vals {
-				if v == nil {
-					pstats[j].nulls++
-				} else {
-					pstats[j].fold(v, v)
-				}
-			}
-		}
-	}
-	ps, err := statsRow(partTypes, pstats)
-	if err != nil {
-		return meta, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: partition stats: %v", st.ident, err)
-	}
-	b, err := encodeOCF(manifestEntrySchema, recs)
-	if err != nil {
-		return meta, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: encode manifest", st.ident))
-	}
-	if err := p.fs.create(ctx, st.dir+"/manifest/"+name, b); err != nil {
-		return meta, mapFSErr(err, fmt.Sprintf("table %s: write manifest %s", st.ident, name))
-	}
-	meta.Version, meta.FileName, meta.FileSize = manifestMetaVersion, name, int64(len(b))
-	meta.PartitionStats, meta.SchemaID = toAvroStats(ps), st.schema.ID
-	meta.MinBucket, meta.MaxBucket, meta.MinLevel, meta.MaxLevel = &minB, &maxB, &minL, &maxL
-	return meta, nil
 }
 
 // writeList writes a manifest list and returns its size.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/twmb/avro"
@@ -320,10 +321,17 @@ func (p *Provider) readManifest(ctx context.Context, t catalogs.TableIdent, dir,
 	return out, nil
 }
 
-// fileKey identifies a data file within a table: Paimon's identifier of a
-// manifest entry (partition, bucket, level, file name).
+// fileKey identifies a data file within a table: Paimon's
+// FileEntry.Identifier (partition, bucket, level, file name, extra files,
+// embedded index, external path), by which a DELETE entry names the ADD
+// it cancels.
 func fileKey(e entry) string {
-	return fmt.Sprintf("%x/%d/%d/%s", e.partition.Bytes(), e.bucket, e.file.Level, e.file.FileName)
+	ext := "-"
+	if e.file.ExternalPath != nil {
+		ext = strconv.Quote(*e.file.ExternalPath)
+	}
+	return fmt.Sprintf("%x/%d/%d/%q/%q/%x/%s", e.partition.Bytes(), e.bucket, e.file.Level, e.file.FileName,
+		e.file.ExtraFiles, e.file.EmbeddedIndex, ext)
 }
 
 // liveFiles reads every manifest of a snapshot (base, then delta) and
@@ -373,4 +381,113 @@ func (p *Provider) liveFiles(ctx context.Context, t catalogs.TableIdent, dir str
 		}
 	}
 	return out, nil
+}
+
+// manifestWriter writes the manifest files of one commit attempt, named
+// manifest-<uuid>-<n> as Paimon's path factory names them, rolling to a
+// new file when one reaches the target size (Paimon's rolling writer).
+// It remembers every file it wrote, for cleanup when the attempt loses.
+type manifestWriter struct {
+	p       *Provider
+	st      *tableState
+	prefix  string
+	n       int
+	target  int64
+	written []string
+}
+
+// write writes es as one or more manifest files and returns their
+// manifest list entries; no file for no entries.
+func (w *manifestWriter) write(ctx context.Context, es []entry) ([]manifestMeta, error) {
+	var out []manifestMeta
+	// Blocks of at most an eighth of the target, so that the size seen
+	// after each record (the flushed blocks) rolls close to the target.
+	block := int(min(max(w.target/8, 1<<10), 64<<10))
+	for len(es) > 0 {
+		var buf bytes.Buffer
+		ow, err := ocf.NewWriter(&buf, manifestEntrySchema, ocf.WithCodec(ocf.DeflateCodec(-1)), ocf.WithBlockBytes(block))
+		if err != nil {
+			return out, err
+		}
+		n := 0
+		// At least one entry a file: the header alone (the schema) may
+		// exceed a small target.
+		for n < len(es) && (n == 0 || int64(buf.Len()) < w.target) {
+			rec := toAvroEntry(es[n])
+			if err := ow.Encode(&rec); err != nil {
+				_ = ow.Close()
+				return out, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: encode manifest", w.st.ident))
+			}
+			n++
+		}
+		if err := ow.Close(); err != nil {
+			return out, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: encode manifest", w.st.ident))
+		}
+		meta, err := w.st.manifestMeta(es[:n])
+		if err != nil {
+			return out, err
+		}
+		name := fmt.Sprintf("manifest-%s-%d", w.prefix, w.n)
+		w.n++
+		if err := w.p.fs.create(ctx, w.st.dir+"/manifest/"+name, buf.Bytes()); err != nil {
+			return out, mapFSErr(err, fmt.Sprintf("table %s: write manifest %s", w.st.ident, name))
+		}
+		w.written = append(w.written, name)
+		meta.FileName, meta.FileSize = name, int64(buf.Len())
+		out = append(out, meta)
+		es = es[n:]
+	}
+	return out, nil
+}
+
+// manifestMeta is the manifest list entry of a manifest holding es (its
+// name and size aside): the counts, the partition stats and the bucket
+// and level ranges.
+func (st *tableState) manifestMeta(es []entry) (manifestMeta, error) {
+	meta := manifestMeta{Version: manifestMetaVersion, SchemaID: st.schema.ID}
+	partTypes := make([]pcodec.Type, len(st.schema.PartitionKeys))
+	for i, k := range st.schema.PartitionKeys {
+		partTypes[i] = st.schema.cols[st.schema.index(k)].typ
+	}
+	pstats := make([]colStats, len(partTypes))
+	var minB, maxB, minL, maxL int32
+	for i, e := range es {
+		if e.kind == fileAdd {
+			meta.NumAdded++
+		} else {
+			meta.NumDeleted++
+		}
+		if i == 0 || e.bucket < minB {
+			minB = e.bucket
+		}
+		if i == 0 || e.bucket > maxB {
+			maxB = e.bucket
+		}
+		if i == 0 || e.file.Level < minL {
+			minL = e.file.Level
+		}
+		if i == 0 || e.file.Level > maxL {
+			maxL = e.file.Level
+		}
+		if e.partition.Arity() == len(partTypes) {
+			vals, err := e.partition.Values(partTypes)
+			if err != nil {
+				return meta, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: partition row: %v", st.ident, err)
+			}
+			for j, v := range vals {
+				if v == nil {
+					pstats[j].nulls++
+				} else {
+					pstats[j].fold(v, v)
+				}
+			}
+		}
+	}
+	ps, err := statsRow(partTypes, pstats)
+	if err != nil {
+		return meta, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: partition stats: %v", st.ident, err)
+	}
+	meta.PartitionStats = toAvroStats(ps)
+	meta.MinBucket, meta.MaxBucket, meta.MinLevel, meta.MaxLevel = &minB, &maxB, &minL, &maxL
+	return meta, nil
 }

@@ -9,7 +9,10 @@ import (
 	"github.com/flightgw/flightgw/catalogs"
 )
 
-var _ catalogs.FilePlanner = (*Provider)(nil)
+var (
+	_ catalogs.FilePlanner   = (*Provider)(nil)
+	_ catalogs.StagedPlanner = (*Provider)(nil)
+)
 
 // PlanFiles returns the live data files of the snapshot. The plan is
 // Plain, so that the SQL engine reads the Parquet files itself, only for
@@ -38,6 +41,49 @@ func (p *Provider) PlanFiles(ctx context.Context, t catalogs.TableIdent, req cat
 		id := st.snap.ID
 		plan.SnapshotID = &id
 	}
+	p.planEntries(st, plan, live)
+	return plan, nil
+}
+
+// PlanStaged plans the table as a transaction sees it: the latest
+// snapshot's live files (none for an overwrite, which replaces them) and
+// the data files the receipts staged, which no snapshot names yet. It is
+// plain under PlanFiles' conditions, the staged files included: an append
+// table on a local warehouse, every file Parquet of the current schema.
+func (p *Provider) PlanStaged(ctx context.Context, t catalogs.TableIdent, _ catalogs.ScanRequest, staged []catalogs.WriteReceipt, overwrite bool) (*catalogs.FilePlan, error) {
+	st, err := p.load(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	msgs, metas, err := decodeReceipts(t, staged)
+	if err != nil {
+		return nil, err
+	}
+	var es []entry
+	if !overwrite {
+		if es, err = p.liveFiles(ctx, t, st.dir, st.snap); err != nil {
+			return nil, err
+		}
+	}
+	for _, m := range metas {
+		if m.SchemaID != st.schema.ID {
+			return &catalogs.FilePlan{Reason: fmt.Sprintf("a staged write has schema %d, the table %d", m.SchemaID, st.schema.ID)}, nil
+		}
+	}
+	for _, m := range msgs {
+		for _, f := range m.Data.NewFiles {
+			es = append(es, entry{kind: fileAdd, partition: m.Partition, bucket: m.Bucket, file: f})
+		}
+	}
+	plan := &catalogs.FilePlan{FilesTotal: len(es)}
+	p.planEntries(st, plan, es)
+	return plan, nil
+}
+
+// planEntries fills plan with the local paths of the files of es when
+// reading them by column name, as they are, gives the table's rows, and
+// otherwise says why not.
+func (p *Provider) planEntries(st *tableState, plan *catalogs.FilePlan, es []entry) {
 	root, local := p.fs.local("")
 	switch {
 	case !local:
@@ -48,9 +94,10 @@ func (p *Provider) PlanFiles(ctx context.Context, t catalogs.TableIdent, req cat
 		plan.Reason = "the table has deletion vectors"
 	}
 	if plan.Reason != "" {
-		return plan, nil
+		return
 	}
-	for _, e := range live {
+	seen := map[string]bool{}
+	for _, e := range es {
 		switch {
 		case e.file.SchemaID != st.schema.ID:
 			plan.Reason = fmt.Sprintf("data file %s has schema %d, the table %d", e.file.FileName, e.file.SchemaID, st.schema.ID)
@@ -59,12 +106,15 @@ func (p *Provider) PlanFiles(ctx context.Context, t catalogs.TableIdent, req cat
 		}
 		if plan.Reason != "" {
 			plan.Files, plan.FileBytes = nil, nil
-			return plan, nil
+			return
 		}
 		abs, _ := p.fs.local(st.filePath(e))
+		if seen[abs] {
+			continue
+		}
+		seen[abs] = true
 		plan.Files = append(plan.Files, abs)
 		plan.FileBytes = append(plan.FileBytes, e.file.FileSize)
 	}
 	plan.Root, plan.Plain = filepath.Clean(root), true
-	return plan, nil
 }

@@ -429,6 +429,9 @@ func (s *tableSchema) checkOptions(table string) error {
 			}
 		}
 	}
+	if _, err := parseManifestOptions(s.Options); err != nil {
+		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: %v", table, err)
+	}
 	if f := s.Options[optFileFormat]; f != "" && f != "parquet" {
 		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: file.format %q: this backend reads and writes parquet only", table, f)
 	}

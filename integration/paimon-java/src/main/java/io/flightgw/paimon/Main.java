@@ -35,6 +35,8 @@ import java.util.stream.Stream;
  *   bench FILE VERSION    warm-loop serializeList and deserializeList of the payload
  *   read-table WH DB T    print a table's rows (see {@link Tables})
  *   verify-tables WH DB   compare the tables with WH/expected/T.txt (see {@link Tables})
+ *   compact-manifests WH DB   fully compact the manifests of those tables with Paimon's own
+ *                         merger (see {@link Tables})
  *   write-sample WH       write sample tables for the gateway to read (see {@link Tables})
  *   write-messages WH DB T DIR   stage payloads with two Java writers (see {@link Dist})
  *   commit-messages WH DB T DIR  commit the gateway's payloads with BatchTableCommit (see {@link Dist})
@@ -65,6 +67,9 @@ public final class Main {
                 break;
             case "verify-tables":
                 Tables.verifyTables(args[1], args[2]);
+                break;
+            case "compact-manifests":
+                Tables.compactManifests(args[1], args[2]);
                 break;
             case "write-sample":
                 Tables.writeSample(args[1]);

@@ -190,6 +190,38 @@ final class Tables {
         return Main.label();
     }
 
+    /**
+     * Compacts the manifests of every table of DB that has an expected/&lt;table&gt;.txt with
+     * Paimon's BatchTableCommit.compactManifests (FileStoreCommitImpl.compactManifest: a full
+     * ManifestFileMerger merge, which refuses a file added twice and cancels every DELETE with
+     * its ADD), committing a COMPACT snapshot over the manifests the gateway wrote and merged.
+     * It prints each table's manifest count before and after.
+     */
+    static void compactManifests(String warehouse, String db) throws Exception {
+        java.nio.file.Path exp = java.nio.file.Path.of(warehouse, "expected");
+        List<java.nio.file.Path> files;
+        try (java.util.stream.Stream<java.nio.file.Path> st = java.nio.file.Files.list(exp)) {
+            files = st.sorted().collect(java.util.stream.Collectors.toList());
+        }
+        try (Catalog c = catalog(warehouse)) {
+            for (java.nio.file.Path f : files) {
+                String name = f.getFileName().toString().replace(".txt", "");
+                FileStoreTable t = fileStore(c, db, name);
+                int before = dataManifests(t);
+                try (BatchTableCommit cm = t.newBatchWriteBuilder().newCommit()) {
+                    cm.compactManifests();
+                }
+                System.out.println("COMPACTED " + name + ": " + before + " manifests, now " + dataManifests(t)
+                        + " (" + label() + ")");
+            }
+        }
+    }
+
+    static int dataManifests(FileStoreTable t) {
+        org.apache.paimon.Snapshot s = t.snapshotManager().latestSnapshot();
+        return s == null ? 0 : t.store().manifestListFactory().create().readDataManifests(s).size();
+    }
+
     static void writeSample(String warehouse) throws Exception {
         try (Catalog c = catalog(warehouse)) {
             c.createDatabase("db", true);
