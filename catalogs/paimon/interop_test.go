@@ -180,6 +180,14 @@ func writeSample(t *testing.T, wh string, s sample) catalogs.TableIdent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return fillSample(t, p, s)
+}
+
+// fillSample creates and fills one sample table in p's catalog, one
+// commit per batch (through streams, as the gateway's ingest does).
+func fillSample(t *testing.T, p *paimon.Provider, s sample) catalogs.TableIdent {
+	t.Helper()
+	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: s.name}
 	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, s.opts); err != nil {
 		t.Fatal(err)

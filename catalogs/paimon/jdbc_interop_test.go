@@ -55,7 +55,7 @@ func TestWriteSamplesJDBC(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range samples() {
-		writeSample(t, p, s)
+		fillSample(t, p, s)
 		want := s.expected()
 		body := fmt.Sprintf("ROWS %d\n%s\n", len(want), strings.Join(want, "\n"))
 		if err := os.WriteFile(filepath.Join(exp, s.name+".txt"), []byte(body), 0o644); err != nil {
