@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,8 +107,25 @@ func samples() []sample {
 		{name: "g_pk_part", opts: map[string]string{"primary-key": "id,p", "partition": "p", "bucket": "3"},
 			commits: [][]sampleRow{rowsFrom(0, 30, 0), rowsFrom(10, 30, 1)}},
 		{name: "g_over", commits: [][]sampleRow{rowsFrom(0, 40, 0), rowsFrom(100, 7, 1)}, overwrite: true},
+		// Keys updated within one stream, across the level-0 files it
+		// spills (samplesProps bounds the buffer), and across commits.
+		{name: "g_pk_spill", opts: map[string]string{"primary-key": "id", "bucket": "2"},
+			commits: [][]sampleRow{append(rowsFrom(0, 400, 0), rowsFrom(100, 150, 3)...),
+				append(rowsFrom(300, 200, 1), rowsFrom(0, 50, 4)...)}},
+		// Several lanes' files at once (samplesProps lowers the spread).
+		{name: "g_lanes", commits: [][]sampleRow{rowsFrom(0, 3000, 0), rowsFrom(3000, 2000, 1)}},
 	}
 }
+
+// samplesProps are the samples' catalog properties beyond the warehouse:
+// small enough bounds that the samples' streams spill primary-key rows
+// (write-buffer-size, as Paimon's table option), rotate open files
+// (write.max-open-files), and, with SetLaneSpread, write through several
+// lanes.
+var samplesProps = map[string]string{"table-default.write-buffer-size": "2 kb", paimon.PropMaxOpenFiles: "2"}
+
+// sampleLaneSpread is the lane spread of the samples' streams.
+const sampleLaneSpread = 4 << 10
 
 // expected is what a sample holds: every row, or for a primary-key table
 // the last row written of each key.
@@ -210,7 +228,8 @@ func scanRendered(t *testing.T, p *paimon.Provider, id catalogs.TableIdent) []st
 // TestSamplesRoundTrip writes every sample and reads it back with the
 // backend's own scan (merge-on-read for the primary-key tables).
 func TestSamplesRoundTrip(t *testing.T) {
-	p, _ := openLocal(t, nil)
+	defer paimon.SetLaneSpread(sampleLaneSpread)()
+	p, _ := openLocal(t, samplesProps)
 	for _, s := range samples() {
 		id := writeSample(t, p, s)
 		if got, want := scanRendered(t, p, id), s.expected(); !slices.Equal(got, want) {
@@ -228,7 +247,10 @@ func TestWriteSamples(t *testing.T) {
 	if err := os.RemoveAll(*samplesOut); err != nil {
 		t.Fatal(err)
 	}
-	p, err := paimon.Open(context.Background(), "lake", map[string]string{paimon.PropWarehouse: *samplesOut, paimon.PropCreateNamespaces: "default"})
+	defer paimon.SetLaneSpread(sampleLaneSpread)()
+	props := map[string]string{paimon.PropWarehouse: *samplesOut, paimon.PropCreateNamespaces: "default"}
+	maps.Copy(props, samplesProps)
+	p, err := paimon.Open(context.Background(), "lake", props)
 	if err != nil {
 		t.Fatal(err)
 	}
