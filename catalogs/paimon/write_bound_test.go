@@ -332,4 +332,3 @@ func TestLanesCancelS3(t *testing.T) {
 		t.Errorf("data objects after abort: %v (%v), want none", objs, err)
 	}
 }
-
