@@ -21,6 +21,15 @@ const (
 	PropCreateNamespaces = "create-namespaces"
 	// PropTargetFileSize is the data file size a stream rolls at, in bytes.
 	PropTargetFileSize = "write.target-file-size-bytes"
+	// PropWriteBufferSize bounds, in bytes, the rows of a primary-key
+	// table a stream buffers (Arrow size, every bucket together) before
+	// it sorts and writes the largest bucket's as a level-0 file. A
+	// table's own write-buffer-size option (Paimon's) lowers it.
+	PropWriteBufferSize = "write.buffer-size-bytes"
+	// PropMaxOpenFiles bounds the data files a stream of an append table
+	// keeps open (one per partition and bucket it writes); opening one
+	// more first closes the least recently written.
+	PropMaxOpenFiles = "write.max-open-files"
 	// PropCommitRetries bounds the commit attempts after the first.
 	PropCommitRetries = "commit.retry.num-retries"
 	// PropCommitMinWait and PropCommitMaxWait bound the backoff between
@@ -61,6 +70,8 @@ type config struct {
 	remote           catalogs.RemotePolicy
 	createNamespaces []string
 	targetFileSize   int64
+	writeBuffer      int64
+	maxOpenFiles     int
 	retries          int
 	minWait, maxWait time.Duration
 	tableDefaults    map[string]string
@@ -69,8 +80,14 @@ type config struct {
 
 const defaultTargetFileSize = 128 << 20
 
+// Defaults of PropWriteBufferSize and PropMaxOpenFiles.
+const (
+	defaultWriteBuffer  = 64 << 20
+	defaultMaxOpenFiles = 32
+)
+
 func parseConfig(props map[string]string) (config, error) {
-	cfg := config{targetFileSize: defaultTargetFileSize, retries: 50, minWait: 5 * time.Millisecond,
+	cfg := config{targetFileSize: defaultTargetFileSize, writeBuffer: defaultWriteBuffer, maxOpenFiles: defaultMaxOpenFiles, retries: 50, minWait: 5 * time.Millisecond,
 		maxWait: 500 * time.Millisecond, tableDefaults: map[string]string{},
 		remote: catalogs.RemotePolicy{Timeout: 30 * time.Second, Attempts: 3, BreakerFailures: 5, BreakerOpen: 30 * time.Second}}
 	for k, v := range props {
@@ -80,7 +97,7 @@ func parseConfig(props map[string]string) (config, error) {
 		case k == PropRemoteTimeout || k == PropRemoteAttempts || k == PropBreakerFailures || k == PropBreakerOpen:
 		case strings.HasPrefix(k, PropTableDefaultPrefix):
 			cfg.tableDefaults[strings.TrimPrefix(k, PropTableDefaultPrefix)] = v
-		case k == PropTargetFileSize || k == PropCommitRetries || k == PropCommitMinWait || k == PropCommitMaxWait:
+		case k == PropTargetFileSize || k == PropWriteBufferSize || k == PropMaxOpenFiles || k == PropCommitRetries || k == PropCommitMinWait || k == PropCommitMaxWait:
 		default:
 			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: unknown key", k)
 		}
@@ -129,6 +146,8 @@ func parseConfig(props map[string]string) (config, error) {
 		dst func(int64)
 	}{
 		{PropTargetFileSize, 1 << 10, func(v int64) { cfg.targetFileSize = v }},
+		{PropWriteBufferSize, 1 << 10, func(v int64) { cfg.writeBuffer = v }},
+		{PropMaxOpenFiles, 1, func(v int64) { cfg.maxOpenFiles = int(min(v, 1<<20)) }},
 		{PropCommitRetries, 0, func(v int64) { cfg.retries = int(v) }},
 		{PropCommitMinWait, 1, func(v int64) { cfg.minWait = time.Duration(v) * time.Millisecond }},
 		{PropCommitMaxWait, 1, func(v int64) { cfg.maxWait = time.Duration(v) * time.Millisecond }},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,8 +137,25 @@ func samples() []sample {
 			defaults: map[string]string{"manifest.merge-min-count": "3", "manifest.full-compaction-threshold-size": "1b"}},
 		{name: "g_many_pk", opts: map[string]string{"primary-key": "id", "bucket": "2"}, commits: manyCommits(40, 0, 1, 5),
 			defaults: map[string]string{"manifest.merge-min-count": "3"}},
+		// Keys updated within one stream, across the level-0 files it
+		// spills (samplesProps bounds the buffer), and across commits.
+		{name: "g_pk_spill", opts: map[string]string{"primary-key": "id", "bucket": "2"},
+			commits: [][]sampleRow{append(rowsFrom(0, 400, 0), rowsFrom(100, 150, 3)...),
+				append(rowsFrom(300, 200, 1), rowsFrom(0, 50, 4)...)}},
+		// Several lanes' files at once (samplesProps lowers the spread).
+		{name: "g_lanes", commits: [][]sampleRow{rowsFrom(0, 3000, 0), rowsFrom(3000, 2000, 1)}},
 	}
 }
+
+// samplesProps are the samples' catalog properties beyond the warehouse:
+// small enough bounds that the samples' streams spill primary-key rows
+// (write-buffer-size, as Paimon's table option), rotate open files
+// (write.max-open-files), and, with SetLaneSpread, write through several
+// lanes.
+var samplesProps = map[string]string{"table-default.write-buffer-size": "2 kb", paimon.PropMaxOpenFiles: "2"}
+
+// sampleLaneSpread is the lane spread of the samples' streams.
+const sampleLaneSpread = 4 << 10
 
 // expected is what a sample holds: every row, or for a primary-key table
 // the last row written of each key.
@@ -173,6 +191,7 @@ func writeSample(t *testing.T, wh string, s sample) catalogs.TableIdent {
 	t.Helper()
 	ctx := context.Background()
 	props := map[string]string{paimon.PropWarehouse: wh, paimon.PropCreateNamespaces: "default"}
+	maps.Copy(props, samplesProps)
 	for k, v := range s.defaults {
 		props[paimon.PropTableDefaultPrefix+k] = v
 	}
@@ -256,7 +275,8 @@ func scanRendered(t *testing.T, p *paimon.Provider, id catalogs.TableIdent) []st
 // TestSamplesRoundTrip writes every sample and reads it back with the
 // backend's own scan (merge-on-read for the primary-key tables).
 func TestSamplesRoundTrip(t *testing.T) {
-	p, wh := openLocal(t, nil)
+	defer paimon.SetLaneSpread(sampleLaneSpread)()
+	p, wh := openLocal(t, samplesProps)
 	for _, s := range samples() {
 		id := writeSample(t, wh, s)
 		if got, want := scanRendered(t, p, id), s.expected(); !slices.Equal(got, want) {
@@ -274,6 +294,7 @@ func TestWriteSamples(t *testing.T) {
 	if err := os.RemoveAll(*samplesOut); err != nil {
 		t.Fatal(err)
 	}
+	defer paimon.SetLaneSpread(sampleLaneSpread)()
 	exp := filepath.Join(*samplesOut, "expected")
 	if err := os.MkdirAll(exp, 0o755); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -66,8 +67,18 @@ func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch 
 	return rs[0], nil
 }
 
-// OpenStream opens a write stream that keeps one open file per partition
-// and bucket and rolls it at write.target-file-size-bytes.
+// OpenStream opens a write stream. What a stream holds is bounded
+// whatever the size of the upload:
+//   - an append table with unaware buckets (-1) and no partitions is
+//     written by up to one lane per core (maxLanes), each encoding files
+//     of its own (pqwrite.Lanes), each file rolled at
+//     write.target-file-size-bytes;
+//   - any other append table keeps one open file per partition and
+//     bucket, rolled at the target size, at most write.max-open-files of
+//     them;
+//   - a primary-key table buffers rows per partition and bucket, at most
+//     write.buffer-size-bytes of them (pk.go), and spills the largest
+//     bucket's as a sorted level-0 file when a batch would pass that.
 func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent) (catalogs.WriteStream, error) {
 	return p.openStream(ctx, t)
 }
@@ -78,14 +89,23 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stre
 		return nil, err
 	}
 	s := &stream{p: p, st: st, target: st.schema.arrowSchema(), lay: st.schema.layout(), open: map[string]*fileWriter{},
-		nextSeq: map[string]int64{}, pk: map[string]*pkBuffer{}, id: uuid.NewString(), mem: pqwrite.NewAlloc()}
+		nextSeq: map[string]int64{}, pk: map[string]*pkBuffer{}, id: uuid.NewString(), mem: pqwrite.NewAlloc(),
+		bufLimit: p.cfg.writeBuffer, maxOpen: p.cfg.maxOpenFiles}
+	if v, ok := st.schema.Options[optWriteBufferSize]; ok {
+		n, err := parseMemorySize(v)
+		if err != nil {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: option %s: %v", t, optWriteBufferSize, err)
+		}
+		s.bufLimit = max(min(s.bufLimit, n), 1)
+	}
 	for _, c := range st.schema.cols {
 		s.types = append(s.types, c.typ)
 	}
 	return s, nil
 }
 
-// stream is one write session; not safe for concurrent use.
+// stream is one write session; not safe for concurrent use (its lanes
+// share count, files and done under mu).
 type stream struct {
 	p      *Provider
 	st     *tableState
@@ -93,17 +113,33 @@ type stream struct {
 	types  []pcodec.Type
 	lay    layout
 	id     string // the uuid in this stream's file names
-	count  int    // files named so far
 	open   map[string]*fileWriter
 	pk     map[string]*pkBuffer
 	// nextSeq is the next sequence number of each bucket of a
 	// primary-key table, restored from the latest snapshot.
 	nextSeq map[string]int64
-	done    []pcodec.CommitMessage
-	files   []string
 	closed  bool
-	// mem is the page buffers the stream's Parquet writers reuse.
+	// mem is the page buffers the stream's Parquet writers reuse (a
+	// lane has its own).
 	mem *pqwrite.Alloc
+	// lanes write an unaware-bucket, unpartitioned append table; nil
+	// until the first batch, and for other tables.
+	lanes *pqwrite.Lanes
+
+	mu    sync.Mutex
+	count int // files named so far
+	done  []pcodec.CommitMessage
+	files []string
+
+	// bufLimit bounds buffered, the Arrow bytes of a primary-key table's
+	// rows held (pk.go); peak is the most buffered ever held, spills the
+	// files written before Close.
+	bufLimit, buffered, peak int64
+	spills                   int
+	// maxOpen bounds open, peakOpen is the most it held; tick orders
+	// the open files by last write.
+	maxOpen, peakOpen int
+	tick              int64
 }
 
 // group is one partition and bucket of a batch.
@@ -128,6 +164,9 @@ func (s *stream) Write(ctx context.Context, batch arrow.RecordBatch) error {
 	defer rec.Release()
 	if rec.NumRows() == 0 {
 		return nil
+	}
+	if s.useLanes() {
+		return s.sendLane(ctx, rec)
 	}
 	groups, err := s.groups(rec)
 	if err != nil {
@@ -247,12 +286,20 @@ func (s *stream) writeGroup(ctx context.Context, g *group, rec arrow.RecordBatch
 	}
 	w, ok := s.open[g.key]
 	if !ok {
+		if len(s.open) >= s.maxOpen {
+			if err := s.closeOldest(); err != nil {
+				return err
+			}
+		}
 		var err error
-		if w, err = s.newFile(ctx, g, rec); err != nil {
+		if w, err = s.newFile(ctx, g, rec, s.mem); err != nil {
 			return err
 		}
 		s.open[g.key] = w
+		s.peakOpen = max(s.peakOpen, len(s.open))
 	}
+	s.tick++
+	w.used = s.tick
 	if err := w.write(rec); err != nil {
 		return err
 	}
@@ -261,6 +308,22 @@ func (s *stream) writeGroup(ctx context.Context, g *group, rec arrow.RecordBatch
 		return s.finish(w)
 	}
 	return nil
+}
+
+// closeOldest finishes the open file written least recently, so that a
+// stream touching more partitions and buckets than write.max-open-files
+// holds that many files at most: a bucket written again later starts a
+// new file (more, smaller files; never more memory).
+func (s *stream) closeOldest() error {
+	var oldest string
+	for k, w := range s.open {
+		if oldest == "" || w.used < s.open[oldest].used {
+			oldest = k
+		}
+	}
+	w := s.open[oldest]
+	delete(s.open, oldest)
+	return s.finish(w)
 }
 
 // fileWriter is one Parquet data file being written.
@@ -282,6 +345,7 @@ type fileWriter struct {
 	// keys holds a primary-key file's key stats, min and max key.
 	keyStats       []colStats
 	minKey, maxKey pcodec.Row
+	used           int64 // the stream's tick at its last write
 }
 
 type countingWriter struct {
@@ -304,15 +368,17 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 // default, 1, when unset), compressed by C zstd (internal/pqwrite); row
 // groups close at rowGroupBytes encoded, so that what a file buffers stays
 // small.
-func (s *stream) newFile(ctx context.Context, g *group, first arrow.RecordBatch) (*fileWriter, error) {
+func (s *stream) newFile(ctx context.Context, g *group, first arrow.RecordBatch, mem *pqwrite.Alloc) (*fileWriter, error) {
+	s.mu.Lock()
 	name := fmt.Sprintf("data-%s-%d.parquet", s.id, s.count)
 	s.count++
 	rel := g.partPath + "bucket-" + strconv.Itoa(int(g.bucket)) + "/" + name
+	s.files = append(s.files, rel) // before the create: cleanup deletes a partial file too
+	s.mu.Unlock()
 	out, err := s.p.fs.writer(ctx, s.st.dir+"/"+rel)
 	if err != nil {
 		return nil, mapFSErr(err, fmt.Sprintf("table %s: create data file %s", s.st.ident, rel))
 	}
-	s.files = append(s.files, rel)
 	cnt := &countingWriter{w: out}
 	rg := min(max(s.p.cfg.targetFileSize/4, 1<<10), 32<<20)
 	level := pqwrite.DefaultZstdLevel
@@ -321,12 +387,12 @@ func (s *stream) newFile(ctx context.Context, g *group, first arrow.RecordBatch)
 	}
 	opts := []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCompressionLevel(level),
 		parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(1 << 20),
-		parquet.WithDataPageSize(min(rg/4, 1<<20)), parquet.WithAllocator(s.mem)}
+		parquet.WithDataPageSize(min(rg/4, 1<<20)), parquet.WithAllocator(mem)}
 	props := parquet.NewWriterProperties(append(opts, pqwrite.PlainColumns(first)...)...)
 	// pqarrow writes page headers and pages separately: buffering saves
 	// most of the system calls of a local file.
 	buf := bufio.NewWriterSize(cnt, 1<<20)
-	fw, err := pqarrow.NewFileWriter(first.Schema(), buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(s.mem)))
+	fw, err := pqarrow.NewFileWriter(first.Schema(), buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
 	if err != nil {
 		_ = out.Close()
 		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: parquet writer", s.st.ident))
@@ -395,8 +461,10 @@ func (s *stream) finish(w *fileWriter) error {
 		f.KeyStats, f.MinKey, f.MaxKey = ks, w.minKey, w.maxKey
 	}
 	total := int32(s.lay.buckets)
+	s.mu.Lock()
 	s.done = append(s.done, pcodec.CommitMessage{Partition: w.partition, Bucket: w.bucket, TotalBuckets: &total,
 		Data: pcodec.DataIncrement{NewFiles: []pcodec.DataFile{f}}})
+	s.mu.Unlock()
 	return nil
 }
 
@@ -407,6 +475,14 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 		return nil, nil
 	}
 	s.closed = true
+	if s.lanes != nil {
+		err := s.lanes.Close(ctx)
+		s.lanes = nil
+		if err != nil {
+			s.cleanup(context.WithoutCancel(ctx))
+			return nil, s.laneErr(err)
+		}
+	}
 	if err := s.flushPK(ctx); err != nil {
 		s.cleanup(context.WithoutCancel(ctx))
 		return nil, err
@@ -440,6 +516,10 @@ func (s *stream) Abort(ctx context.Context) error {
 }
 
 func (s *stream) cleanup(ctx context.Context) {
+	if s.lanes != nil {
+		s.lanes.Abort() // the lanes close their files first
+		s.lanes = nil
+	}
 	for _, w := range s.open {
 		_ = w.fw.Close()
 		_ = w.out.Close()

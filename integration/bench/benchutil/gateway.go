@@ -54,6 +54,9 @@ func StartGateway(bin string, env []string, args ...string) (*Gateway, error) {
 	}
 }
 
+// Pid is the gateway's process id.
+func (g *Gateway) Pid() int { return g.cmd.Process.Pid }
+
 // Stop interrupts the gateway (it drains and exits) and waits for it.
 func (g *Gateway) Stop() {
 	_ = g.cmd.Process.Signal(os.Interrupt)

@@ -11,7 +11,13 @@
 // is pypaimon's time over the gateway's (above 1: the gateway is faster),
 // and the median ratio is printed. One gateway process serves every round
 // (a Paimon catalog on a local warehouse, ADBC Go ingest, mode create,
-// auto-commit); its peak RSS is VmHWM after the last round.
+// auto-commit); its peak RSS is VmHWM after the last round. Each round
+// also reports the CPU seconds each side used (the gateway's from
+// /proc, pypaimon's from its rusage): on a shared machine they vary less
+// than the times. With -base, a second gateway binary (say, the build
+// before a change) runs in every round too, and the median of its time
+// over the first one's is printed: a before/after comparison under the
+// same load.
 package main
 
 import (
@@ -40,14 +46,15 @@ func main() {
 	total := flag.Int64("rows", 10_000_000, "rows per round")
 	rounds := flag.Int("rounds", 3, "pairs of rounds")
 	batchRows := flag.Int("batch", 65536, "rows per Arrow batch")
+	base := flag.String("base", "", "a second gateway binary to compare with -bin in every round")
 	flag.Parse()
-	if err := run(*bin, *python, *script, *total, *rounds, *batchRows); err != nil {
+	if err := run(*bin, *base, *python, *script, *total, *rounds, *batchRows); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, python, script string, total int64, rounds, batchRows int) error {
+func run(bin, baseBin, python, script string, total int64, rounds, batchRows int) error {
 	pool := benchutil.Pool(batchRows)
 	defer benchutil.Release(pool)
 	tmp, err := os.MkdirTemp("", "flightgw-paimon-bench-")
@@ -59,27 +66,42 @@ func run(bin, python, script string, total int64, rounds, batchRows int) error {
 	if err := writePool(poolFile, pool); err != nil {
 		return err
 	}
-	gw, err := startGateway(bin, tmp)
+	gw, err := startGateway(bin, filepath.Join(tmp, "gw"))
 	if err != nil {
 		return err
 	}
 	defer gw.Stop()
+	var base *benchutil.Gateway
+	if baseBin != "" {
+		if base, err = startGateway(baseBin, filepath.Join(tmp, "base")); err != nil {
+			return err
+		}
+		defer base.Stop()
+	}
 	mb := float64(total*benchutil.BytesPerRow(pool[0])) / 1e6
 	fmt.Printf("load average before: %s\n", loadavg())
 	fmt.Printf("rows %d per round, Arrow %.0f MB, batches of %d rows, %d paired rounds\n", total, mb, batchRows, rounds)
-	var ratios []float64
+	var ratios, baseRatios []float64
 	for r := 1; r <= rounds; r++ {
-		g, err := ingest(gw, pool, total, fmt.Sprintf("bench_%d", r))
+		g, gcpu, err := ingest(gw, pool, total, fmt.Sprintf("bench_%d", r))
 		if err != nil {
 			return fmt.Errorf("round %d, gateway: %w", r, err)
 		}
-		p, err := pypaimon(python, script, poolFile, total, filepath.Join(tmp, "py"), fmt.Sprintf("bench_%d", r))
+		p, pcpu, err := pypaimon(python, script, poolFile, total, filepath.Join(tmp, "py"), fmt.Sprintf("bench_%d", r))
 		if err != nil {
 			return fmt.Errorf("round %d, pypaimon: %w", r, err)
 		}
 		ratios = append(ratios, p.Seconds()/g.Seconds())
-		fmt.Printf("round %d: gateway %.2fs (%.0f rows/s, %.1f MB/s), pypaimon %.2fs (%.0f rows/s), pypaimon/gateway time %.2f\n",
-			r, g.Seconds(), float64(total)/g.Seconds(), mb/g.Seconds(), p.Seconds(), float64(total)/p.Seconds(), ratios[len(ratios)-1])
+		fmt.Printf("round %d: gateway %.2fs (%.0f rows/s, %.1f MB/s, %.2f CPU-s), pypaimon %.2fs (%.0f rows/s, %.2f CPU-s), pypaimon/gateway time %.2f\n",
+			r, g.Seconds(), float64(total)/g.Seconds(), mb/g.Seconds(), gcpu.Seconds(), p.Seconds(), float64(total)/p.Seconds(), pcpu.Seconds(), ratios[len(ratios)-1])
+		if base != nil {
+			b, bcpu, err := ingest(base, pool, total, fmt.Sprintf("bench_%d", r))
+			if err != nil {
+				return fmt.Errorf("round %d, base gateway: %w", r, err)
+			}
+			baseRatios = append(baseRatios, b.Seconds()/g.Seconds())
+			fmt.Printf("round %d: base gateway %.2fs (%.2f CPU-s), base/gateway time %.2f\n", r, b.Seconds(), bcpu.Seconds(), baseRatios[len(baseRatios)-1])
+		}
 	}
 	rss, err := gw.PeakRSS()
 	if err != nil {
@@ -89,6 +111,15 @@ func run(bin, python, script string, total int64, rounds, batchRows int) error {
 	fmt.Printf("load average after: %s\n", loadavg())
 	fmt.Printf("paimon ingest bench, %d rows: pypaimon/gateway time median %.2f (min %.2f, max %.2f; above 1: the gateway is faster); gateway peak RSS %.0f MB\n",
 		total, ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1], float64(rss)/1e6)
+	if base != nil {
+		brss, err := base.PeakRSS()
+		if err != nil {
+			return err
+		}
+		sort.Float64s(baseRatios)
+		fmt.Printf("base/gateway time median %.2f (min %.2f, max %.2f; above 1: -bin is faster than -base); base peak RSS %.0f MB\n",
+			baseRatios[len(baseRatios)/2], baseRatios[0], baseRatios[len(baseRatios)-1], float64(brss)/1e6)
+	}
 	return nil
 }
 
@@ -113,38 +144,76 @@ func writePool(path string, pool []arrow.RecordBatch) error {
 	return f.Close()
 }
 
-// startGateway runs bin with one Paimon catalog "pm" on a local warehouse.
-func startGateway(bin, tmp string) (*benchutil.Gateway, error) {
-	cfg := filepath.Join(tmp, "flightgw.yaml")
+// startGateway runs bin with one Paimon catalog "pm" on a local warehouse
+// in dir.
+func startGateway(bin, dir string) (*benchutil.Gateway, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, "flightgw.yaml")
 	yaml := fmt.Sprintf("catalogs:\n  - name: pm\n    type: paimon\n    properties: {warehouse: %q, create-namespaces: default}\ndefault_catalog: pm\n",
-		filepath.Join(tmp, "gw"))
+		filepath.Join(dir, "wh"))
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		return nil, err
 	}
-	return benchutil.StartGateway(bin, nil, "--config", cfg, "--data-dir", filepath.Join(tmp, "data"))
+	return benchutil.StartGateway(bin, nil, "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
 }
 
 // ingest sends total rows to a new table through ADBC and times it,
-// connection set-up excluded.
-func ingest(gw *benchutil.Gateway, pool []arrow.RecordBatch, total int64, table string) (time.Duration, error) {
+// connection set-up excluded; it returns the gateway's CPU time over the
+// ingest too.
+func ingest(gw *benchutil.Gateway, pool []arrow.RecordBatch, total int64, table string) (time.Duration, time.Duration, error) {
 	opts := map[string]string{adbc.OptionKeyIngestTargetTable: table, adbc.OptionKeyIngestMode: adbc.OptionValueIngestModeCreate,
 		adbc.OptionValueIngestTargetCatalog: "pm", adbc.OptionValueIngestTargetDBSchema: "default"}
-	return benchutil.Ingest(context.Background(), gw.Addr, opts, benchutil.NewSource(pool, total), total)
+	cpu0, err := procCPU(gw.Pid())
+	if err != nil {
+		return 0, 0, err
+	}
+	d, err := benchutil.Ingest(context.Background(), gw.Addr, opts, benchutil.NewSource(pool, total), total)
+	if err != nil {
+		return 0, 0, err
+	}
+	cpu1, err := procCPU(gw.Pid())
+	return d, cpu1 - cpu0, err
 }
 
-// pypaimon runs one pypaimon round and returns the time it measured.
-func pypaimon(python, script, poolFile string, total int64, warehouse, table string) (time.Duration, error) {
-	out, err := exec.Command(python, script, poolFile, strconv.FormatInt(total, 10), warehouse, table).CombinedOutput()
+// procCPU is a process's user and system CPU time, from /proc/pid/stat
+// (fields 14 and 15, in clock ticks of 1/100 s on Linux).
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s", err, out)
+		return 0, err
 	}
+	// The command name (field 2) may hold spaces: count from its ')'.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad cpu fields", pid)
+	}
+	return time.Duration(u+s) * 10 * time.Millisecond, nil
+}
+
+// pypaimon runs one pypaimon round and returns the time it measured and
+// the CPU time of the whole process (its start and pool loading
+// included, so an upper bound).
+func pypaimon(python, script, poolFile string, total int64, warehouse, table string) (time.Duration, time.Duration, error) {
+	cmd := exec.Command(python, script, poolFile, strconv.FormatInt(total, 10), warehouse, table)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %s", err, out)
+	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	for _, line := range strings.Split(string(out), "\n") {
 		if v, ok := strings.CutPrefix(line, "PYPAIMON_SECONDS "); ok {
 			s, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return time.Duration(s * float64(time.Second)), err
+			return time.Duration(s * float64(time.Second)), cpu, err
 		}
 	}
-	return 0, fmt.Errorf("no PYPAIMON_SECONDS in: %s", out)
+	return 0, 0, fmt.Errorf("no PYPAIMON_SECONDS in: %s", out)
 }
 
 func loadavg() string {
