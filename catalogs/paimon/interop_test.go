@@ -225,14 +225,19 @@ func TestWriteSamples(t *testing.T) {
 	if *samplesOut == "" {
 		t.Skip("-samples-out not set")
 	}
-	if err := os.RemoveAll(*samplesOut); err != nil {
+	exp := filepath.Join(*samplesOut, "expected")
+	if isS3(*samplesOut) {
+		if exp = *samplesExpected; exp == "" {
+			t.Fatal("an s3:// -samples-out needs -samples-expected")
+		}
+		defer paimon.SetS3PartSize(s3SamplePartSize)()
+	} else if err := os.RemoveAll(*samplesOut); err != nil {
 		t.Fatal(err)
 	}
-	p, err := paimon.Open(context.Background(), "lake", map[string]string{paimon.PropWarehouse: *samplesOut, paimon.PropCreateNamespaces: "default"})
+	p, err := paimon.Open(context.Background(), "lake", sampleProps(t, *samplesOut, map[string]string{paimon.PropCreateNamespaces: "default"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp := filepath.Join(*samplesOut, "expected")
 	if err := os.MkdirAll(exp, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -253,11 +258,27 @@ func TestReadJavaTables(t *testing.T) {
 	if *javaWarehouse == "" {
 		t.Skip("-java-warehouse not set")
 	}
-	p, err := paimon.Open(context.Background(), "lake", map[string]string{paimon.PropWarehouse: *javaWarehouse})
+	p, err := paimon.Open(context.Background(), "lake", sampleProps(t, *javaWarehouse, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"j_append", "j_fixed", "j_pk", "j_part"} {
+	names := []string{"j_append", "j_fixed", "j_part", "j_pk"} // sorted, as ListTables lists
+	// Listing finds them too (on S3, past Java's directory markers).
+	if ns, err := p.ListNamespaces(context.Background()); err != nil || !slices.ContainsFunc(ns, func(n []string) bool { return slices.Equal(n, []string{"db"}) }) {
+		t.Errorf("ListNamespaces: %v (%v), want db among them", ns, err)
+	}
+	ids, err := p.ListTables(context.Background(), []string{"db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, id := range ids {
+		listed = append(listed, id.Name)
+	}
+	if slices.Sort(listed); !slices.Equal(listed, names) {
+		t.Errorf("ListTables(db): %v, want %v", listed, names)
+	}
+	for _, name := range names {
 		id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"db"}, Name: name}
 		var want []string
 		for commit := 0; commit < 2; commit++ {

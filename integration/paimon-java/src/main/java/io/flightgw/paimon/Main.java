@@ -34,7 +34,8 @@ import java.util.stream.Stream;
  *                         to the identical bytes
  *   bench FILE VERSION    warm-loop serializeList and deserializeList of the payload
  *   read-table WH DB T    print a table's rows (see {@link Tables})
- *   verify-tables WH DB   compare the tables with WH/expected/T.txt (see {@link Tables})
+ *   verify-tables WH DB [EXP]  compare the tables with WH/expected/T.txt, or EXP/T.txt
+ *                         (see {@link Tables})
  *   write-sample WH       write sample tables for the gateway to read (see {@link Tables})
  *   write-messages WH DB T DIR   stage payloads with two Java writers (see {@link Dist})
  *   commit-messages WH DB T DIR  commit the gateway's payloads with BatchTableCommit (see {@link Dist})
@@ -62,7 +63,7 @@ public final class Main {
                 Tables.readTable(args[1], args[2], args[3]);
                 break;
             case "verify-tables":
-                Tables.verifyTables(args[1], args[2]);
+                Tables.verifyTables(args[1], args[2], args.length > 3 ? args[3] : null);
                 break;
             case "write-sample":
                 Tables.writeSample(args[1]);
