@@ -50,27 +50,27 @@ paimon-table-check:
 
 # The same cross-checks on S3: integration/s3server (gofakes3 on memory, path-style, on
 # 127.0.0.1) runs paimon-s3-steps with its endpoint and test credentials in the environment
-# (S3_ENDPOINT, AWS_*) and stops with them. The gateway writes the samples into
-# s3://lake/gateway (data files from single PUTs and from multipart uploads), their expected
-# rows into a local directory; Paimon Java 1.4.2 through paimon-s3 (Hadoop's S3A) and
-# pypaimon 2.1.0 through pyarrow's S3FileSystem read every one; Java writes its tables into
-# s3://lake/java and the backend reads them.
+# (S3_ENDPOINT, AWS_*) and stops with them. The gateway writes the samples at the root of
+# bucket lake (data files from single PUTs and from multipart uploads), their expected rows
+# into a local directory; Paimon Java 1.4.2 through paimon-s3 (Hadoop's S3A) and pypaimon
+# 2.1.0 through pyarrow's S3FileSystem read every one; Java writes its tables under a prefix,
+# s3://java/wh, and the backend reads and lists them.
 PAIMON_S3 := $(CURDIR)/$(PAIMON_JAVA)/target/s3
 PAIMON_S3_TIMEOUT ?= 5m
 
 paimon-s3-check: $(PAIMON_VENV)/.installed
 	rm -rf $(PAIMON_S3) && mkdir -p $(PAIMON_S3)/expected
 	$(GO) build -o $(PAIMON_S3)/s3server ./integration/s3server
-	$(PAIMON_S3)/s3server -bucket lake -timeout $(PAIMON_S3_TIMEOUT) -- $(MAKE) --no-print-directory paimon-s3-steps
+	$(PAIMON_S3)/s3server -bucket lake,java -timeout $(PAIMON_S3_TIMEOUT) -- $(MAKE) --no-print-directory paimon-s3-steps
 
 # Only under s3server (paimon-s3-check).
 paimon-s3-steps:
 	@test -n "$$S3_ENDPOINT" || { echo "paimon-s3-steps runs under integration/s3server: make paimon-s3-check"; exit 2; }
-	$(GO) test -count=1 -run '^TestWriteSamples$$' ./catalogs/paimon -args -samples-out=s3://lake/gateway -samples-expected=$(PAIMON_S3)/expected
-	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables s3://lake/gateway default $(PAIMON_S3)/expected"
-	PAIMON_SAMPLES=s3://lake/gateway PAIMON_EXPECTED=$(PAIMON_S3)/expected $(PAIMON_VENV)/bin/python -m pytest -q integration/pypaimon
-	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-sample s3://lake/java"
-	$(GO) test -count=1 -run '^TestReadJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=s3://lake/java
+	$(GO) test -count=1 -run '^TestWriteSamples$$' ./catalogs/paimon -args -samples-out=s3://lake -samples-expected=$(PAIMON_S3)/expected
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables s3://lake default $(PAIMON_S3)/expected"
+	PAIMON_SAMPLES=s3://lake PAIMON_EXPECTED=$(PAIMON_S3)/expected $(PAIMON_VENV)/bin/python -m pytest -q integration/pypaimon
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-sample s3://java/wh"
+	$(GO) test -count=1 -run '^TestReadJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=s3://java/wh
 
 # The distributed commit across Paimon Java 1.4.2 and the gateway (docs/commit-messages.md),
 # on one warehouse: two Java writers stage payloads (write-messages); the gateway commits
