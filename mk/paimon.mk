@@ -54,7 +54,8 @@ paimon-table-check:
 # bucket lake (data files from single PUTs and from multipart uploads), their expected rows
 # into a local directory; Paimon Java 1.4.2 through paimon-s3 (Hadoop's S3A) and pypaimon
 # 2.1.0 through pyarrow's S3FileSystem read every one; Java writes its tables under a prefix,
-# s3://java/wh, and the backend reads and lists them.
+# s3://java/wh, and the backend reads and lists them, then commits five rows onto each
+# (updating keys of the primary-key table) for Java to read back, with the bucket of each row.
 PAIMON_S3 := $(CURDIR)/$(PAIMON_JAVA)/target/s3
 PAIMON_S3_TIMEOUT ?= 5m
 
@@ -67,10 +68,11 @@ paimon-s3-check: $(PAIMON_VENV)/.installed
 paimon-s3-steps:
 	@test -n "$$S3_ENDPOINT" || { echo "paimon-s3-steps runs under integration/s3server: make paimon-s3-check"; exit 2; }
 	$(GO) test -count=1 -run '^TestWriteSamples$$' ./catalogs/paimon -args -samples-out=s3://lake -samples-expected=$(PAIMON_S3)/expected
-	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables s3://lake default $(PAIMON_S3)/expected"
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables s3://lake default $(PAIMON_S3)/expected + write-sample s3://java/wh"
 	PAIMON_SAMPLES=s3://lake PAIMON_EXPECTED=$(PAIMON_S3)/expected $(PAIMON_VENV)/bin/python -m pytest -q integration/pypaimon
-	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-sample s3://java/wh"
 	$(GO) test -count=1 -run '^TestReadJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=s3://java/wh
+	$(GO) test -count=1 -run '^TestAppendJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=s3://java/wh -samples-expected=$(PAIMON_S3)/java-expected
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables s3://java/wh db $(PAIMON_S3)/java-expected"
 
 # The distributed commit across Paimon Java 1.4.2 and the gateway (docs/commit-messages.md),
 # on one warehouse: two Java writers stage payloads (write-messages); the gateway commits

@@ -251,6 +251,30 @@ func TestWriteSamples(t *testing.T) {
 	}
 }
 
+// javaSampleTables are the tables of Tables.writeSample, sorted.
+var javaSampleTables = []string{"j_append", "j_fixed", "j_part", "j_pk"}
+
+// javaSampleRows are the rows Tables.writeSample leaves in a table: two
+// commits of ten rows, the second updating every key of the primary-key
+// table.
+func javaSampleRows(name string) []sampleRow {
+	var out []sampleRow
+	for commit := 0; commit < 2; commit++ {
+		for i := int64(0); i < 10; i++ {
+			k := int64(commit)*10 + i
+			if name == "j_pk" {
+				k = i
+				if commit == 0 {
+					continue // updated by the second commit
+				}
+			}
+			n := fmt.Sprintf("n%d-%d", commit, i)
+			out = append(out, sampleRow{id: k, name: &n, p: fmt.Sprintf("p%d", i%2)})
+		}
+	}
+	return out
+}
+
 // TestReadJavaTables reads the tables Paimon Java's write-sample wrote:
 // two commits of ten rows each into append, fixed-bucket, primary-key
 // (the second commit updates every key) and partitioned tables.
@@ -262,7 +286,7 @@ func TestReadJavaTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"j_append", "j_fixed", "j_part", "j_pk"} // sorted, as ListTables lists
+	names := javaSampleTables
 	// Listing finds them too (on S3, past Java's directory markers).
 	if ns, err := p.ListNamespaces(context.Background()); err != nil || !slices.ContainsFunc(ns, func(n []string) bool { return slices.Equal(n, []string{"db"}) }) {
 		t.Errorf("ListNamespaces: %v (%v), want db among them", ns, err)
@@ -281,17 +305,8 @@ func TestReadJavaTables(t *testing.T) {
 	for _, name := range names {
 		id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"db"}, Name: name}
 		var want []string
-		for commit := 0; commit < 2; commit++ {
-			for i := int64(0); i < 10; i++ {
-				k := int64(commit)*10 + i
-				if name == "j_pk" {
-					k = i
-					if commit == 0 {
-						continue // updated by the second commit
-					}
-				}
-				want = append(want, fmt.Sprintf("id=%d,name=n%d-%d,p=p%d", k, commit, i, i%2))
-			}
+		for _, r := range javaSampleRows(name) {
+			want = append(want, r.render())
 		}
 		slices.Sort(want)
 		if got := scanRendered(t, p, id); !slices.Equal(got, want) {

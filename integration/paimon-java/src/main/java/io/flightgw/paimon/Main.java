@@ -40,12 +40,25 @@ import java.util.stream.Stream;
  *   write-messages WH DB T DIR   stage payloads with two Java writers (see {@link Dist})
  *   commit-messages WH DB T DIR  commit the gateway's payloads with BatchTableCommit (see {@link Dist})
  * </pre>
+ *
+ * Modes separated by "+" run one after the other in the same JVM.
  */
 public final class Main {
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     private static final int VERSION = CommitMessageSerializer.CURRENT_VERSION;
 
     public static void main(String[] args) throws Exception {
+        // Several modes in one JVM, separated by "+": each Maven start costs seconds.
+        int from = 0;
+        for (int i = 0; i <= args.length; i++) {
+            if (i == args.length || args[i].equals("+")) {
+                run(Arrays.copyOfRange(args, from, i));
+                from = i + 1;
+            }
+        }
+    }
+
+    static void run(String[] args) throws Exception {
         if (args.length < 1) {
             throw new IllegalArgumentException("usage: generate DIR | verify DIR... | bench FILE VERSION");
         }
