@@ -55,9 +55,10 @@ paimon-table-check:
 # into a local directory; Paimon Java 1.4.2 through paimon-s3 (Hadoop's S3A) and pypaimon
 # 2.1.0 through pyarrow's S3FileSystem read every one; Java writes its tables under a prefix,
 # s3://java/wh, and the backend reads and lists them, then commits five rows onto each
-# (updating keys of the primary-key table) for Java to read back, with the bucket of each row.
+# (updating keys of the primary-key table) for Java to read back, with the bucket of each row,
+# and pypaimon too.
 PAIMON_S3 := $(CURDIR)/$(PAIMON_JAVA)/target/s3
-PAIMON_S3_TIMEOUT ?= 5m
+PAIMON_S3_TIMEOUT ?= 3m
 
 paimon-s3-check: $(PAIMON_VENV)/.installed
 	rm -rf $(PAIMON_S3) && mkdir -p $(PAIMON_S3)/expected
@@ -73,6 +74,7 @@ paimon-s3-steps:
 	$(GO) test -count=1 -run '^TestReadJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=s3://java/wh
 	$(GO) test -count=1 -run '^TestAppendJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=s3://java/wh -samples-expected=$(PAIMON_S3)/java-expected
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables s3://java/wh db $(PAIMON_S3)/java-expected"
+	PAIMON_SAMPLES=s3://java/wh PAIMON_DB=db PAIMON_EXPECTED=$(PAIMON_S3)/java-expected $(PAIMON_VENV)/bin/python -m pytest -q integration/pypaimon
 
 # The distributed commit across Paimon Java 1.4.2 and the gateway (docs/commit-messages.md),
 # on one warehouse: two Java writers stage payloads (write-messages); the gateway commits

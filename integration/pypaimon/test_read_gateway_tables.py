@@ -4,7 +4,7 @@ Tables.render spells them). PAIMON_SAMPLES names the warehouse: a local director
 s3:// warehouse on integration/s3server (make paimon-s3-check), which hands its endpoint and
 test credentials to its command in S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
 AWS_REGION; the expected rows of an s3:// warehouse are in the local directory
-PAIMON_EXPECTED."""
+PAIMON_EXPECTED. PAIMON_DB names the database (default: default)."""
 
 import os
 from pathlib import Path
@@ -15,6 +15,7 @@ from pypaimon import CatalogFactory
 WAREHOUSE = os.environ.get("PAIMON_SAMPLES", "")
 IS_S3 = WAREHOUSE.startswith("s3://")
 EXPECTED = Path(os.environ.get("PAIMON_EXPECTED", "") if IS_S3 else os.path.join(WAREHOUSE, "expected"))
+DB = os.environ.get("PAIMON_DB", "default")
 TABLES = sorted(p.stem for p in EXPECTED.glob("*.txt")) if WAREHOUSE and EXPECTED.name else []
 
 
@@ -42,7 +43,7 @@ def render(row):
 @pytest.mark.parametrize("table", TABLES)
 def test_pypaimon_reads_gateway_table(table):
     catalog = CatalogFactory.create(catalog_options())
-    t = catalog.get_table(f"default.{table}")
+    t = catalog.get_table(f"{DB}.{table}")
     rb = t.new_read_builder()
     got = sorted(render(r) for r in rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist())
     lines = (EXPECTED / f"{table}.txt").read_text().splitlines()
