@@ -5,6 +5,9 @@
 #   make paimon-bench        Go vs Java on a 10,000-data-file payload, with the ratio
 #   make paimon-table-check  tables the gateway's Paimon backend wrote, read by Paimon Java
 #                            1.4.2 (rows and buckets), and tables Java wrote, read by the backend
+#   make paimon-s3-check    the same on S3 (integration/s3server): the sample tables the
+#                            gateway wrote, read by Paimon Java 1.4.2 (paimon-s3) and pypaimon
+#                            2.1.0; Java's tables read by the backend
 #   make paimon-dist-check   distributed commits both ways: Paimon Java writers' payloads
 #                            committed by the gateway, the gateway's committed by Java
 #   make paimon-jdbc-check   the JDBC catalog (metastore jdbc, SQLite) shared with Paimon Java
@@ -24,12 +27,12 @@ PAIMON_TABLES := $(CURDIR)/$(PAIMON_JAVA)/target/tables
 PAIMON_VENV   := .venv-paimon
 PAIMON_DIST   := $(CURDIR)/$(PAIMON_JAVA)/target/dist
 
-TEST_TARGETS  += paimon-java-check paimon-table-check paimon-pypaimon-check paimon-dist-check
+TEST_TARGETS  += paimon-java-check paimon-table-check paimon-pypaimon-check paimon-s3-check paimon-dist-check
 TEST_TARGETS  += paimon-jdbc-check paimon-jdbc-postgres-check
 BENCH_TARGETS += paimon-bench
 
 .PHONY: paimon-jdbc-check paimon-jdbc-postgres-check
-.PHONY: paimon-java-check paimon-table-check paimon-dist-check paimon-pypaimon-check paimon-fixtures paimon-go-payloads paimon-bench fuzz
+.PHONY: paimon-java-check paimon-table-check paimon-dist-check paimon-pypaimon-check paimon-s3-check paimon-s3-steps paimon-fixtures paimon-go-payloads paimon-bench fuzz
 
 paimon-go-payloads:
 	rm -rf $(PAIMON_OUT) && mkdir -p $(PAIMON_OUT)
@@ -55,6 +58,34 @@ paimon-table-check:
 	$(GO) test -count=1 -run '^TestReadSamplesBack$$' ./catalogs/paimon -args -samples-out=$(PAIMON_TABLES)/gateway
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-sample $(PAIMON_TABLES)/java"
 	$(GO) test -count=1 -run '^TestReadJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=$(PAIMON_TABLES)/java
+
+# The same cross-checks on S3: integration/s3server (gofakes3 on memory, path-style, on
+# 127.0.0.1) runs paimon-s3-steps with its endpoint and test credentials in the environment
+# (S3_ENDPOINT, AWS_*) and stops with them. The gateway writes the samples at the root of
+# bucket lake (data files from single PUTs and from multipart uploads), their expected rows
+# into a local directory; Paimon Java 1.4.2 through paimon-s3 (Hadoop's S3A) and pypaimon
+# 2.1.0 through pyarrow's S3FileSystem read every one; Java writes its tables under a prefix,
+# s3://java/wh, and the backend reads and lists them, then commits five rows onto each
+# (updating keys of the primary-key table) for Java to read back, with the bucket of each row,
+# and pypaimon too.
+PAIMON_S3 := $(CURDIR)/$(PAIMON_JAVA)/target/s3
+PAIMON_S3_TIMEOUT ?= 3m
+
+paimon-s3-check: $(PAIMON_VENV)/.installed
+	rm -rf $(PAIMON_S3) && mkdir -p $(PAIMON_S3)/expected
+	$(GO) build -o $(PAIMON_S3)/s3server ./integration/s3server
+	$(PAIMON_S3)/s3server -bucket lake,java -timeout $(PAIMON_S3_TIMEOUT) -- $(MAKE) --no-print-directory paimon-s3-steps
+
+# Only under s3server (paimon-s3-check).
+paimon-s3-steps:
+	@test -n "$$S3_ENDPOINT" || { echo "paimon-s3-steps runs under integration/s3server: make paimon-s3-check"; exit 2; }
+	$(GO) test -count=1 -run '^TestWriteSamples$$' ./catalogs/paimon -args -samples-out=s3://lake -samples-expected=$(PAIMON_S3)/expected
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables s3://lake default $(PAIMON_S3)/expected + write-sample s3://java/wh"
+	PAIMON_SAMPLES=s3://lake PAIMON_EXPECTED=$(PAIMON_S3)/expected $(PAIMON_VENV)/bin/python -m pytest -q integration/pypaimon
+	$(GO) test -count=1 -run '^TestReadJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=s3://java/wh
+	$(GO) test -count=1 -run '^TestAppendJavaTables$$' -v ./catalogs/paimon -args -java-warehouse=s3://java/wh -samples-expected=$(PAIMON_S3)/java-expected
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables s3://java/wh db $(PAIMON_S3)/java-expected"
+	PAIMON_SAMPLES=s3://java/wh PAIMON_DB=db PAIMON_EXPECTED=$(PAIMON_S3)/java-expected $(PAIMON_VENV)/bin/python -m pytest -q integration/pypaimon
 
 # The distributed commit across Paimon Java 1.4.2 and the gateway (docs/commit-messages.md),
 # on one warehouse: two Java writers stage payloads (write-messages); the gateway commits

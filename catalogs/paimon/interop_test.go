@@ -190,7 +190,7 @@ func (s sample) expected() []string {
 func writeSample(t *testing.T, wh string, s sample) catalogs.TableIdent {
 	t.Helper()
 	ctx := context.Background()
-	props := map[string]string{paimon.PropWarehouse: wh, paimon.PropCreateNamespaces: "default"}
+	props := sampleProps(t, wh, map[string]string{paimon.PropCreateNamespaces: "default"})
 	maps.Copy(props, samplesProps)
 	for k, v := range s.defaults {
 		props[paimon.PropTableDefaultPrefix+k] = v
@@ -291,11 +291,16 @@ func TestWriteSamples(t *testing.T) {
 	if *samplesOut == "" {
 		t.Skip("-samples-out not set")
 	}
-	if err := os.RemoveAll(*samplesOut); err != nil {
+	exp := filepath.Join(*samplesOut, "expected")
+	if isS3(*samplesOut) {
+		if exp = *samplesExpected; exp == "" {
+			t.Fatal("an s3:// -samples-out needs -samples-expected")
+		}
+		defer paimon.SetS3PartSize(s3SamplePartSize)()
+	} else if err := os.RemoveAll(*samplesOut); err != nil {
 		t.Fatal(err)
 	}
 	defer paimon.SetLaneSpread(sampleLaneSpread)()
-	exp := filepath.Join(*samplesOut, "expected")
 	if err := os.MkdirAll(exp, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -328,6 +333,30 @@ func TestReadSamplesBack(t *testing.T) {
 	}
 }
 
+// javaSampleTables are the tables of Tables.writeSample, sorted.
+var javaSampleTables = []string{"j_append", "j_fixed", "j_part", "j_pk"}
+
+// javaSampleRows are the rows Tables.writeSample leaves in a table: two
+// commits of ten rows, the second updating every key of the primary-key
+// table.
+func javaSampleRows(name string) []sampleRow {
+	var out []sampleRow
+	for commit := 0; commit < 2; commit++ {
+		for i := int64(0); i < 10; i++ {
+			k := int64(commit)*10 + i
+			if name == "j_pk" {
+				k = i
+				if commit == 0 {
+					continue // updated by the second commit
+				}
+			}
+			n := fmt.Sprintf("n%d-%d", commit, i)
+			out = append(out, sampleRow{id: k, name: &n, p: fmt.Sprintf("p%d", i%2)})
+		}
+	}
+	return out
+}
+
 // TestReadJavaTables reads the tables Paimon Java's write-sample wrote:
 // two commits of ten rows each into append, fixed-bucket, primary-key
 // (the second commit updates every key) and partitioned tables.
@@ -335,24 +364,31 @@ func TestReadJavaTables(t *testing.T) {
 	if *javaWarehouse == "" {
 		t.Skip("-java-warehouse not set")
 	}
-	p, err := paimon.Open(context.Background(), "lake", map[string]string{paimon.PropWarehouse: *javaWarehouse})
+	p, err := paimon.Open(context.Background(), "lake", sampleProps(t, *javaWarehouse, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"j_append", "j_fixed", "j_pk", "j_part"} {
+	names := javaSampleTables
+	// Listing finds them too (on S3, past Java's directory markers).
+	if ns, err := p.ListNamespaces(context.Background()); err != nil || !slices.ContainsFunc(ns, func(n []string) bool { return slices.Equal(n, []string{"db"}) }) {
+		t.Errorf("ListNamespaces: %v (%v), want db among them", ns, err)
+	}
+	ids, err := p.ListTables(context.Background(), []string{"db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, id := range ids {
+		listed = append(listed, id.Name)
+	}
+	if slices.Sort(listed); !slices.Equal(listed, names) {
+		t.Errorf("ListTables(db): %v, want %v", listed, names)
+	}
+	for _, name := range names {
 		id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"db"}, Name: name}
 		var want []string
-		for commit := 0; commit < 2; commit++ {
-			for i := int64(0); i < 10; i++ {
-				k := int64(commit)*10 + i
-				if name == "j_pk" {
-					k = i
-					if commit == 0 {
-						continue // updated by the second commit
-					}
-				}
-				want = append(want, fmt.Sprintf("id=%d,name=n%d-%d,p=p%d", k, commit, i, i%2))
-			}
+		for _, r := range javaSampleRows(name) {
+			want = append(want, r.render())
 		}
 		slices.Sort(want)
 		if got := scanRendered(t, p, id); !slices.Equal(got, want) {

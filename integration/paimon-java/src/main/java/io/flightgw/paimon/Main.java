@@ -34,7 +34,8 @@ import java.util.stream.Stream;
  *                         to the identical bytes
  *   bench FILE VERSION    warm-loop serializeList and deserializeList of the payload
  *   read-table WH DB T    print a table's rows (see {@link Tables})
- *   verify-tables WH DB   compare the tables with WH/expected/T.txt (see {@link Tables})
+ *   verify-tables WH DB [EXP]  compare the tables with WH/expected/T.txt, or EXP/T.txt
+ *                         (see {@link Tables})
  *   compact-manifests WH DB   fully compact the manifests of those tables with Paimon's own
  *                         merger (see {@link Tables})
  *   write-sample WH       write sample tables for the gateway to read (see {@link Tables})
@@ -43,12 +44,25 @@ import java.util.stream.Stream;
  *   jdbc-list WH DB T,T...       the JDBC catalog lists DB and the tables (see {@link Jdbc})
  *   jdbc-commit-loop WH DB T N DIR  N locked commits racing the gateway's (see {@link Jdbc})
  * </pre>
+ *
+ * Modes separated by "+" run one after the other in the same JVM.
  */
 public final class Main {
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     private static final int VERSION = CommitMessageSerializer.CURRENT_VERSION;
 
     public static void main(String[] args) throws Exception {
+        // Several modes in one JVM, separated by "+": each Maven start costs seconds.
+        int from = 0;
+        for (int i = 0; i <= args.length; i++) {
+            if (i == args.length || args[i].equals("+")) {
+                run(Arrays.copyOfRange(args, from, i));
+                from = i + 1;
+            }
+        }
+    }
+
+    static void run(String[] args) throws Exception {
         if (args.length < 1) {
             throw new IllegalArgumentException("usage: generate DIR | verify DIR... | bench FILE VERSION");
         }
@@ -66,7 +80,7 @@ public final class Main {
                 Tables.readTable(args[1], args[2], args[3]);
                 break;
             case "verify-tables":
-                Tables.verifyTables(args[1], args[2]);
+                Tables.verifyTables(args[1], args[2], args.length > 3 ? args[3] : null);
                 break;
             case "compact-manifests":
                 Tables.compactManifests(args[1], args[2]);
