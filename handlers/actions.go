@@ -346,6 +346,9 @@ func (h *Handler) commitMessages(ctx context.Context, body []byte) (any, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseReplay(ctx, req.CommitID, staged); err != nil {
+		return nil, err
+	}
 	outs, err := h.opts.Txns.CommitReceipts(ctx, messageCommitPrefix+req.CommitID, staged)
 	res := commitResponse{CommitID: req.CommitID, Tables: []committedTable{}}
 	for i, out := range outs {
@@ -369,6 +372,34 @@ func (h *Handler) commitMessages(ctx context.Context, body []byte) (any, error) 
 		h.opts.AfterCommitMessages()
 	}
 	return res, nil
+}
+
+// refuseReplay refuses payloads already committed under another commit
+// id: a second commit of the same files would add every row twice (a
+// backend does not always refuse a file it already has). A table on which
+// commitID has landed is this commit's repeat, answered with the first
+// snapshot, and is not checked.
+func refuseReplay(ctx context.Context, commitID string, staged []txn.Staged) error {
+	for _, s := range staged {
+		rc, ok := s.Provider.(catalogs.ReferenceChecker)
+		if !ok {
+			return status.Errorf(codes.FailedPrecondition, "%s: catalog %q cannot tell whether the files of table %s are already committed: nothing committed",
+				CommitMessagesActionType, s.Table.Catalog, s.Table)
+		}
+		if _, ok := s.Provider.(catalogs.IdempotentCommitter); ok {
+			_, landed, err := findCommit(ctx, s.Provider, s.Table, commitID)
+			if err != nil {
+				return err
+			}
+			if landed {
+				continue
+			}
+		}
+		if err := rc.CheckUnreferenced(ctx, s.Table, s.Receipts); err != nil {
+			return fmt.Errorf("%s %s: payloads already committed (under another commit id): nothing committed: %w", CommitMessagesActionType, commitID, err)
+		}
+	}
+	return nil
 }
 
 // abortMessages answers AbortMessages: after the checks of CommitMessages
@@ -409,7 +440,7 @@ func (h *Handler) abortMessages(ctx context.Context, body []byte) (any, error) {
 				AbortMessagesActionType, s.Table.Catalog, s.Table)
 		}
 		if err := rc.CheckUnreferenced(ctx, s.Table, s.Receipts); err != nil {
-			return nil, Status(err)
+			return nil, fmt.Errorf("%s: nothing deleted: %w", AbortMessagesActionType, err)
 		}
 	}
 	if err := h.opts.Txns.DiscardReceipts(ctx, staged); err != nil {

@@ -219,7 +219,7 @@ func (p *Provider) CheckUnreferenced(ctx context.Context, t catalogs.TableIdent,
 		for _, f := range m.Files {
 			if refs[f] {
 				return catalogs.Errorf(catalogs.ErrFailedPrecondition,
-					"table %s: file %s is referenced by a snapshot of the table: it was committed and is not deleted", t, f)
+					"table %s: file %s is referenced by a snapshot of the table (it was committed)", t, f)
 			}
 		}
 	}
