@@ -48,6 +48,10 @@ var commitActions = []*flight.ActionType{
 // a payload that can still be committed.
 const DefaultCommitMessageTTL = 12 * time.Hour
 
+// maxClockSkew is how far in the future a payload's preparation time may
+// lie: the replicas' clocks differ by this much at most.
+const maxClockSkew = 5 * time.Minute
+
 // maxCommitID bounds a caller's commit id.
 const maxCommitID = 128
 
@@ -312,6 +316,12 @@ func (h *Handler) openPayload(ctx context.Context, cat Catalog, ident catalogs.T
 	}
 	if want := identity(ident); !slices.Equal(e.Table, want) {
 		return nil, fmt.Errorf("prepared for table %s, not this table", strings.Join(e.Table, "."))
+	}
+	if ahead := time.Until(e.PreparedAt); ahead > maxClockSkew {
+		// It would never expire, and the reclaimer deletes its files by
+		// their own age: refuse it rather than commit files that are gone.
+		return nil, fmt.Errorf("prepared at %s, %s in the future (more than the %s of clock skew allowed between replicas)",
+			e.PreparedAt.Format(time.RFC3339), ahead.Round(time.Second), maxClockSkew)
 	}
 	if age := time.Since(e.PreparedAt); age > h.messageTTL() {
 		return nil, fmt.Errorf("prepared %s ago, commit messages expire after %s (the orphan reclaimer may have deleted its files)",

@@ -2,11 +2,15 @@ package integration
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/flightgw/flightgw/client"
+	"github.com/flightgw/flightgw/codec/envelope"
 )
 
 // TestCommitMessagesReplay: a payload committed once cannot be committed
@@ -50,4 +54,36 @@ func TestCommitMessagesReplay(t *testing.T) {
 			t.Fatalf("%s rows after a replay, want 10", got)
 		}
 	})
+}
+
+// TestCommitMessagesFromTheFuture: a payload sealed (by a holder of the
+// key) as prepared a day ahead would never expire while the reclaimer
+// deletes its files by their own age: it is refused, InvalidArgument
+// naming the payload; one a minute ahead (clock skew) commits.
+func TestCommitMessagesFromTheFuture(t *testing.T) {
+	requireEngine(t)
+	const signingKey = "future-key"
+	c := startGateway(t, sharedLake(t.TempDir(), signingKey)).flightClient(t)
+	ctx := context.Background()
+	payload := prepareIn(t, c, modeCreate("orders"), 0, 10)
+	key := hmac.New(sha256.New, []byte(signingKey))
+	key.Write([]byte("flightgw commit messages v2"))
+	at := func(d time.Duration) []byte {
+		e, err := envelope.Parse(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.PreparedAt = e.PreparedAt.Add(d)
+		b, err := envelope.Seal(e, key.Sum(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	_, err := client.CommitMessages(ctx, c, "future-1", payloadsFor("orders", at(24*time.Hour)))
+	assertStatus(t, err, codes.InvalidArgument, "payload 0: prepared at")
+	assertStatus(t, err, codes.InvalidArgument, "in the future")
+	if _, err := client.CommitMessages(ctx, c, "future-2", payloadsFor("orders", at(time.Minute))); err != nil {
+		t.Fatalf("a payload a minute ahead: %v", err)
+	}
 }
