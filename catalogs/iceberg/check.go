@@ -28,7 +28,14 @@ func (p *Provider) CheckReceipts(ctx context.Context, t catalogs.TableIdent, rec
 		return err
 	}
 	roots := tableRoots(tbl)
+	uuid := tbl.Metadata().TableUUID().String()
 	for i, rm := range rms {
+		// Another process's receipts for a table since dropped and created
+		// again are stale data, never to be retried (dataFiles would call
+		// it a conflict, which is what a concurrent commit is).
+		if rm.TableUUID != uuid {
+			return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d was written for an earlier table of the same name (uuid %s, now %s)", t, i, rm.TableUUID, uuid)
+		}
 		for _, f := range rm.Files {
 			if !underAny(f.Path, roots) {
 				return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: file %s is outside the table's location %s", t, i, f.Path, roots[0])
