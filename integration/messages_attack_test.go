@@ -87,3 +87,36 @@ func TestCommitMessagesFromTheFuture(t *testing.T) {
 		t.Fatalf("a payload a minute ahead: %v", err)
 	}
 }
+
+// TestCommitMessagesAfterAbort: payloads aborted (their files deleted)
+// and then committed under a new commit id are refused, InvalidArgument
+// naming the missing file: a snapshot referencing deleted files would
+// break the table for every reader. The table still reads.
+func TestCommitMessagesAfterAbort(t *testing.T) {
+	requireEngine(t)
+	ctx := context.Background()
+	t.Run("iceberg", func(t *testing.T) {
+		c := startGateway(t, sharedLake(t.TempDir(), "abort-key")).flightClient(t)
+		if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 5)), modeCreate("orders")); err != nil {
+			t.Fatal(err)
+		}
+		payload := prepareIn(t, c, modeAppend("orders"), 100, 10)
+		if _, err := client.AbortMessages(ctx, c, "", payloadsFor("orders", payload)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := client.CommitMessages(ctx, c, "after-abort", payloadsFor("orders", payload))
+		assertStatus(t, err, codes.InvalidArgument, "does not exist")
+		if got := countIn(t, c, "orders"); got != "5" {
+			t.Fatalf("%s rows, want 5", got)
+		}
+	})
+	t.Run("paimon", func(t *testing.T) {
+		gs := paimonGateways(t, t.TempDir(), 1)
+		c := gs[0].flightClient(t)
+		payload := prepareIn(t, c, pmIngest("orders", true, nil), 0, 10)
+		if err := doAction(ctx, c, "AbortMessages", pmMessages("", "orders", payload), nil); err != nil {
+			t.Fatal(err)
+		}
+		assertStatus(t, doAction(ctx, c, "CommitMessages", pmMessages("after-abort", "orders", payload), nil), codes.InvalidArgument, "does not exist")
+	})
+}

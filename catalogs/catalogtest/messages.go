@@ -31,8 +31,8 @@ func call(t *testing.T, what string, f func() error) (err error) {
 }
 
 // testReceiptChecker: receipts the backend wrote for a table pass its
-// check for that table; for another table, or damaged, or not its own,
-// they are ErrInvalidArgument naming the table.
+// check for that table; for another table, damaged, not its own, or
+// discarded, they are ErrInvalidArgument naming the table.
 func (s suite) testReceiptChecker(t *testing.T) {
 	in, id := s.setup(t, "receipts")
 	rc, ok := in.Provider.(catalogs.ReceiptChecker)
@@ -53,6 +53,18 @@ func (s suite) testReceiptChecker(t *testing.T) {
 	half := catalogs.WriteReceipt{Metadata: r.Metadata[:len(r.Metadata)/2], RowCount: r.RowCount}
 	err = call(t, "CheckReceipts", func() error { return rc.CheckReceipts(ctx, id, []catalogs.WriteReceipt{half}) })
 	wantKind(t, "CheckReceipts of a truncated receipt", err, catalogs.ErrInvalidArgument, id.Name)
+	// Discarded (an AbortMessages): what they named is gone, and a commit
+	// of them would reference nothing, or break the table.
+	d, ok := in.Provider.(catalogs.Discarder)
+	if !ok {
+		return
+	}
+	gone := write(t, in, id, 100, 5)
+	if err := d.Discard(ctx, id, []catalogs.WriteReceipt{gone}); err != nil {
+		t.Fatalf("Discard: %v", err)
+	}
+	err = call(t, "CheckReceipts", func() error { return rc.CheckReceipts(ctx, id, []catalogs.WriteReceipt{gone}) })
+	wantKind(t, "CheckReceipts of discarded receipts", err, catalogs.ErrInvalidArgument, id.Name)
 }
 
 // testReferenceChecker: staged receipts are unreferenced; once committed

@@ -159,6 +159,7 @@ func TestSuiteCatchesFlaws(t *testing.T) {
 		{"batch/declares-field-ids", "GetTableSpecConcurrent", "want two distinct non-zero field ids"},
 		{"batch/declares-snapshots", "InvisibleUntilCommit", "want the commit's"},
 		{"batch/receipts-any-table", "ReceiptChecker", "CheckReceipts of another table's receipts: no error"},
+		{"batch/receipts-after-discard", "ReceiptChecker", "CheckReceipts of discarded receipts: no error"},
 		{"batch/refs-none", "ReferenceChecker", "CheckUnreferenced of committed receipts: no error"},
 		{"batch/refs-current-only", "ReferenceChecker", "CheckUnreferenced of receipts an overwrite replaced: no error"},
 		{"batch/payload-drops-receipt", "PayloadCodec", "the decoded receipts count 20 rows, want 25"},
