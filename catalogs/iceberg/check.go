@@ -33,6 +33,7 @@ func (p *Provider) CheckReceipts(ctx context.Context, t catalogs.TableIdent, rec
 	}
 	roots := tableRoots(tbl)
 	uuid := tbl.Metadata().TableUUID().String()
+	spelt := map[string]string{} // each file as the storage reads it: its spelling
 	for i, rm := range rms {
 		// Another process's receipts for a table since dropped and created
 		// again are stale data, never to be retried (dataFiles would call
@@ -43,6 +44,14 @@ func (p *Provider) CheckReceipts(ctx context.Context, t catalogs.TableIdent, rec
 		for _, f := range rm.Files {
 			if !underAny(f.Path, roots) {
 				return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: file %s is outside the table's location %s", t, i, f.Path, roots[0])
+			}
+			// One file spelt two ways (an escaped letter) is two files to
+			// iceberg-go's duplicate check: its rows would be read twice.
+			if l, err := resolveLocation(f.Path); err == nil {
+				if prev, ok := spelt[l.String()]; ok && prev != f.Path {
+					return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: file %s is named twice, as %s and %s", t, i, l, prev, f.Path)
+				}
+				spelt[l.String()] = f.Path
 			}
 		}
 	}
