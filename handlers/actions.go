@@ -314,6 +314,11 @@ func (h *Handler) openMessages(ctx context.Context, action string, tables []tabl
 		s := txn.Staged{Table: ident, Provider: cat.Provider, Mode: txn.Append}
 		for i, b := range tm.Payloads {
 			rs, err := h.openPayload(ctx, cat, ident, b)
+			if k := catalogs.Kind(err); k != nil && k != catalogs.ErrInvalidArgument {
+				// The backend failing (its storage down, the table gone)
+				// is not the payload's fault: keep its kind.
+				return nil, nil, fmt.Errorf("%s: table %s: payload %d: %w", action, ident, i, err)
+			}
 			if err != nil {
 				return nil, nil, status.Errorf(codes.InvalidArgument, "%s: table %s: payload %d: %v", action, ident, i, err)
 			}

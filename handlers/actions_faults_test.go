@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -205,5 +206,54 @@ func TestCommitAbortRace(t *testing.T) {
 	defer p.mu.Unlock()
 	if p.destroyed {
 		t.Fatal("the abort deleted a file the commit made a snapshot reference")
+	}
+}
+
+// codecProvider is a raceProvider whose payloads go through a
+// catalogs.PayloadCodec that fails as its storage would.
+type codecProvider struct {
+	*raceProvider
+	decodeErr error
+}
+
+func (p codecProvider) EncodePayload(context.Context, catalogs.TableIdent, []catalogs.WriteReceipt) (int, []byte, error) {
+	return 0, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "no encode")
+}
+
+func (p codecProvider) DecodePayload(context.Context, catalogs.TableIdent, int, []byte) ([]catalogs.WriteReceipt, error) {
+	return nil, p.decodeErr
+}
+
+// TestPayloadBackendFault: a backend that cannot decode a payload because
+// its storage is down is Unavailable (retry later), not InvalidArgument
+// (the payload is bad); one that finds the payload bad is InvalidArgument
+// naming the payload.
+func TestPayloadBackendFault(t *testing.T) {
+	ctx := auth.NewContext(context.Background(), auth.Principal{Name: "codec", Realm: auth.DefaultRealm})
+	for _, c := range []struct {
+		err  error
+		code codes.Code
+	}{
+		{catalogs.Errorf(catalogs.ErrUnavailable, "table lake.default.t: storage: connection refused"), codes.Unavailable},
+		{catalogs.Errorf(catalogs.ErrInvalidArgument, "table lake.default.t: commit messages: truncated"), codes.InvalidArgument},
+	} {
+		p := codecProvider{raceProvider: &raceProvider{staged: map[string]bool{}, committed: map[string]bool{}, commits: map[string]catalogs.CommitOutcome{}}, decodeErr: c.err}
+		h, err := New(Options{Txns: txn.NewManager(time.Minute, nil), TicketKey: []byte("codec-key"),
+			Catalogs: []Catalog{{Name: "lake", Type: "paimon", Realm: auth.DefaultRealm, Provider: p}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}
+		payload, err := envelope.Seal(envelope.Envelope{Kind: "paimon", SerializerVersion: 11,
+			Table: identity(id), CommitUser: "default/codec", PreparedAt: time.Now(), Payload: []byte{0, 0, 0, 0}}, h.messageKey())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(map[string]any{"commit_id": "c1", "tables": []map[string]any{
+			{"catalog": "lake", "schema": "default", "table": "t", "payloads": [][]byte{payload}}}})
+		_, err = h.commitMessages(ctx, b)
+		if got := Code(err); got != c.code || !strings.Contains(err.Error(), "payload 0") {
+			t.Errorf("decode failing with %v: %v (%s), want %s naming payload 0", c.err, err, got, c.code)
+		}
 	}
 }
