@@ -170,6 +170,12 @@ func destroyTypes(types []duck.LogicalType) {
 // plan parses query with DuckDB's parser, resolves and rewrites its table
 // references, and returns the SQL to run.
 func (c *conn) plan(query string, resolve Resolver, pol *policy) (*plan, string, error) {
+	// DuckDB's parser stops at a NUL byte, so the text after one would be
+	// checked by no one: a backend that runs the query whole gets the
+	// client's text, tail included.
+	if i := strings.IndexByte(query, 0); i >= 0 {
+		return nil, "", errInvalid("the query holds a NUL byte at offset %d", i)
+	}
 	js, err := c.queryString("SELECT json_serialize_sql($1::VARCHAR)::VARCHAR", query)
 	if err != nil {
 		return nil, "", err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -47,6 +48,10 @@ var commitActions = []*flight.ActionType{
 // default (24h), so that the orphan reclaimer never deletes the files of
 // a payload that can still be committed.
 const DefaultCommitMessageTTL = 12 * time.Hour
+
+// maxClockSkew is how far in the future a payload's preparation time may
+// lie: the replicas' clocks differ by this much at most.
+const maxClockSkew = 5 * time.Minute
 
 // maxCommitID bounds a caller's commit id.
 const maxCommitID = 128
@@ -260,43 +265,123 @@ func (h *Handler) seal(ctx context.Context, s txn.Staged, user string, at time.T
 
 // openMessages checks every payload of every table of the request and
 // merges each table's receipts, before anything is committed or deleted:
-// one bad payload refuses the whole request.
-func (h *Handler) openMessages(ctx context.Context, action string, tables []tableMessages) ([]txn.Staged, error) {
+// one bad payload refuses the whole request. It returns holding the
+// tables' message locks (release them with unlock once the commit or the
+// deletion is done), so that on this replica no CommitMessages and
+// AbortMessages of a table interleave: an abort deleting files between a
+// commit's checks and its snapshot would leave the snapshot naming
+// deleted files, and a commit between an abort's reference check and its
+// deletion would lose them.
+func (h *Handler) openMessages(ctx context.Context, action string, tables []tableMessages) (_ []txn.Staged, unlock func(), err error) {
 	if len(tables) == 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "%s: no tables", action)
+		return nil, nil, status.Errorf(codes.InvalidArgument, "%s: no tables", action)
 	}
-	out := make([]txn.Staged, 0, len(tables))
+	type resolved struct {
+		cat   Catalog
+		ident catalogs.TableIdent
+	}
+	res := make([]resolved, 0, len(tables))
+	keys := make([]string, 0, len(tables))
 	seen := map[string]bool{}
 	for _, tm := range tables {
 		cat, ident, err := h.resolve(ctx, tm.TableRef)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if seen[ident.Key()] {
-			return nil, status.Errorf(codes.InvalidArgument, "%s: table %s is listed twice (list all its payloads once)", action, ident)
+			return nil, nil, status.Errorf(codes.InvalidArgument, "%s: table %s is listed twice (list all its payloads once)", action, ident)
 		}
 		seen[ident.Key()] = true
 		if len(tm.Payloads) == 0 {
-			return nil, status.Errorf(codes.InvalidArgument, "%s: table %s: no payloads", action, ident)
+			return nil, nil, status.Errorf(codes.InvalidArgument, "%s: table %s: no payloads", action, ident)
 		}
+		res = append(res, resolved{cat, ident})
+		keys = append(keys, ident.Key())
+	}
+	release := h.msgLocks.lock(keys)
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
+	out := make([]txn.Staged, 0, len(tables))
+	for k, tm := range tables {
+		cat, ident := res[k].cat, res[k].ident
 		checker, ok := cat.Provider.(catalogs.ReceiptChecker)
 		if !ok {
-			return nil, status.Errorf(codes.FailedPrecondition, "%s: table %s: catalog %q cannot check receipts from another process", action, ident, cat.Name)
+			return nil, nil, status.Errorf(codes.FailedPrecondition, "%s: table %s: catalog %q cannot check receipts from another process", action, ident, cat.Name)
 		}
 		s := txn.Staged{Table: ident, Provider: cat.Provider, Mode: txn.Append}
 		for i, b := range tm.Payloads {
 			rs, err := h.openPayload(ctx, cat, ident, b)
+			if k := catalogs.Kind(err); k != nil && k != catalogs.ErrInvalidArgument {
+				// The backend failing (its storage down, the table gone)
+				// is not the payload's fault: keep its kind.
+				return nil, nil, fmt.Errorf("%s: table %s: payload %d: %w", action, ident, i, err)
+			}
 			if err != nil {
-				return nil, status.Errorf(codes.InvalidArgument, "%s: table %s: payload %d: %v", action, ident, i, err)
+				return nil, nil, status.Errorf(codes.InvalidArgument, "%s: table %s: payload %d: %v", action, ident, i, err)
 			}
 			s.Receipts = append(s.Receipts, rs...)
 		}
 		if err := checker.CheckReceipts(ctx, ident, s.Receipts); err != nil {
-			return nil, fmt.Errorf("%s: %w", action, err)
+			return nil, nil, fmt.Errorf("%s: %w", action, err)
 		}
 		out = append(out, s)
 	}
-	return out, nil
+	return out, release, nil
+}
+
+// tableLocks are per-table mutexes, held while a table's commit messages
+// are checked and then committed or deleted. An entry lives while someone
+// holds or waits for it.
+type tableLocks struct {
+	mu sync.Mutex
+	m  map[string]*tableLock
+}
+
+type tableLock struct {
+	sync.Mutex
+	refs int
+}
+
+// lock takes the locks of keys, in sorted order so that two requests
+// naming the same tables in another order cannot deadlock, and returns
+// the function that releases them.
+func (l *tableLocks) lock(keys []string) func() {
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	held := make([]*tableLock, len(keys))
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*tableLock{}
+	}
+	for i, k := range keys {
+		e := l.m[k]
+		if e == nil {
+			e = &tableLock{}
+			l.m[k] = e
+		}
+		e.refs++
+		held[i] = e
+	}
+	l.mu.Unlock()
+	for _, e := range held {
+		e.Lock()
+	}
+	return func() {
+		for _, e := range held {
+			e.Unlock()
+		}
+		l.mu.Lock()
+		for i, e := range held {
+			if e.refs--; e.refs == 0 {
+				delete(l.m, keys[i])
+			}
+		}
+		l.mu.Unlock()
+	}
 }
 
 // openPayload checks one payload against the table the request names:
@@ -312,6 +397,12 @@ func (h *Handler) openPayload(ctx context.Context, cat Catalog, ident catalogs.T
 	}
 	if want := identity(ident); !slices.Equal(e.Table, want) {
 		return nil, fmt.Errorf("prepared for table %s, not this table", strings.Join(e.Table, "."))
+	}
+	if ahead := time.Until(e.PreparedAt); ahead > maxClockSkew {
+		// It would never expire, and the reclaimer deletes its files by
+		// their own age: refuse it rather than commit files that are gone.
+		return nil, fmt.Errorf("prepared at %s, %s in the future (more than the %s of clock skew allowed between replicas)",
+			e.PreparedAt.Format(time.RFC3339), ahead.Round(time.Second), maxClockSkew)
 	}
 	if age := time.Since(e.PreparedAt); age > h.messageTTL() {
 		return nil, fmt.Errorf("prepared %s ago, commit messages expire after %s (the orphan reclaimer may have deleted its files)",
@@ -342,8 +433,12 @@ func (h *Handler) commitMessages(ctx context.Context, body []byte) (any, error) 
 	if err := checkCommitID(CommitMessagesActionType, req.CommitID); err != nil {
 		return nil, err
 	}
-	staged, err := h.openMessages(ctx, CommitMessagesActionType, req.Tables)
+	staged, unlock, err := h.openMessages(ctx, CommitMessagesActionType, req.Tables)
 	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := refuseReplay(ctx, req.CommitID, staged); err != nil {
 		return nil, err
 	}
 	outs, err := h.opts.Txns.CommitReceipts(ctx, messageCommitPrefix+req.CommitID, staged)
@@ -371,6 +466,34 @@ func (h *Handler) commitMessages(ctx context.Context, body []byte) (any, error) 
 	return res, nil
 }
 
+// refuseReplay refuses payloads already committed under another commit
+// id: a second commit of the same files would add every row twice (a
+// backend does not always refuse a file it already has). A table on which
+// commitID has landed is this commit's repeat, answered with the first
+// snapshot, and is not checked.
+func refuseReplay(ctx context.Context, commitID string, staged []txn.Staged) error {
+	for _, s := range staged {
+		rc, ok := s.Provider.(catalogs.ReferenceChecker)
+		if !ok {
+			return status.Errorf(codes.FailedPrecondition, "%s: catalog %q cannot tell whether the files of table %s are already committed: nothing committed",
+				CommitMessagesActionType, s.Table.Catalog, s.Table)
+		}
+		if _, ok := s.Provider.(catalogs.IdempotentCommitter); ok {
+			_, landed, err := findCommit(ctx, s.Provider, s.Table, commitID)
+			if err != nil {
+				return err
+			}
+			if landed {
+				continue
+			}
+		}
+		if err := rc.CheckUnreferenced(ctx, s.Table, s.Receipts); err != nil {
+			return fmt.Errorf("%s %s: payloads already committed (under another commit id): nothing committed: %w", CommitMessagesActionType, commitID, err)
+		}
+	}
+	return nil
+}
+
 // abortMessages answers AbortMessages: after the checks of CommitMessages
 // (and, given a commit id, that it has not landed), the payloads' staged
 // files are deleted.
@@ -384,10 +507,11 @@ func (h *Handler) abortMessages(ctx context.Context, body []byte) (any, error) {
 			return nil, err
 		}
 	}
-	staged, err := h.openMessages(ctx, AbortMessagesActionType, req.Tables)
+	staged, unlock, err := h.openMessages(ctx, AbortMessagesActionType, req.Tables)
 	if err != nil {
 		return nil, err
 	}
+	defer unlock()
 	if req.CommitID != "" {
 		for _, s := range staged {
 			rec, landed, err := findCommit(ctx, s.Provider, s.Table, req.CommitID)
@@ -409,7 +533,7 @@ func (h *Handler) abortMessages(ctx context.Context, body []byte) (any, error) {
 				AbortMessagesActionType, s.Table.Catalog, s.Table)
 		}
 		if err := rc.CheckUnreferenced(ctx, s.Table, s.Receipts); err != nil {
-			return nil, Status(err)
+			return nil, fmt.Errorf("%s: nothing deleted: %w", AbortMessagesActionType, err)
 		}
 	}
 	if err := h.opts.Txns.DiscardReceipts(ctx, staged); err != nil {

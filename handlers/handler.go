@@ -130,6 +130,8 @@ type Handler struct {
 	// running and waiting count the queries holding and waiting for a
 	// slot, for metrics (QuerySlots).
 	running, waiting atomic.Int64
+	// msgLocks serialise the commit messages of a table (actions.go).
+	msgLocks tableLocks
 }
 
 // New builds a Handler.

@@ -146,6 +146,9 @@ func Run(t *testing.T, h Harness, cfg Config) {
 		{"StagedPlanner", s.testStagedPlanner},
 		{"TxnStreamWriter", s.testTxnStream},
 		{"MultiTableCommitter", s.testMultiTable},
+		{"ReceiptChecker", s.testReceiptChecker},
+		{"ReferenceChecker", s.testReferenceChecker},
+		{"PayloadCodec", s.testPayloadCodec},
 	}
 	for _, c := range checks {
 		t.Run(c.name, c.fn)

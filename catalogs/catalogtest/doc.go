@@ -24,8 +24,13 @@
 // interface (Discarder, IdempotentCommitter, Overwriter, StreamWriter,
 // Scanner, TableManager, FilePlanner, whose plain plans are read back with
 // an independent Parquet reader, StagedPlanner, TxnStreamWriter,
-// MultiTableCommitter) run when the backend implements it and are skipped,
-// naming it, otherwise.
+// MultiTableCommitter, and the distributed commit's ReceiptChecker,
+// ReferenceChecker and PayloadCodec) run when the backend implements it
+// and are skipped, naming it, otherwise. Receipts and payloads come back
+// from other processes: another table's, damaged or foreign ones must be
+// refused with ErrInvalidArgument and never panic, a committed receipt
+// must be reported referenced (after an overwrite too), and a payload
+// decoded for another table must not pass.
 //
 // The package's own tests run the suite on an in-memory test double that
 // stages no files and commits under a mutex, show that flawed variants

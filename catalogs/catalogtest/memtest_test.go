@@ -65,6 +65,9 @@ type memTable struct {
 	schema  *arrow.Schema
 	rows    []arrow.RecordBatch
 	commits map[string]memLanded
+	// referenced holds the metadata of every receipt ever committed
+	// (catalogs.ReferenceChecker: current or overwritten data alike).
+	referenced map[string]bool
 }
 
 // memLanded is a landed commit: its record and which receipts it held.
@@ -274,6 +277,7 @@ type memPlan struct {
 	staged   []string
 	txns     []*memTxn
 	rows     uint64
+	metas    []string // the receipts' metadata
 }
 
 // prepare checks a commit of receipts to t; landed is set when commitID
@@ -290,6 +294,9 @@ func (m *mem) prepare(t catalogs.TableIdent, commitID string, rs []catalogs.Writ
 	mrs, err := parse(t, rs)
 	if err != nil {
 		return p, nil, err
+	}
+	for _, r := range rs {
+		p.metas = append(p.metas, string(r.Metadata))
 	}
 	for _, r := range mrs {
 		if r.Txn == "" {
@@ -339,6 +346,15 @@ func receiptsKey(rs []catalogs.WriteReceipt) string {
 func (m *mem) apply(p memPlan, overwrite bool, now time.Time) catalogs.CommitOutcome {
 	if overwrite {
 		p.tbl.rows = nil
+		if m.flaw == "refs-current-only" {
+			p.tbl.referenced = nil
+		}
+	}
+	if p.tbl.referenced == nil {
+		p.tbl.referenced = map[string]bool{}
+	}
+	for _, meta := range p.metas {
+		p.tbl.referenced[meta] = true
 	}
 	p.tbl.rows = append(p.tbl.rows, p.batches...)
 	for _, id := range p.staged {

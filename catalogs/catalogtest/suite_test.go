@@ -158,6 +158,13 @@ func TestSuiteCatchesFlaws(t *testing.T) {
 		{"txn/abort-ignored", "TxnStreamWriter/Abort", "commit of a transaction with an aborted stream: no error"},
 		{"batch/declares-field-ids", "GetTableSpecConcurrent", "want two distinct non-zero field ids"},
 		{"batch/declares-snapshots", "InvisibleUntilCommit", "want the commit's"},
+		{"batch/receipts-any-table", "ReceiptChecker", "CheckReceipts of another table's receipts: no error"},
+		{"batch/receipts-after-discard", "ReceiptChecker", "CheckReceipts of discarded receipts: no error"},
+		{"batch/refs-none", "ReferenceChecker", "CheckUnreferenced of committed receipts: no error"},
+		{"batch/refs-current-only", "ReferenceChecker", "CheckUnreferenced of receipts an overwrite replaced: no error"},
+		{"batch/payload-drops-receipt", "PayloadCodec", "the decoded receipts count 20 rows, want 25"},
+		{"batch/payload-trusts-table", "PayloadCodec", "a payload decoded and checked for another table: no error"},
+		{"batch/payload-truncated-ok", "PayloadCodec", "a payload truncated to 0 of"},
 		{"iceberg/plan-drops-file", "FilePlanner", "PlanFiles: the files hold"},
 		{"iceberg/staged-keeps-committed", "StagedPlanner", "PlanStaged(overwrite): the files hold 150 rows, want 50"},
 	} {

@@ -32,7 +32,7 @@ func (p *Provider) CheckUnreferenced(ctx context.Context, t catalogs.TableIdent,
 		for _, f := range rm.Files {
 			if r.has(f.Path) {
 				return catalogs.Errorf(catalogs.ErrFailedPrecondition,
-					"table %s: file %s is referenced by a snapshot of the table: it was committed and is not deleted", t, f.Path)
+					"table %s: file %s is referenced by a snapshot of the table (it was committed)", t, f.Path)
 			}
 		}
 	}

@@ -111,7 +111,10 @@ type fileWriter struct {
 
 func (p *Provider) newFileWriter(ctx context.Context, t catalogs.TableIdent, tbl *table.Table, target *arrow.Schema) *fileWriter {
 	wctx, cancel := context.WithCancel(ctx)
-	return &fileWriter{p: p, ident: t, tbl: p.writeTable(tbl), target: target, id: uuid.New(), ctx: wctx, cancel: cancel, done: make(chan struct{})}
+	wt := p.writeTable(tbl)
+	// Only the writer sees this copy; it is never committed.
+	wt = table.New(wt.Identifier(), wt.Metadata(), wt.MetadataLocation(), guardWrites(t, wt), nil)
+	return &fileWriter{p: p, ident: t, tbl: wt, target: target, id: uuid.New(), ctx: wctx, cancel: cancel, done: make(chan struct{})}
 }
 
 // maxRowGroupBytes bounds the Parquet row group a writer buffers in memory.

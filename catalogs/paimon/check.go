@@ -2,9 +2,11 @@ package paimon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/flightgw/flightgw/catalogs"
 	pcodec "github.com/flightgw/flightgw/codec/paimon"
@@ -199,9 +201,9 @@ func plainName(n string) bool {
 }
 
 // CheckUnreferenced refuses receipts any of whose files a snapshot of the
-// table references, current or older (every snapshot still present, its
-// base and delta manifests): deleting such a file would break the table
-// for its readers.
+// table references, current or older (every snapshot still present and
+// every tagged one, their base and delta manifests): deleting such a file
+// would break the table for its readers.
 func (p *Provider) CheckUnreferenced(ctx context.Context, t catalogs.TableIdent, receipts []catalogs.WriteReceipt) error {
 	_, metas, err := decodeReceipts(t, receipts)
 	if err != nil {
@@ -219,7 +221,7 @@ func (p *Provider) CheckUnreferenced(ctx context.Context, t catalogs.TableIdent,
 		for _, f := range m.Files {
 			if refs[f] {
 				return catalogs.Errorf(catalogs.ErrFailedPrecondition,
-					"table %s: file %s is referenced by a snapshot of the table: it was committed and is not deleted", t, f)
+					"table %s: file %s is referenced by a snapshot of the table (it was committed)", t, f)
 			}
 		}
 	}
@@ -227,13 +229,14 @@ func (p *Provider) CheckUnreferenced(ctx context.Context, t catalogs.TableIdent,
 }
 
 // referenced returns the paths (relative to the table directory) of every
-// data file a manifest of a present snapshot names, added or deleted.
+// data file a manifest of a present snapshot names, added or deleted, and
+// of every tagged snapshot (tag/tag-<name>, which Paimon writes as a copy
+// of the snapshot and keeps after the snapshot itself expired).
 func (p *Provider) referenced(ctx context.Context, st *tableState) (map[string]bool, error) {
-	refs := map[string]bool{}
+	r := refWalk{p: p, st: st, refs: map[string]bool{}, lists: map[string]bool{}, manifests: map[string]bool{}}
 	if st.snap == nil {
-		return refs, nil
+		return r.refs, nil
 	}
-	seenList, seenManifest := map[string]bool{}, map[string]bool{}
 	for id := p.earliestID(ctx, st.dir); id > 0 && id <= st.snap.ID; id++ {
 		s, err := p.readSnapshot(ctx, st.ident, st.dir, id)
 		if isNotExist(err) {
@@ -242,29 +245,68 @@ func (p *Provider) referenced(ctx context.Context, st *tableState) (map[string]b
 		if err != nil {
 			return nil, mapFSErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, id))
 		}
-		for _, l := range []string{s.BaseManifestList, s.DeltaManifestList} {
-			if l == "" || seenList[l] {
+		if err := r.add(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	tags, err := p.fs.list(ctx, st.dir+"/tag")
+	if err != nil {
+		return nil, mapFSErr(err, fmt.Sprintf("table %s: tags", st.ident))
+	}
+	for _, name := range tags {
+		if !strings.HasPrefix(name, "tag-") {
+			continue
+		}
+		b, err := p.fs.read(ctx, st.dir+"/tag/"+name)
+		if isNotExist(err) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, mapFSErr(err, fmt.Sprintf("table %s: tag %s", st.ident, name))
+		}
+		var s snapshot
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: tag %s is not Paimon snapshot JSON: %v", st.ident, name, err)
+		}
+		if err := r.add(ctx, &s); err != nil {
+			return nil, err
+		}
+	}
+	return r.refs, nil
+}
+
+// refWalk collects the data files snapshots reference, reading each
+// manifest list and manifest once (they are immutable).
+type refWalk struct {
+	p                *Provider
+	st               *tableState
+	refs             map[string]bool
+	lists, manifests map[string]bool
+}
+
+func (r *refWalk) add(ctx context.Context, s *snapshot) error {
+	for _, l := range []string{s.BaseManifestList, s.DeltaManifestList} {
+		if l == "" || r.lists[l] {
+			continue
+		}
+		r.lists[l] = true
+		ms, err := r.p.readManifestList(ctx, r.st.ident, r.st.dir, l)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if r.manifests[m.FileName] {
 				continue
 			}
-			seenList[l] = true
-			ms, err := p.readManifestList(ctx, st.ident, st.dir, l)
+			r.manifests[m.FileName] = true
+			es, err := r.p.readManifest(ctx, r.st.ident, r.st.dir, m.FileName)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			for _, m := range ms {
-				if seenManifest[m.FileName] {
-					continue
-				}
-				seenManifest[m.FileName] = true
-				es, err := p.readManifest(ctx, st.ident, st.dir, m.FileName)
-				if err != nil {
-					return nil, err
-				}
-				for _, e := range es {
-					refs[st.partitionDir(e)+"bucket-"+strconv.Itoa(int(e.bucket))+"/"+e.file.FileName] = true
-				}
+			for _, e := range es {
+				r.refs[r.st.partitionDir(e)+"bucket-"+strconv.Itoa(int(e.bucket))+"/"+e.file.FileName] = true
 			}
 		}
 	}
-	return refs, nil
+	return nil
 }

@@ -1,0 +1,56 @@
+package iceberg_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// TestPartitionValueStaysInTable: iceberg-go spells a partition value's
+// "/" as %2F in a data file's URL, and its local IO decodes it again, so
+// an identity partition value "/../../../../../escaped" made directories
+// climbing out of the table and left a Parquet file there. Such a write
+// is refused, InvalidArgument naming the table, and nothing is written
+// outside the table's data directory; values that only look like paths
+// ("..", "%2F..", "a/b") are written inside it and committed.
+func TestPartitionValueStaysInTable(t *testing.T) {
+	p, wh := openLocal(t, nil)
+	createPartitioned(t, wh)
+	ctx := context.Background()
+	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "events"}
+	write := func(i int, v string) error {
+		b := eventBatch(t, v, 1, int64(i)*100, 3)
+		defer b.Release()
+		r, err := p.WriteBatch(ctx, id, b)
+		if err != nil {
+			return err
+		}
+		_, err = p.Commit(ctx, id, []catalogs.WriteReceipt{r})
+		return err
+	}
+	// "" makes the directory "cat=" that the climb starts from; five ".."
+	// from it reach the directory holding the warehouse.
+	for i, v := range []string{"", "..", "%2F..%2F..", "a/b", "ü/..%2e"} {
+		if err := write(i, v); err != nil {
+			t.Errorf("value %q: %v", v, err)
+		}
+	}
+	for i, v := range []string{"/../../../../../escaped", "a/../../../../../../escaped", "x/", "/./"} {
+		err := write(10+i, v)
+		if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), "table lake.default.events") {
+			t.Errorf("value %q: %v, want ErrInvalidArgument naming the table", v, err)
+		}
+	}
+	data := filepath.Join(wh, "default.db", "events", "data") + "/"
+	filepath.Walk(filepath.Dir(wh), func(path string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && strings.HasSuffix(path, ".parquet") && !strings.HasPrefix(path, data) {
+			t.Errorf("data file outside the table's data directory: %s", path)
+		}
+		return nil
+	})
+}
