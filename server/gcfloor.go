@@ -14,12 +14,16 @@ import (
 // fixed heap and drafting the writers into assists. A higher gc_percent
 // alone lets the peak grow with the live data; a fixed memory limit alone
 // makes a live heap past it collect without pause. gcFloor does neither:
-// with gc_percent off, it sets the memory limit after every collection to
-// what gc_percent would let the heap reach (plus the Go memory outside the
-// heap), or to limits.gc_min_heap if that is more. So a small live heap
-// collects only once the process nears the floor, and a large one (several
-// large ingests at once) as gc_percent always had it. The memory limit
-// in force before (limits.memory_limit, GOMEMLIMIT) caps what it sets.
+// after every collection it sets the GC percent so that the next one comes
+// when the heap reaches what limits.gc_min_heap leaves beside the Go
+// memory outside the heap, or gc_percent over the live heap if that is
+// more (several large ingests at once), and a memory limit a little above
+// that goal. The limit bounds the overshoot of a collection that starts
+// late; being above the goal, it leaves the scavenger (which returns free
+// pages once the process passes 95% of the limit) idle, where a limit at
+// the goal had it return the pages the heap took back moments later, a
+// page fault each (a tenth of the CPU). The memory limit in force before
+// (limits.memory_limit, GOMEMLIMIT) caps what it sets.
 
 // gcFloor sets the GC's trigger after every collection.
 type gcFloor struct {
@@ -30,6 +34,14 @@ type gcFloor struct {
 	mu      sync.Mutex
 	stopped bool
 }
+
+// scavengeShare is the share of the limit (percent) the heap goal and the
+// Go memory outside the heap are kept under: below the scavenger's 95%.
+const scavengeShare = 92
+
+// maxGCPercent bounds the percent set: an idle gateway's live heap is a
+// few MB.
+const maxGCPercent = 5000
 
 // gcSamples are the runtime metrics the next limit is computed from: the
 // live heap, what the GC scans beside it (stacks and globals, which the
@@ -50,7 +62,6 @@ func startGCFloor(floor int64, percent int) (stop func()) {
 	}
 	g := &gcFloor{floor: uint64(floor), percent: percent, cap: uint64(debug.SetMemoryLimit(-1))}
 	g.tune()
-	debug.SetGCPercent(-1)
 	g.arm()
 	return func() {
 		g.mu.Lock()
@@ -88,13 +99,24 @@ func (g *gcFloor) tune() bool {
 	if heap := v(4) + v(5) + v(6) + v(7); v(3) > heap {
 		other = v(3) - heap
 	}
+	// The heap goal: gc_percent over the live heap, or what the floor
+	// leaves beside the Go memory outside the heap, if more. The limit
+	// sits above it, so that collections come from the goal and the
+	// scavenger (which holds the process under 95% of the limit) does
+	// not return pages the heap takes back moments later.
 	p := uint64(g.percent)
-	limit := min(max(g.floor, other+live+(live+scan)*p/100), g.cap)
+	goal := live + (live+scan)*p/100
+	if f := g.floor * scavengeShare / 100; f > other+goal {
+		goal = f - other
+	}
+	pct := int(min(max((goal-live)*100/max(live+scan, 1), p), maxGCPercent))
+	limit := min(max(g.floor, (goal+other)*100/scavengeShare), g.cap)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.stopped {
 		return false
 	}
+	debug.SetGCPercent(pct)
 	debug.SetMemoryLimit(int64(limit))
 	return true
 }
