@@ -33,6 +33,7 @@ const (
 	DefaultMaxConcurrentQueries = 16
 	DefaultQueryQueueWait       = 30 * time.Second
 	DefaultGCPercent            = 30
+	DefaultGCMinHeap            = 144 << 20
 	DefaultReclaimInterval      = time.Hour
 	DefaultReclaimMinAge        = 24 * time.Hour
 	DefaultStreamIdle           = 60 * time.Second
@@ -211,6 +212,11 @@ type Limits struct {
 	// files), so a target below Go's 100 keeps the peak close to it for a
 	// little more GC work. A GOGC environment variable wins.
 	GCPercent int `yaml:"gc_percent"`
+	// GCMinHeap is the heap, in bytes, below which the GC does not
+	// collect however small the live data (server/gcfloor.go): past it
+	// GCPercent applies. Default DefaultGCMinHeap; -1 turns the floor off,
+	// and so does a GOGC environment variable.
+	GCMinHeap int64 `yaml:"gc_min_heap"`
 }
 
 // Timeouts of the gateway.
@@ -278,7 +284,7 @@ var EnvVars = []string{
 	"FLIGHTGW_DEFAULT_CATALOG", "FLIGHTGW_DEFAULT_SCHEMA", "FLIGHTGW_MAX_BATCH_BYTES", "FLIGHTGW_MEMORY_LIMIT",
 	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_STATEMENT_TIMEOUT", "FLIGHTGW_AUTH_SIGNING_KEY",
 	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
-	"FLIGHTGW_GC_PERCENT", "FLIGHTGW_CLUSTER_PEERS", "FLIGHTGW_TLS_CERT_FILE", "FLIGHTGW_TLS_KEY_FILE",
+	"FLIGHTGW_GC_PERCENT", "FLIGHTGW_GC_MIN_HEAP", "FLIGHTGW_CLUSTER_PEERS", "FLIGHTGW_TLS_CERT_FILE", "FLIGHTGW_TLS_KEY_FILE",
 	"FLIGHTGW_TLS_CLIENT_CA_FILE", "FLIGHTGW_CLUSTER_ADVERTISE", "FLIGHTGW_HEALTH_LISTEN",
 	"FLIGHTGW_RECLAIM_INTERVAL", "FLIGHTGW_RECLAIM_MIN_AGE",
 	"FLIGHTGW_STREAM_IDLE_TIMEOUT", "FLIGHTGW_PER_PRINCIPAL_WRITES", "FLIGHTGW_PER_PRINCIPAL_QUERIES",
@@ -308,7 +314,8 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		}
 		c.Insecure = b
 	}
-	for k, p := range map[string]*int64{"FLIGHTGW_MAX_BATCH_BYTES": &c.Limits.MaxBatchBytes, "FLIGHTGW_MEMORY_LIMIT": &c.Limits.MemoryLimit} {
+	for k, p := range map[string]*int64{"FLIGHTGW_MAX_BATCH_BYTES": &c.Limits.MaxBatchBytes, "FLIGHTGW_MEMORY_LIMIT": &c.Limits.MemoryLimit,
+		"FLIGHTGW_GC_MIN_HEAP": &c.Limits.GCMinHeap} {
 		if v, ok := lookup(k); ok {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
@@ -377,6 +384,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Limits.GCPercent == 0 {
 		c.Limits.GCPercent = DefaultGCPercent
+	}
+	if c.Limits.GCMinHeap == 0 {
+		c.Limits.GCMinHeap = DefaultGCMinHeap
 	}
 	if c.Limits.MaxConcurrentWrites == 0 {
 		c.Limits.MaxConcurrentWrites = DefaultMaxConcurrentWrites
@@ -515,6 +525,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.GCPercent < 10 || c.Limits.GCPercent > 1000 {
 		errs = append(errs, fmt.Errorf("limits.gc_percent: %d is outside 10 .. 1000", c.Limits.GCPercent))
+	}
+	if c.Limits.GCMinHeap < -1 {
+		errs = append(errs, fmt.Errorf("limits.gc_min_heap: %d is below -1 (off)", c.Limits.GCMinHeap))
 	}
 	if c.Limits.MemoryLimit < 0 {
 		errs = append(errs, fmt.Errorf("limits.memory_limit: negative"))

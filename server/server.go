@@ -43,6 +43,7 @@ type Server struct {
 	engine   *engine.Engine
 	peers    *peers // nil without cluster.peers and cluster.advertise
 	reclaim  *reclaimLoop
+	gcStop   func() // stops the GC floor (gcfloor.go); nil before Serve
 	metrics  *metrics
 }
 
@@ -249,6 +250,9 @@ func (s *Server) Serve(lis net.Listener) error {
 		s.log.Warn("authentication without TLS on a non-loopback address: passwords and tokens cross the network in clear text; set tls.cert_file and tls.key_file, or terminate TLS in front of the gateway")
 	}
 	s.reclaim.start()
+	if _, set := os.LookupEnv("GOGC"); !set {
+		s.gcStop = startGCFloor(s.cfg.Limits.GCMinHeap, s.cfg.Limits.GCPercent)
+	}
 	err := s.grpc.Serve(lis)
 	if errors.Is(err, grpc.ErrServerStopped) {
 		return nil
@@ -274,6 +278,9 @@ func (s *Server) Shutdown() {
 		<-done
 	}
 	s.reclaim.stop()
+	if s.gcStop != nil {
+		s.gcStop()
+	}
 	if s.peers != nil {
 		s.peers.close()
 	}

@@ -1,8 +1,6 @@
 package pqwrite
 
 import (
-	"sync"
-
 	czstd "github.com/DataDog/zstd"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 )
@@ -26,8 +24,34 @@ func init() {
 type cZstd struct{ compress.Codec }
 
 // zstdCtxs are reusable C compression contexts: creating one per page
-// would cost more than compressing a small page.
-var zstdCtxs = sync.Pool{New: func() any { return czstd.NewCtx() }}
+// would cost more than compressing a small page. A free list rather than a
+// sync.Pool, which the GC empties every other cycle: the contexts' memory
+// (a few hundred KB each, from C malloc) would be freed by finalizers and
+// malloc'd again by the next pages, out of sight of the Go memory limit.
+// It keeps at most maxZstdCtxs idle.
+var zstdCtxs = make(chan czstd.Ctx, maxZstdCtxs)
+
+// maxZstdCtxs bounds the idle compression contexts: more than the
+// gateway's writers compress at once on the machines it runs on.
+const maxZstdCtxs = 16
+
+// getZstdCtx returns an idle context, or a new one.
+func getZstdCtx() czstd.Ctx {
+	select {
+	case c := <-zstdCtxs:
+		return c
+	default:
+		return czstd.NewCtx()
+	}
+}
+
+// putZstdCtx keeps c for the next page, unless enough are idle.
+func putZstdCtx(c czstd.Ctx) {
+	select {
+	case zstdCtxs <- c:
+	default: // its finalizer frees it
+	}
+}
 
 // Encode compresses src at zstd's default level.
 func (z cZstd) Encode(dst, src []byte) []byte {
@@ -41,8 +65,8 @@ func (z cZstd) EncodeLevel(dst, src []byte, level int) []byte {
 	if level == compress.DefaultCompressionLevel {
 		level = czstd.DefaultCompression
 	}
-	c := zstdCtxs.Get().(czstd.Ctx)
-	defer zstdCtxs.Put(c)
+	c := getZstdCtx()
+	defer putZstdCtx(c)
 	out, err := c.CompressLevel(dst[:cap(dst)], src, level)
 	if err != nil {
 		return z.Codec.EncodeLevel(dst, src, level)
