@@ -4,9 +4,12 @@
 #   BENCH_TARGETS += targets that `make bench` runs
 SHELL := /bin/bash
 GO    ?= go
+# bin/flightgw is the light front (no gateway linked: it starts in a few
+# ms); its `serve` replaces it with bin/flightgw-server, found beside it.
 BIN   := bin/flightgw
+SERVER_BIN := bin/flightgw-server
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/flightgw/flightgw/server.Version=$(VERSION)
+LDFLAGS := -X github.com/flightgw/flightgw/internal/version.Version=$(VERSION)
 
 TEST_TARGETS  :=
 BENCH_TARGETS :=
@@ -21,11 +24,12 @@ deps:
 
 build: deps
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/flightgw
-	$(GO) build -o bin/flightgw-messages ./cmd/flightgw-messages
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(SERVER_BIN) ./cmd/flightgw-server
 
 # Starts the embedded default: an Iceberg lake on SQLite and local files in ./data.
-# exec: the recipe's process is the gateway itself, so the SIGTERM make forwards
-# to its child (kill -TERM <make>) and Ctrl-C reach it and it drains and stops.
+# exec: the recipe's process is the gateway itself (the front execs
+# flightgw-server in the same process), so the SIGTERM make forwards to its
+# child (kill -TERM <make>) and Ctrl-C reach it and it drains and stops.
 run: build
 	exec ./$(BIN) serve
 

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/flightgw/flightgw/auth/secret"
 	"github.com/flightgw/flightgw/internal/duration"
 )
 
@@ -81,14 +82,10 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// HashPassword returns the bcrypt hash to put in User.PasswordHash.
-func HashPassword(password string) (string, error) {
-	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
-	return string(h), err
-}
+// HashPassword returns the bcrypt hash to put in User.PasswordHash
+// (secret.HashPassword, which `flightgw hash-password` prints).
+func HashPassword(password string) (string, error) { return secret.HashPassword(password) }
 
-// HashToken returns the SHA-256 to put in Token.SHA256.
-func HashToken(token string) string {
-	s := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(s[:])
-}
+// HashToken returns the SHA-256 to put in Token.SHA256
+// (secret.HashToken, which `flightgw hash-token` prints).
+func HashToken(token string) string { return secret.HashToken(token) }

@@ -25,11 +25,9 @@ import (
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/engine"
 	"github.com/flightgw/flightgw/handlers"
+	"github.com/flightgw/flightgw/internal/version"
 	"github.com/flightgw/flightgw/txn"
 )
-
-// Version is the gateway version, set at build time with -ldflags.
-var Version = "dev"
 
 // Server is an assembled gateway.
 type Server struct {
@@ -132,7 +130,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		DefaultCatalog:       cfg.DefaultCatalog,
 		DefaultSchema:        cfg.DefaultSchema,
 		MaxBatchBytes:        cfg.Limits.MaxBatchBytes,
-		Version:              Version,
+		Version:              version.Version,
 		Log:                  log,
 		AfterCommitMessages:  crashAfterCommit(log),
 	})
@@ -243,7 +241,7 @@ func splitHostPort(addr string) (string, string, error) {
 // Serve serves on lis until Shutdown.
 func (s *Server) Serve(lis net.Listener) error {
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	s.log.Info("flightgw serving", "addr", lis.Addr().String(), "version", Version, "auth", s.auth.Enabled(),
+	s.log.Info("flightgw serving", "addr", lis.Addr().String(), "version", version.Version, "auth", s.auth.Enabled(),
 		"tls", s.cfg.TLS.Enabled(), "client_certs", s.cfg.TLS.ClientCAFile != "",
 		"catalogs", len(s.catalogs), "max_batch_bytes", s.cfg.Limits.MaxBatchBytes)
 	if s.auth.Enabled() && !s.cfg.TLS.Enabled() && !loopback(s.cfg.Listen) {

@@ -1,10 +1,10 @@
-// Package messagescli is the command that inspects and encodes Paimon
-// commit-message payloads (docs/commit-messages.md), as `flightgw messages`
-// and as the stand-alone `flightgw-messages`. It imports the codec and
-// nothing of the gateway: the stand-alone command starts without the
-// backends' and the engine's start-up (iceberg-go's substrait function
-// catalogue alone costs about 0.1 s and 33 MB), which every Go package
-// linked into a binary pays before main runs.
+// Package messagescli is `flightgw messages`, the command that inspects
+// and encodes Paimon commit-message payloads (docs/commit-messages.md). It
+// imports the codec and nothing of the gateway, so that the light front
+// (cmd/flightgw) runs it without the backends' and the engine's start-up
+// (iceberg-go's substrait function catalogue alone costs about 55 ms and
+// 33 MB), which every Go package linked into a binary pays before main
+// runs.
 package messagescli
 
 import (
@@ -22,10 +22,10 @@ import (
 	"github.com/flightgw/flightgw/codec/paimon"
 )
 
-// Run implements the command named prog ("flightgw messages" or
-// "flightgw-messages"), the debugging tool for Paimon commit-message payloads: inspect
-// prints one as JSON, encode builds one from that JSON. It returns the process exit code:
-// 0 on success, 1 on failure, 2 on misuse.
+// Run implements the command named prog ("flightgw messages"), the
+// debugging tool for Paimon commit-message payloads: inspect prints one as
+// JSON, encode builds one from that JSON. It returns the process exit
+// code: 0 on success, 1 on failure, 2 on misuse.
 func Run(prog string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	usage := func() {
 		fmt.Fprintf(stderr, "usage: %[1]s inspect [--version N] [--partition-types T1,T2,...] FILE\n"+

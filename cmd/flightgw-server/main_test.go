@@ -1,0 +1,43 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestServeHelp: the gateway binary answers serve -h itself (the front
+// passes it on) and runs the front's other commands.
+func TestServeHelp(t *testing.T) {
+	if code, _, errs := runCLI(t, "", "serve", "-h"); code != 0 || !strings.Contains(errs, "-data-dir") || !strings.Contains(errs, "FLIGHTGW_LISTEN") {
+		t.Fatalf("serve -h: %d %q", code, errs)
+	}
+	if code, out, _ := runCLI(t, "", "version"); code != 0 || !strings.HasPrefix(out, "flightgw ") {
+		t.Fatalf("version: %d %q", code, out)
+	}
+}
+
+func TestServeRejectsBadConfig(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(p, []byte("catalogs:\n  - name: lake\n    type: iceberg\n    realms: x\n"), 0o600)
+	code, _, errs := runCLI(t, "", "serve", "--config", p, "--data-dir", t.TempDir())
+	if code != 2 || !strings.Contains(errs, "realms") {
+		t.Fatalf("bad key: %d %q", code, errs)
+	}
+	code, _, errs = runCLI(t, "", "serve", "--listen", "0.0.0.0:0", "--data-dir", t.TempDir())
+	if code != 1 || !strings.Contains(errs, "--insecure") {
+		t.Fatalf("exposed without auth: %d %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "", "serve", "extra"); code != 2 || !strings.Contains(errs, "extra") {
+		t.Fatalf("extra arg: %d %q", code, errs)
+	}
+}
