@@ -107,14 +107,17 @@ type fileWriter struct {
 	done   chan struct{}
 	files  []ice.DataFile
 	err    error
+	// refused is the first file the table's guard refused (guardWrites).
+	refused refusal
 }
 
 func (p *Provider) newFileWriter(ctx context.Context, t catalogs.TableIdent, tbl *table.Table, target *arrow.Schema) *fileWriter {
 	wctx, cancel := context.WithCancel(ctx)
 	wt := p.writeTable(tbl)
 	// Only the writer sees this copy; it is never committed.
-	wt = table.New(wt.Identifier(), wt.Metadata(), wt.MetadataLocation(), guardWrites(t, wt), nil)
-	return &fileWriter{p: p, ident: t, tbl: wt, target: target, id: uuid.New(), ctx: wctx, cancel: cancel, done: make(chan struct{})}
+	w := &fileWriter{p: p, ident: t, target: target, id: uuid.New(), ctx: wctx, cancel: cancel, done: make(chan struct{})}
+	w.tbl = table.New(wt.Identifier(), wt.Metadata(), wt.MetadataLocation(), guardWrites(t, wt, &w.refused), nil)
+	return w
 }
 
 // maxRowGroupBytes bounds the Parquet row group a writer buffers in memory.
@@ -165,13 +168,37 @@ func (w *fileWriter) run(batches iter.Seq2[arrow.RecordBatch, error]) {
 			if useLanes(w.tbl) {
 				return w.runLanes(batches)
 			}
-			for df, err := range table.WriteRecords(w.ctx, w.tbl, w.target, batches,
+			// Rows in and rows in the files must agree: iceberg-go's
+			// partitioned writer can lose the error of a partition's
+			// writer (see guardWrites), and with it that partition's rows.
+			var sent int64
+			counted := func(yield func(arrow.RecordBatch, error) bool) {
+				for b, err := range batches {
+					if b != nil {
+						sent += b.NumRows()
+					}
+					if !yield(b, err) {
+						return
+					}
+				}
+			}
+			for df, err := range table.WriteRecords(w.ctx, w.tbl, w.target, counted,
 				table.WithTargetFileSize(w.p.cfg.targetFileSize), table.WithWriteUUID(w.id),
 				table.WithRecordBatchBufferSize(2)) {
 				if err != nil {
 					return err
 				}
 				w.files = append(w.files, df)
+			}
+			if err := w.refused.get(); err != nil {
+				return err
+			}
+			var written int64
+			for _, df := range w.files {
+				written += df.Count()
+			}
+			if written != sent {
+				return catalogs.Errorf(catalogs.ErrUnavailable, "table %s: the Parquet writer wrote %d of the %d rows sent; nothing of this write is kept", w.ident, written, sent)
 			}
 			return nil
 		})

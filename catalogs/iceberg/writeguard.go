@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"io/fs"
+	"sync"
 
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -17,7 +18,12 @@ import (
 // URLs, so an identity partition value such as "/../../x" would
 // otherwise become directories climbing out of the table. Anything that
 // is not a plain write IO is returned as it is (fileIO refuses it).
-func guardWrites(t catalogs.TableIdent, tbl *table.Table) func(context.Context) (iceio.IO, error) {
+//
+// Each refusal is also kept in refused: iceberg-go's partitioned writer
+// can drop the error of a partition's writer that fails after its last
+// batch was queued (its stream leaves the factory's writer list before
+// closeAll asks it), so the writer reads refused after WriteRecords.
+func guardWrites(t catalogs.TableIdent, tbl *table.Table, refused *refusal) func(context.Context) (iceio.IO, error) {
 	return func(ctx context.Context) (iceio.IO, error) {
 		fsys, err := tbl.FS(ctx)
 		if err != nil {
@@ -31,7 +37,7 @@ func guardWrites(t catalogs.TableIdent, tbl *table.Table) func(context.Context) 
 		if err != nil {
 			return nil, catalogs.Errorf(catalogs.ErrPermissionDenied, "table %s: location refused: %v", t, err)
 		}
-		g := guardedIO{WriteFileIO: w, t: t, loc: loc}
+		g := guardedIO{WriteFileIO: w, t: t, loc: loc, refused: refused}
 		if l, ok := fsys.(iceio.ListableIO); ok {
 			return guardedListIO{guardedIO: g, walk: l.WalkDir}, nil
 		}
@@ -42,14 +48,42 @@ func guardWrites(t catalogs.TableIdent, tbl *table.Table) func(context.Context) 
 // guardedIO refuses to create a file outside the table's location.
 type guardedIO struct {
 	iceio.WriteFileIO
-	t   catalogs.TableIdent
-	loc storeLoc
+	t       catalogs.TableIdent
+	loc     storeLoc
+	refused *refusal
+}
+
+// refusal keeps the first file a guardedIO refused.
+type refusal struct {
+	mu  sync.Mutex
+	err error
+}
+
+func (r *refusal) set(err error) error {
+	if r != nil && err != nil {
+		r.mu.Lock()
+		if r.err == nil {
+			r.err = err
+		}
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// get returns the first refusal, or nil.
+func (r *refusal) get() error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
 }
 
 // Create checks name before creating it.
 func (g guardedIO) Create(name string) (iceio.FileWriter, error) {
 	if err := checkFile(g.t, g.loc, name); err != nil {
-		return nil, err
+		return nil, g.refused.set(err)
 	}
 	return g.WriteFileIO.Create(name)
 }
@@ -57,7 +91,7 @@ func (g guardedIO) Create(name string) (iceio.FileWriter, error) {
 // WriteFile checks name before writing it.
 func (g guardedIO) WriteFile(name string, p []byte) error {
 	if err := checkFile(g.t, g.loc, name); err != nil {
-		return err
+		return g.refused.set(err)
 	}
 	return g.WriteFileIO.WriteFile(name, p)
 }
