@@ -211,7 +211,8 @@ type Limits struct {
 	// may hold while they decode their bodies, counted as
 	// handlers.ActionDecodeFactor times each body; one that does not fit
 	// is refused ResourceExhausted. At least that factor times
-	// MaxActionBytes. Default: handlers.DefaultActionMemory (1 GiB).
+	// MaxActionBytes. Default: handlers.DefaultActionMemory (1 GiB), or
+	// that factor times MaxActionBytes when larger.
 	ActionMemory int64 `yaml:"action_memory"`
 	// MemoryLimit is a soft limit on the gateway's Go heap, in bytes
 	// (runtime/debug.SetMemoryLimit); 0 leaves the Go default (GOMEMLIMIT).
