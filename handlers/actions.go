@@ -99,6 +99,12 @@ func (s actionServer) DoAction(a *flight.Action, stream flight.FlightService_DoA
 	default:
 		return s.FlightServer.DoAction(a, stream)
 	}
+	release, err := s.h.admitAction(a.GetType(), a.GetBody())
+	if err != nil {
+		s.h.log.Info("action refused", "action", a.GetType(), "bytes", len(a.GetBody()), "err", err)
+		return err
+	}
+	defer release()
 	res, err := run(stream.Context(), a.GetBody())
 	if err != nil {
 		s.h.log.Info("action failed", "action", a.GetType(), "code", Code(err).String(), "err", err)

@@ -91,6 +91,14 @@ type Options struct {
 	// ids naming it (signed with TicketKey), and Route sends the calls
 	// that name them here from any replica.
 	Advertise string
+	// MaxActionBytes is the largest body of a distributed-commit action
+	// (limits.max_action_bytes; DefaultMaxActionBytes when zero).
+	MaxActionBytes int64
+	// ActionMemory is what the distributed-commit actions running at once
+	// may hold while they decode their bodies (limits.action_memory;
+	// DefaultActionMemory when zero): one that does not fit is refused
+	// ResourceExhausted.
+	ActionMemory int64
 }
 
 // Peers reaches the gateway's other replicas.
@@ -132,6 +140,8 @@ type Handler struct {
 	running, waiting atomic.Int64
 	// msgLocks serialise the commit messages of a table (actions.go).
 	msgLocks tableLocks
+	// actionMem is the memory the running actions hold (action_budget.go).
+	actionMem actionBudget
 }
 
 // New builds a Handler.

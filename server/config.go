@@ -203,6 +203,18 @@ type Limits struct {
 	// connection, or a session cookie) keeps open; they are closed when the
 	// session ends.
 	PreparedPerSession int `yaml:"prepared_per_session"`
+	// MaxActionBytes is the largest body of a distributed-commit action
+	// (PrepareCommit, CommitMessages, AbortMessages, GetCommitStatus);
+	// a larger one is refused ResourceExhausted before it is decoded.
+	// Default: 64 MiB, or max_batch_bytes when smaller.
+	MaxActionBytes int64 `yaml:"max_action_bytes"`
+	// ActionMemory is what the distributed-commit actions running at once
+	// may hold while they decode their bodies, counted as
+	// handlers.ActionDecodeFactor times each body; one that does not fit
+	// is refused ResourceExhausted. At least that factor times
+	// MaxActionBytes. Default: handlers.DefaultActionMemory (1 GiB), or
+	// that factor times MaxActionBytes when larger.
+	ActionMemory int64 `yaml:"action_memory"`
 	// MemoryLimit is a soft limit on the gateway's Go heap, in bytes
 	// (runtime/debug.SetMemoryLimit); 0 leaves the Go default (GOMEMLIMIT).
 	MemoryLimit int64 `yaml:"memory_limit"`
@@ -288,7 +300,7 @@ var EnvVars = []string{
 	"FLIGHTGW_TLS_CLIENT_CA_FILE", "FLIGHTGW_CLUSTER_ADVERTISE", "FLIGHTGW_HEALTH_LISTEN",
 	"FLIGHTGW_RECLAIM_INTERVAL", "FLIGHTGW_RECLAIM_MIN_AGE",
 	"FLIGHTGW_STREAM_IDLE_TIMEOUT", "FLIGHTGW_PER_PRINCIPAL_WRITES", "FLIGHTGW_PER_PRINCIPAL_QUERIES",
-	"FLIGHTGW_PREPARED_PER_SESSION",
+	"FLIGHTGW_PREPARED_PER_SESSION", "FLIGHTGW_MAX_ACTION_BYTES", "FLIGHTGW_ACTION_MEMORY",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -315,7 +327,8 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		c.Insecure = b
 	}
 	for k, p := range map[string]*int64{"FLIGHTGW_MAX_BATCH_BYTES": &c.Limits.MaxBatchBytes, "FLIGHTGW_MEMORY_LIMIT": &c.Limits.MemoryLimit,
-		"FLIGHTGW_GC_MIN_HEAP": &c.Limits.GCMinHeap} {
+		"FLIGHTGW_GC_MIN_HEAP": &c.Limits.GCMinHeap,
+		"FLIGHTGW_MAX_ACTION_BYTES": &c.Limits.MaxActionBytes, "FLIGHTGW_ACTION_MEMORY": &c.Limits.ActionMemory} {
 		if v, ok := lookup(k); ok {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
@@ -381,6 +394,12 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Limits.MaxBatchBytes == 0 {
 		c.Limits.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.Limits.MaxActionBytes == 0 {
+		c.Limits.MaxActionBytes = min(handlers.DefaultMaxActionBytes, c.Limits.MaxBatchBytes)
+	}
+	if c.Limits.ActionMemory == 0 {
+		c.Limits.ActionMemory = max(handlers.DefaultActionMemory, handlers.ActionDecodeFactor*c.Limits.MaxActionBytes)
 	}
 	if c.Limits.GCPercent == 0 {
 		c.Limits.GCPercent = DefaultGCPercent
@@ -504,6 +523,13 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.MaxBatchBytes < 1<<20 || c.Limits.MaxBatchBytes > 2<<30-1 {
 		errs = append(errs, fmt.Errorf("limits.max_batch_bytes: %d is outside 1 MiB .. 2 GiB", c.Limits.MaxBatchBytes))
+	}
+	if n := c.Limits.MaxActionBytes; n < 1<<10 || n > c.Limits.MaxBatchBytes {
+		errs = append(errs, fmt.Errorf("limits.max_action_bytes: %d is outside 1 KiB .. limits.max_batch_bytes (%d)", n, c.Limits.MaxBatchBytes))
+	}
+	if n, least := c.Limits.ActionMemory, handlers.ActionDecodeFactor*c.Limits.MaxActionBytes; n < least {
+		errs = append(errs, fmt.Errorf("limits.action_memory: %d is below %d times limits.max_action_bytes (%d): an action of the largest body could never run",
+			n, handlers.ActionDecodeFactor, least))
 	}
 	if c.Limits.MaxConcurrentWrites < 1 {
 		errs = append(errs, fmt.Errorf("limits.max_concurrent_writes: %d is below 1", c.Limits.MaxConcurrentWrites))

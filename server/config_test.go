@@ -82,10 +82,13 @@ func TestEnvOverrides(t *testing.T) {
 
 func TestBadConfigNamesKey(t *testing.T) {
 	for body, want := range map[string]string{
-		"lisen: x\n":                                                           "lisen",
-		"log: {level: loud}\n":                                                 "log.level",
-		"catalogs: [{name: a}]\n":                                              "catalogs[0].type",
-		"limits: {max_batch_bytes: 10}\n":                                      "limits.max_batch_bytes",
+		"lisen: x\n":                       "lisen",
+		"log: {level: loud}\n":             "log.level",
+		"catalogs: [{name: a}]\n":          "catalogs[0].type",
+		"limits: {max_batch_bytes: 10}\n":  "limits.max_batch_bytes",
+		"limits: {max_action_bytes: 10}\n": "limits.max_action_bytes",
+		"limits: {max_batch_bytes: 1048576, max_action_bytes: 2097152}\n": "limits.max_action_bytes",
+		"limits: {max_action_bytes: 1048576, action_memory: 1048576}\n":   "limits.action_memory",
 		"default_catalog: nope\n":                                              "default_catalog",
 		"timeouts: {txn_idle: banana}\n":                                       "txn_idle",
 		"timeouts: {statement: -3s}\n":                                         "timeouts.statement",
@@ -197,5 +200,26 @@ func TestCommitMessagesTTL(t *testing.T) {
 				t.Fatalf("%q (env %q): ttl %v, want %v", c.body, c.env, got, c.want)
 			}
 		})
+	}
+}
+
+// TestActionLimitsDefaults: the action bounds default to 64 MiB (or
+// max_batch_bytes, when smaller) and 1 GiB (at least four bodies of the
+// largest size), and the environment sets them.
+func TestActionLimitsDefaults(t *testing.T) {
+	cfg, err := LoadConfig(writeConfig(t, "limits: {max_batch_bytes: 2097152}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Limits.MaxActionBytes != 2<<20 || cfg.Limits.ActionMemory != 1<<30 {
+		t.Errorf("defaults with max_batch_bytes 2 MiB: %d, %d", cfg.Limits.MaxActionBytes, cfg.Limits.ActionMemory)
+	}
+	t.Setenv("FLIGHTGW_MAX_ACTION_BYTES", "1048576")
+	t.Setenv("FLIGHTGW_ACTION_MEMORY", "8388608")
+	if cfg, err = LoadConfig(""); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Limits.MaxActionBytes != 1<<20 || cfg.Limits.ActionMemory != 8<<20 {
+		t.Errorf("from the environment: %d, %d", cfg.Limits.MaxActionBytes, cfg.Limits.ActionMemory)
 	}
 }

@@ -130,6 +130,8 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		DefaultCatalog:       cfg.DefaultCatalog,
 		DefaultSchema:        cfg.DefaultSchema,
 		MaxBatchBytes:        cfg.Limits.MaxBatchBytes,
+		MaxActionBytes:       cfg.Limits.MaxActionBytes,
+		ActionMemory:         cfg.Limits.ActionMemory,
 		Version:              version.Version,
 		Log:                  log,
 		AfterCommitMessages:  crashAfterCommit(log),

@@ -21,6 +21,11 @@
 // Paimon's own exactly-once key: a repeated commit finds its snapshot and
 // appends nothing.
 //
+// Orphan files (staged data files of a killed writer, the manifests and
+// lists of a commit that never landed) are deleted by Reclaim
+// (catalogs.Reclaimer, reclaim.go) once older than reclaim.min_age, never
+// what a snapshot, tag or changelog reaches.
+//
 // On S3 every call goes through one circuit breaker with a timeout per
 // attempt (catalogs.Remote); idempotent calls are retried, and a data
 // file streams up as a multipart upload holding one part in memory.

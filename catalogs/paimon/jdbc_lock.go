@@ -3,6 +3,8 @@ package paimon
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
@@ -28,6 +30,10 @@ const (
 	// PostgresqlDistributedLockDialect.
 	lockExpiredSQLite   = "DELETE FROM " + tblLocks + " WHERE  strftime('%s', 'now') - strftime('%s', acquired_at) > expire_time_seconds and lock_id = ?"
 	lockExpiredPostgres = "DELETE FROM " + tblLocks + " WHERE EXTRACT(EPOCH FROM AGE(NOW(), acquired_at)) >expire_time_seconds and lock_id = ?"
+	// The seconds until a held lock counts as abandoned, by the same
+	// clocks and arithmetic as the expiry checks.
+	lockLeftSQLite   = "SELECT expire_time_seconds - (strftime('%s', 'now') - strftime('%s', acquired_at)) FROM " + tblLocks + " WHERE lock_id = ?"
+	lockLeftPostgres = "SELECT CAST(expire_time_seconds - EXTRACT(EPOCH FROM AGE(NOW(), acquired_at)) AS BIGINT) FROM " + tblLocks + " WHERE lock_id = ?"
 )
 
 // lockID is JdbcCatalogLock's lock name.
@@ -54,9 +60,40 @@ func (m *metastore) tryAcquire(ctx context.Context, id string) (bool, error) {
 	return err == nil, err
 }
 
+// expiryGrace is how close to expiring a held lock may be when a wait
+// times out for the waiter to stay for its expiry: the expiry checks
+// count whole seconds.
+const expiryGrace = 1100 * time.Millisecond
+
+// expiresIn is how long until the held lock id counts as abandoned (and
+// the next acquirer deletes it); ok is false when the row is gone or
+// cannot be read.
+func (m *metastore) expiresIn(ctx context.Context, id string) (time.Duration, bool) {
+	q := lockLeftSQLite
+	if m.cfg.dialect == dialectPostgres {
+		q = lockLeftPostgres
+	}
+	vals, err := m.column(ctx, "lock "+id+": expiry", q, id)
+	if err != nil || len(vals) != 1 {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(vals[0], 64)
+	if err != nil {
+		return 0, false
+	}
+	return max(time.Duration(n*float64(time.Second)), 0), true
+}
+
 // acquire takes the lock, retrying as JdbcCatalogLock.lock does (sleeps
 // from 100 ms doubling up to lock-check-max-sleep) until
-// lock-acquire-timeout; a lock still held then is ErrConflict.
+// lock-acquire-timeout; a lock still held then is ErrConflict. A row that
+// a killed process (gateway or Java) left is indistinguishable from a
+// live holder's: the commit waits until the row is older than its
+// expire_time_seconds, then deletes it and goes on (past
+// lock-acquire-timeout by the second or so the expiry checks' whole
+// seconds need, when the row is that close to expiring). The wait is logged at
+// its start with the time the row has left, so that an operator sees why
+// commits stall and can delete a row known to be dead.
 func (m *metastore) acquire(ctx context.Context, t catalogs.TableIdent) (string, error) {
 	id := m.lockID(t)
 	if len(id) > m.cfg.lockKeyMaxLength {
@@ -64,6 +101,7 @@ func (m *metastore) acquire(ctx context.Context, t catalogs.TableIdent) (string,
 	}
 	start := time.Now()
 	sleep := 50 * time.Millisecond
+	warned, graced := false, false
 	for {
 		ok, err := m.tryAcquire(ctx, id)
 		if err != nil {
@@ -72,8 +110,34 @@ func (m *metastore) acquire(ctx context.Context, t catalogs.TableIdent) (string,
 		if ok {
 			return id, nil
 		}
+		if !warned {
+			warned = true
+			left, known := m.expiresIn(ctx, id)
+			attrs := []any{"catalog", m.catalog, "backend", Type, "table", t.String(), "lock", id, "lock_table", tblLocks, "wait_up_to", m.cfg.acquireTimeout}
+			if known {
+				attrs = append(attrs, "expires_in", left.Round(time.Second))
+			}
+			slog.WarnContext(ctx, "table lock held by another committer, or left by a process that died: waiting for it (a dead holder's row expires and is then cleared)", attrs...)
+		}
+		if time.Since(start) > m.cfg.acquireTimeout && !graced {
+			// A holder that died holding the lock left a row whose
+			// expire_time_seconds is its lock-acquire-timeout: a waiter
+			// that started less than a second after the row was taken
+			// gives up just before the row counts as abandoned (the
+			// expiry compares whole seconds, and "older than"). When the
+			// row is that close to expiring, wait for it once more.
+			graced = true
+			if left, known := m.expiresIn(ctx, id); known && left <= expiryGrace {
+				if err := catalogs.Sleep(ctx, left+expiryGrace); err != nil {
+					return "", err
+				}
+				continue
+			}
+		}
 		if time.Since(start) > m.cfg.acquireTimeout {
-			return "", catalogs.Errorf(catalogs.ErrConflict, "table %s: lock %q still held after %s (%s)", t, id, time.Since(start).Round(time.Millisecond), PropLockAcquireTimeout)
+			return "", catalogs.Errorf(catalogs.ErrConflict,
+				"table %s: lock %q still held after %s (%s); a row left in %s by a killed process is cleared once older than its expire_time_seconds; if no process holds it, delete that row",
+				t, id, time.Since(start).Round(time.Millisecond), PropLockAcquireTimeout, tblLocks)
 		}
 		sleep = min(sleep*2, m.cfg.checkMaxSleep)
 		if err := catalogs.Sleep(ctx, sleep); err != nil {

@@ -354,6 +354,37 @@ func TestJDBCLockExpiry(t *testing.T) {
 	}
 }
 
+// TestJDBCLockLeftByKilledHolder: the row a holder killed inside its
+// commit leaves (acquired just now, expire_time_seconds its
+// lock-acquire-timeout) does not fail the next commit that starts at
+// once: it waits until the row counts as abandoned (older, in whole
+// seconds, than its expire_time_seconds), clears it and lands. Before,
+// the waiter gave up at lock-acquire-timeout, a second short of it.
+func TestJDBCLockLeftByKilledHolder(t *testing.T) {
+	p, _, dbPath := openSQLite(t, map[string]string{paimon.PropLockAcquireTimeout: "1 s"})
+	db := sqliteDB(t, dbPath)
+	ctx := context.Background()
+	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "killed"}
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		t.Fatal(err)
+	}
+	b := catalogtest.Batch(0, 2)
+	defer b.Release()
+	r, err := p.WriteBatch(ctx, id, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("INSERT INTO paimon_distributed_locks (lock_id, expire_time_seconds) VALUES ('jdbc.default.killed', 1)"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := p.CommitOnce(ctx, id, "after-kill", []catalogs.WriteReceipt{r}); err != nil || out.SnapshotID != 1 {
+		t.Fatalf("commit after a killed holder's lock row = %+v, %v; want snapshot 1", out, err)
+	}
+	if locks := queryRows(t, db, "SELECT lock_id FROM paimon_distributed_locks"); len(locks) != 0 {
+		t.Errorf("locks left: %q", locks)
+	}
+}
+
 // TestJDBCConfig: what the metastore's properties refuse, each naming the
 // property.
 func TestJDBCConfig(t *testing.T) {

@@ -273,10 +273,20 @@ func newSchema(table string, sc *arrow.Schema, opts map[string]string, now int64
 	}
 	for k, v := range opts {
 		switch k {
-		case optPrimaryKey:
-			s.PrimaryKeys = splitList(v)
-		case optPartition:
-			s.PartitionKeys = splitList(v)
+		case optPrimaryKey, optPartition, optBucketKey:
+			keys, err := keyColumns(table, k, v, seen)
+			if err != nil {
+				return nil, err
+			}
+			switch k {
+			case optPrimaryKey:
+				s.PrimaryKeys = keys
+			case optPartition:
+				s.PartitionKeys = keys
+			default:
+				// Stored as Java splits it: no blanks around the names.
+				s.Options[k] = strings.Join(keys, ",")
+			}
 		default:
 			s.Options[k] = v
 		}
@@ -312,6 +322,26 @@ func newSchema(table string, sc *arrow.Schema, opts map[string]string, now int64
 		return nil, err
 	}
 	return back, nil
+}
+
+// keyColumns reads a column list option of a new table (primary-key,
+// partition, bucket-key) strictly, as Paimon Java splits it on commas:
+// every name a column of the table, none empty, none twice.
+func keyColumns(table, option, v string, columns map[string]bool) ([]string, error) {
+	var out []string
+	for _, k := range strings.Split(v, ",") {
+		k = strings.TrimSpace(k)
+		switch {
+		case k == "":
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: option %q: %q has an empty column name", table, option, v)
+		case !columns[k]:
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: option %q: column %q is not in the schema", table, option, k)
+		case slices.Contains(out, k):
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: option %q: column %q is listed twice", table, option, k)
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }
 
 func notNull(nullable bool) string {
@@ -411,8 +441,24 @@ func (s *tableSchema) checkOptions(table string) error {
 		}
 	}
 	l := s.layout()
+	if len(s.PrimaryKeys) > 0 && len(l.trimmedPrimary()) == 0 {
+		// Paimon's Schema refuses it: a partition would hold one row.
+		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: option %q %v has only partition columns (option %q %v): it needs a column besides them",
+			table, optPrimaryKey, s.PrimaryKeys, optPartition, s.PartitionKeys)
+	}
 	if b > 0 && len(l.bucketKey) == 0 {
 		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: a fixed bucket count needs a bucket-key (or a primary-key)", table)
+	}
+	if bk := splitList(s.Options[optBucketKey]); len(bk) > 0 && b == -1 {
+		// Paimon's SchemaValidation.validateBucket refuses it too.
+		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: option %q %v needs a fixed bucket count (option %q > 0), not bucket -1", table, optBucketKey, bk, optBucket)
+	}
+	for _, k := range splitList(s.Options[optBucketKey]) {
+		if slices.Contains(s.PartitionKeys, k) {
+			// Every row of a partition would hash to one bucket; Paimon's
+			// TableSchema refuses it (its writers would fail on the table).
+			return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: option %q: column %q is a partition column", table, optBucketKey, k)
+		}
 	}
 	if len(s.PrimaryKeys) > 0 && b == -1 {
 		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: a primary-key table needs a fixed bucket count (option bucket > 0)", table)

@@ -1,0 +1,331 @@
+package paimon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+var _ catalogs.Reclaimer = (*Provider)(nil)
+
+// Reclaim deletes the orphan files of every table of the catalog
+// (catalogs.Reclaimer): files of the table's directory, older than
+// opts.MinAge, that no snapshot, tag or long-lived changelog reaches and
+// no live unit of work holds. Those are the staged data files of writes
+// that died before their commit (a killed gateway, an abandoned Paimon
+// Java writer), the manifests and manifest lists of commit attempts that
+// lost the put-if-absent of their snapshot or never finished, and the
+// hidden temporary files of an interrupted atomic write.
+//
+// Only files this layout produces are candidates: data-* and changelog-*
+// (.parquet, .orc, .avro) in a bucket-N directory, manifest-* (manifests
+// and manifest lists) in manifest/, and .*.tmp in manifest/, snapshot/,
+// schema/ and tag/. Snapshots, schemas, tags, hints, index and statistics
+// files are never touched. A Paimon Java writer's files are not
+// referenced until its coordinator commits them: MinAge is what protects
+// them, so it must exceed the longest a Java job holds written files
+// before committing (docs/paimon.md). A table with branches (branch/) is
+// skipped: its branches' snapshots are not read here.
+func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (catalogs.ReclaimReport, error) {
+	var rep catalogs.ReclaimReport
+	if opts.MinAge <= 0 {
+		return rep, catalogs.Errorf(catalogs.ErrInvalidArgument, "catalog %q: reclaim: min age %v is not positive", p.name, opts.MinAge)
+	}
+	w, ok := p.fs.(walker)
+	if !ok {
+		return rep, catalogs.Errorf(catalogs.ErrFailedPrecondition, "catalog %q: reclaim: storage cannot list files with their age", p.name)
+	}
+	cutoff := time.Now().Add(-opts.MinAge)
+	tables, err := p.allTables(ctx)
+	if err != nil {
+		return rep, err
+	}
+	var errs []error
+	for _, t := range tables {
+		r, err := p.reclaimTable(ctx, w, t, opts, cutoff)
+		if errors.Is(err, catalogs.ErrNotFound) {
+			continue // dropped meanwhile
+		}
+		rep.Tables++
+		rep.Add(r)
+		if err != nil {
+			rep.TablesFailed++
+			errs = append(errs, err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return rep, errors.Join(errs...)
+}
+
+// allTables lists every table of every database.
+func (p *Provider) allTables(ctx context.Context) ([]catalogs.TableIdent, error) {
+	dbs, err := p.ListNamespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []catalogs.TableIdent
+	for _, db := range dbs {
+		ts, err := p.ListTables(ctx, db)
+		if err != nil && !errors.Is(err, catalogs.ErrNotFound) {
+			return nil, err
+		}
+		out = append(out, ts...)
+	}
+	return out, nil
+}
+
+// orphan is an unreferenced candidate file, relative to the table
+// directory.
+type orphan struct {
+	rel  string
+	kind fileKind
+	size int64
+}
+
+type fileKind int
+
+const (
+	kindData fileKind = iota
+	kindManifest
+	kindTemp
+)
+
+// reclaimTable reclaims one table's orphans.
+func (p *Provider) reclaimTable(ctx context.Context, w walker, t catalogs.TableIdent, opts catalogs.ReclaimOptions, cutoff time.Time) (catalogs.ReclaimReport, error) {
+	var rep catalogs.ReclaimReport
+	st, err := p.load(ctx, t)
+	if err != nil {
+		return rep, err
+	}
+	if branches, err := p.fs.list(ctx, st.dir+"/branch"); err != nil || len(branches) > 0 {
+		if err != nil {
+			return rep, mapFSErr(err, fmt.Sprintf("table %s: reclaim: list branches", t))
+		}
+		return rep, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: reclaim skipped: the table has branches (%s), whose snapshots this reclaimer does not read", t, strings.Join(branches, ", "))
+	}
+	refs := newReclaimRefs(p, st)
+	if err := refs.collect(ctx); err != nil {
+		return rep, err
+	}
+	held, err := heldFiles(ctx, t, opts.Held)
+	if err != nil {
+		return rep, err
+	}
+	var found []orphan
+	werr := w.walk(ctx, st.dir, func(rel string, size int64, mod time.Time) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		kind, ok := candidate(rel)
+		if !ok || refs.has(rel) {
+			return nil
+		}
+		if mod.IsZero() || !mod.Before(cutoff) || held[rel] || held[path.Base(rel)] {
+			rep.Young++
+			return nil
+		}
+		found = append(found, orphan{rel: rel, kind: kind, size: size})
+		return nil
+	})
+	if werr != nil {
+		return rep, mapFSErr(werr, fmt.Sprintf("table %s: reclaim: list files", t))
+	}
+	if len(found) == 0 {
+		return rep, nil
+	}
+	if reclaimBeforeRecheck != nil {
+		reclaimBeforeRecheck(t)
+	}
+	// A commit may have landed since the snapshots were read: read the
+	// new ones (and new tags) and keep whatever they reference.
+	if err := refs.collect(ctx); err != nil {
+		return rep, err
+	}
+	var errs []error
+	for _, o := range found {
+		if refs.has(o.rel) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if opts.DryRun {
+			rep.Orphans = append(rep.Orphans, st.dir+"/"+o.rel)
+		} else if err := p.fs.remove(ctx, st.dir+"/"+o.rel); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", o.rel, err))
+			continue
+		}
+		switch o.kind {
+		case kindData:
+			rep.DataFiles++
+		case kindManifest:
+			rep.ManifestFiles++
+		case kindTemp:
+			rep.MetadataFiles++
+		}
+		rep.Bytes += o.size
+	}
+	if n := rep.Files(); n > 0 {
+		msg := "reclaimed orphan files"
+		if opts.DryRun {
+			msg = "orphan files found (dry run)"
+		}
+		p.log.InfoContext(ctx, msg, "table", t.String(), "files", n, "bytes", rep.Bytes,
+			"data", rep.DataFiles, "manifests", rep.ManifestFiles, "temporary", rep.MetadataFiles)
+	}
+	if len(errs) > 0 {
+		return rep, catalogs.Wrap(catalogs.ErrUnavailable, errors.Join(errs...), fmt.Sprintf("table %s: reclaim: delete orphan files", t))
+	}
+	return rep, nil
+}
+
+// reclaimBeforeRecheck, set by tests only, runs between the listing and
+// the second read of the snapshots, where a commit may land.
+var reclaimBeforeRecheck func(catalogs.TableIdent)
+
+// reservedDirs are the table directory's own directories: no data file
+// lives under them.
+var reservedDirs = map[string]bool{
+	"snapshot": true, "schema": true, "manifest": true, "tag": true, "branch": true, "changelog": true,
+	"consumer": true, "index": true, "statistics": true, "service": true,
+}
+
+// candidate tells whether a file (relative to the table directory) is
+// one this layout produces and a reclaimer may delete, and of which kind.
+func candidate(rel string) (fileKind, bool) {
+	dir, name := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
+	top, _, _ := strings.Cut(dir, "/")
+	switch {
+	case strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp"):
+		// The temporary file of an atomic write (storage.writeTemp,
+		// Paimon's FileIO) that never got its name.
+		return kindTemp, dir == "manifest" || dir == "snapshot" || dir == "schema" || dir == "tag"
+	case dir == "manifest":
+		return kindManifest, strings.HasPrefix(name, "manifest-")
+	case dir == "" || reservedDirs[top] || !strings.HasPrefix(path.Base(dir), "bucket-"):
+		return kindData, false
+	case !strings.HasPrefix(name, "data-") && !strings.HasPrefix(name, "changelog-"):
+		return kindData, false
+	}
+	for _, ext := range []string{".parquet", ".orc", ".avro"} {
+		if strings.HasSuffix(name, ext) {
+			return kindData, true
+		}
+	}
+	return kindData, false
+}
+
+// reclaimRefs is what a table's snapshots, tags and long-lived changelogs
+// reach: manifest lists, manifests and data files, relative to the table
+// directory. Data files are known by base name too: their names carry a
+// UUID, so a referenced file whose partition directory is spelt another
+// way (another escaping) is still recognised and kept.
+type reclaimRefs struct {
+	walk  refWalk
+	names map[string]bool // data file base names
+	seen  map[string]bool // snapshot, tag and changelog files read
+}
+
+func newReclaimRefs(p *Provider, st *tableState) *reclaimRefs {
+	return &reclaimRefs{
+		walk:  refWalk{p: p, st: st, refs: map[string]bool{}, lists: map[string]bool{}, manifests: map[string]bool{}},
+		names: map[string]bool{}, seen: map[string]bool{},
+	}
+}
+
+// has tells whether rel is referenced.
+func (r *reclaimRefs) has(rel string) bool {
+	if name, ok := strings.CutPrefix(rel, "manifest/"); ok {
+		return r.walk.lists[name] || r.walk.manifests[name]
+	}
+	return r.walk.refs[rel] || r.names[path.Base(rel)]
+}
+
+// collect reads every snapshot, tag and changelog file not read yet (a
+// second call sees what landed since the first) and adds what each
+// references. Manifests and lists are immutable: each is read once.
+func (r *reclaimRefs) collect(ctx context.Context) error {
+	p, st := r.walk.p, r.walk.st
+	for _, d := range []struct{ dir, prefix string }{{"snapshot", "snapshot-"}, {"tag", "tag-"}, {"changelog", "changelog-"}} {
+		names, err := p.fs.list(ctx, st.dir+"/"+d.dir)
+		if err != nil {
+			return mapFSErr(err, fmt.Sprintf("table %s: reclaim: list %s", st.ident, d.dir))
+		}
+		for _, n := range names {
+			rest, ok := strings.CutPrefix(n, d.prefix)
+			if !ok || rest == "" || strings.HasPrefix(n, ".") {
+				continue
+			}
+			if d.dir != "tag" {
+				if _, err := strconv.ParseInt(rest, 10, 64); err != nil {
+					continue
+				}
+			}
+			f := d.dir + "/" + n
+			if r.seen[f] {
+				continue
+			}
+			b, err := p.fs.read(ctx, st.dir+"/"+f)
+			if isNotExist(err) {
+				continue // expired meanwhile
+			}
+			if err != nil {
+				return mapFSErr(err, fmt.Sprintf("table %s: reclaim: read %s", st.ident, f))
+			}
+			var s snapshot
+			if err := json.Unmarshal(b, &s); err != nil {
+				return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: reclaim: %s is not Paimon snapshot JSON: %v", st.ident, f, err)
+			}
+			if err := r.add(ctx, &s); err != nil {
+				return err
+			}
+			r.seen[f] = true
+		}
+	}
+	for k := range r.walk.refs {
+		r.names[path.Base(k)] = true
+	}
+	return nil
+}
+
+// add adds one snapshot's base, delta and changelog manifest lists.
+func (r *reclaimRefs) add(ctx context.Context, s *snapshot) error {
+	if err := r.walk.add(ctx, s); err != nil {
+		return err
+	}
+	if s.ChangelogManifestList != nil && *s.ChangelogManifestList != "" {
+		return r.walk.add(ctx, &snapshot{BaseManifestList: *s.ChangelogManifestList})
+	}
+	return nil
+}
+
+// heldFiles are the files (relative to the table directory, and their
+// base names) of the receipts live units of work hold.
+func heldFiles(ctx context.Context, t catalogs.TableIdent, held func(context.Context, catalogs.TableIdent) []catalogs.WriteReceipt) (map[string]bool, error) {
+	out := map[string]bool{}
+	if held == nil {
+		return out, nil
+	}
+	_, metas, err := decodeReceipts(t, held(ctx, t))
+	if err != nil {
+		return nil, fmt.Errorf("table %s: reclaim: held receipts: %w", t, err)
+	}
+	for _, m := range metas {
+		for _, f := range m.Files {
+			out[f] = true
+			out[path.Base(f)] = true
+		}
+	}
+	return out, nil
+}
