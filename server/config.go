@@ -327,7 +327,7 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		c.Insecure = b
 	}
 	for k, p := range map[string]*int64{"FLIGHTGW_MAX_BATCH_BYTES": &c.Limits.MaxBatchBytes, "FLIGHTGW_MEMORY_LIMIT": &c.Limits.MemoryLimit,
-		"FLIGHTGW_GC_MIN_HEAP": &c.Limits.GCMinHeap,
+		"FLIGHTGW_GC_MIN_HEAP":      &c.Limits.GCMinHeap,
 		"FLIGHTGW_MAX_ACTION_BYTES": &c.Limits.MaxActionBytes, "FLIGHTGW_ACTION_MEMORY": &c.Limits.ActionMemory} {
 		if v, ok := lookup(k); ok {
 			n, err := strconv.ParseInt(v, 10, 64)
