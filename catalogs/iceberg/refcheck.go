@@ -105,9 +105,9 @@ func indexHas(x *refindex.Index, loc string) bool {
 
 // snapshotRoots are the index roots of every snapshot of meta: a root per
 // manifest list (keyed by its location, unique and immutable), whose node
-// holds the list's and its manifests' locations and whose children are
-// the manifests, each holding its entries' data and delete files, deleted
-// entries included. A snapshot without a list (v1 metadata naming its
+// holds the list's location and whose children are the manifests, each
+// holding its own location and its entries' data and delete files,
+// deleted entries included. A snapshot without a list (v1 metadata naming its
 // manifests inline) is keyed by the table's UUID and its snapshot id.
 func snapshotRoots(fsys iceio.IO, meta table.Metadata) []refindex.Child {
 	snaps := meta.Snapshots()
@@ -136,7 +136,6 @@ func loadSnapshot(fsys iceio.IO, s table.Snapshot) (refindex.Node, error) {
 			return fmt.Errorf("snapshot %d: manifest list %s: %w", s.SnapshotID, s.ManifestList, err)
 		}
 		for _, mf := range mfs {
-			n.Files = append(n.Files, leafKeys(mf.FilePath())...)
 			n.Children = append(n.Children, refindex.Child{Key: "manifest:" + mf.FilePath(), Load: func(context.Context) (refindex.Node, error) {
 				return loadManifest(fsys, s.SnapshotID, mf)
 			}})
@@ -147,7 +146,7 @@ func loadSnapshot(fsys iceio.IO, s table.Snapshot) (refindex.Node, error) {
 }
 
 func loadManifest(fsys iceio.IO, snapshotID int64, mf ice.ManifestFile) (refindex.Node, error) {
-	var n refindex.Node
+	n := refindex.Node{Files: leafKeys(mf.FilePath())}
 	err := protect(catalogs.ErrUnavailable, "read manifests", func() error {
 		entries, err := mf.FetchEntries(fsys, false)
 		if err != nil {

@@ -43,16 +43,21 @@ type Child struct {
 // held is a node the index keeps: its content and how many parents (or
 // roots) reach it.
 type held struct {
+	key      string // the one copy of the key, shared by the parents' children
 	files    []string
 	children []string
 	refs     int
 }
 
-// nodeOverhead approximates the bytes a node and each leaf entry cost
-// beyond their strings (slice and map entries).
+// The bytes a node, a child or file entry of a node, and a distinct leaf
+// cost beyond their strings (struct, slice and map entries). A list's
+// children share their keys' strings with the held nodes: a table of N
+// snapshots whose lists each name every manifest so far holds N²/2
+// children, 16 bytes each.
 const (
-	nodeOverhead = 128
-	leafOverhead = 64
+	nodeOverhead  = 128
+	entryOverhead = 16
+	leafOverhead  = 64
 )
 
 // Index is the reference count of one table's roots. It is not safe for
@@ -137,13 +142,12 @@ func (x *Index) incr(key string, loaded map[string]Node) {
 		return
 	}
 	n := loaded[key]
-	h := &held{files: n.Files, children: make([]string, len(n.Children)), refs: 1}
+	h := &held{key: key, files: n.Files, children: make([]string, len(n.Children)), refs: 1}
 	x.nodes[key] = h
-	x.bytes += nodeOverhead + int64(len(key))
+	x.bytes += nodeOverhead + int64(len(key)) + entryOverhead*int64(len(n.Children)+len(n.Files))
 	for i, c := range n.Children {
-		h.children[i] = c.Key
-		x.bytes += int64(len(c.Key)) + leafOverhead
 		x.incr(c.Key, loaded)
+		h.children[i] = x.nodes[c.Key].key
 	}
 	for _, f := range n.Files {
 		if x.files[f] == 0 {
@@ -162,7 +166,7 @@ func (x *Index) decr(key string) {
 		return
 	}
 	delete(x.nodes, key)
-	x.bytes -= nodeOverhead + int64(len(key))
+	x.bytes -= nodeOverhead + int64(len(key)) + entryOverhead*int64(len(h.children)+len(h.files))
 	for _, f := range h.files {
 		if x.files[f]--; x.files[f] <= 0 {
 			delete(x.files, f)
@@ -170,7 +174,6 @@ func (x *Index) decr(key string) {
 		}
 	}
 	for _, c := range h.children {
-		x.bytes -= int64(len(c)) + leafOverhead
 		x.decr(c)
 	}
 }
