@@ -51,7 +51,8 @@ type Provider struct {
 	// beforeRecheck, set only by tests, runs in Reclaim between the
 	// listing of a table's orphans and the re-read of its metadata.
 	beforeRecheck func(catalogs.TableIdent)
-	groups        groups // the commit queues of group commit (groupcommit.go)
+	groups        groups   // the commit queues of group commit (groupcommit.go)
+	refs          refCache // the reference indexes of CheckUnreferenced (refcheck.go)
 }
 
 // Interfaces the provider implements.

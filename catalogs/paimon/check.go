@@ -203,7 +203,11 @@ func plainName(n string) bool {
 // CheckUnreferenced refuses receipts any of whose files a snapshot of the
 // table references, current or older (every snapshot still present and
 // every tagged one, their base and delta manifests): deleting such a file
-// would break the table for its readers.
+// would break the table for its readers, committing it again would add
+// its rows twice. Manifest lists and manifests, immutable, are read once
+// and kept in the table's reference index (refcheck.go), so a check reads
+// only what commits since the last one wrote; referenced below is the
+// same answer by a full walk.
 func (p *Provider) CheckUnreferenced(ctx context.Context, t catalogs.TableIdent, receipts []catalogs.WriteReceipt) error {
 	_, metas, err := decodeReceipts(t, receipts)
 	if err != nil {
@@ -213,17 +217,17 @@ func (p *Provider) CheckUnreferenced(ctx context.Context, t catalogs.TableIdent,
 	if err != nil {
 		return err
 	}
-	refs, err := p.referenced(ctx, st)
+	var files []string
+	for _, m := range metas {
+		files = append(files, m.Files...)
+	}
+	f, err := p.indexed(ctx, st, files)
 	if err != nil {
 		return err
 	}
-	for _, m := range metas {
-		for _, f := range m.Files {
-			if refs[f] {
-				return catalogs.Errorf(catalogs.ErrFailedPrecondition,
-					"table %s: file %s is referenced by a snapshot of the table (it was committed)", t, f)
-			}
-		}
+	if f != "" {
+		return catalogs.Errorf(catalogs.ErrFailedPrecondition,
+			"table %s: file %s is referenced by a snapshot of the table (it was committed)", t, f)
 	}
 	return nil
 }
@@ -249,11 +253,27 @@ func (p *Provider) referenced(ctx context.Context, st *tableState) (map[string]b
 			return nil, err
 		}
 	}
-	tags, err := p.fs.list(ctx, st.dir+"/tag")
+	tags, err := p.readTags(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range tags {
+		if err := r.add(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	return r.refs, nil
+}
+
+// readTags reads the table's tags (tag/tag-<name>, each a copy of a
+// snapshot).
+func (p *Provider) readTags(ctx context.Context, st *tableState) ([]*snapshot, error) {
+	names, err := p.fs.list(ctx, st.dir+"/tag")
 	if err != nil {
 		return nil, mapFSErr(err, fmt.Sprintf("table %s: tags", st.ident))
 	}
-	for _, name := range tags {
+	var out []*snapshot
+	for _, name := range names {
 		if !strings.HasPrefix(name, "tag-") {
 			continue
 		}
@@ -268,11 +288,9 @@ func (p *Provider) referenced(ctx context.Context, st *tableState) (map[string]b
 		if err := json.Unmarshal(b, &s); err != nil {
 			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: tag %s is not Paimon snapshot JSON: %v", st.ident, name, err)
 		}
-		if err := r.add(ctx, &s); err != nil {
-			return nil, err
-		}
+		out = append(out, &s)
 	}
-	return r.refs, nil
+	return out, nil
 }
 
 // refWalk collects the data files snapshots reference, reading each

@@ -40,6 +40,7 @@ type Provider struct {
 	meta *metastore // the JDBC metastore (jdbc.go); nil for the filesystem catalog
 	log  *slog.Logger
 	now  func() time.Time
+	refs refCache // the reference indexes of CheckUnreferenced (refcheck.go)
 }
 
 // Interfaces the provider implements.

@@ -3,9 +3,11 @@
 // files committed worker by worker, one commit each, in the same run.
 //
 //	go run ./integration/bench/commitmessages -bin bin/flightgw [-workers 100] [-files 100]
+//	    [-catalog iceberg|paimon] [-prior 0]
 //
 // It starts one flightgw process on loopback with an Iceberg catalog on
-// SQLite and local files in a fresh directory. For each variant, on a
+// SQLite (or, with -catalog paimon, a Paimon filesystem catalog) and
+// local files in a fresh directory. For each variant, on a
 // table of its own, the files are prepared the same way, through the
 // gateway and untimed: each of -workers workers begins a transaction,
 // makes -files ingests of -rows rows into the table in it (one data file
@@ -15,10 +17,14 @@
 //  1. one CommitMessages carrying every worker's payload (one snapshot);
 //  2. -workers CommitMessages one after the other, each carrying one
 //     worker's payload (one snapshot each), as workers committing their
-//     own writes in turn would.
+//     own writes in turn would. With -prior N, N plain ingests (one
+//     snapshot each, untimed) land on that table first: each
+//     CommitMessages checks that its files are not already committed
+//     (docs/commit-messages.md), which must not cost the table's history.
 //
-// It prints both times and their ratio (sequential / one), and checks each
-// table's snapshot and row counts.
+// It prints both times, their ratio (sequential / one), the sequential
+// commits per second and the mean time of the first and the last tenth
+// of them, and checks each table's snapshot and row counts.
 package main
 
 import (
@@ -55,20 +61,26 @@ func main() {
 	files := flag.Int("files", 100, "data files per worker (one ingest each)")
 	rows := flag.Int("rows", 200, "rows per data file")
 	parallel := flag.Int("parallel", 4, "workers preparing at once (untimed)")
+	catalog := flag.String("catalog", "iceberg", "catalog type: iceberg or paimon")
+	prior := flag.Int("prior", 0, "plain ingests (one snapshot each) committed to the sequential table first (untimed)")
 	flag.Parse()
-	if err := run(*bin, *workers, *files, *rows, *parallel); err != nil {
+	if *catalog != "iceberg" && *catalog != "paimon" {
+		fmt.Fprintln(os.Stderr, "bench: -catalog must be iceberg or paimon")
+		os.Exit(2)
+	}
+	if err := run(*bin, *catalog, *workers, *files, *rows, *parallel, *prior); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, workers, files, rows, parallel int) error {
+func run(bin, catalog string, workers, files, rows, parallel, prior int) error {
 	dir, err := os.MkdirTemp("", "flightgw-bench-commit-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	gw, err := startGateway(bin, dir)
+	gw, err := startGateway(bin, catalog, dir)
 	if err != nil {
 		return err
 	}
@@ -79,9 +91,10 @@ func run(bin string, workers, files, rows, parallel int) error {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	fmt.Printf("%d workers × %d files of %d rows, prepared through the gateway (PrepareCommit), then committed:\n", workers, files, rows)
+	fmt.Printf("%s: %d workers × %d files of %d rows, prepared through the gateway (PrepareCommit), then committed:\n", catalog, workers, files, rows)
 
 	var times [2]time.Duration
+	var each []time.Duration
 	for v, name := range []string{"one", "each"} {
 		table := "bench_" + name
 		start := time.Now()
@@ -89,10 +102,21 @@ func run(bin string, workers, files, rows, parallel int) error {
 		if err != nil {
 			return fmt.Errorf("prepare %s: %w", table, err)
 		}
-		if n := countFiles(filepath.Join(dir, "warehouse", "default.db", table, "data")); n != workers*files {
+		tableDir := filepath.Join(dir, "warehouse", "default.db", table)
+		if catalog == "iceberg" {
+			tableDir = filepath.Join(tableDir, "data")
+		}
+		if n := countFiles(tableDir); n != workers*files {
 			return fmt.Errorf("table %s: %d data files staged, want %d", table, n, workers*files)
 		}
 		fmt.Printf("  %-40s %8.2fs (untimed)\n", "prepare "+table+":", time.Since(start).Seconds())
+		if v == 1 && prior > 0 {
+			start = time.Now()
+			if err := ingestPrior(ctx, c, table, prior, workers*files*rows); err != nil {
+				return err
+			}
+			fmt.Printf("  %-40s %8.2fs (untimed)\n", fmt.Sprintf("%d prior commits to %s:", prior, table), time.Since(start).Seconds())
+		}
 		start = time.Now()
 		if v == 0 {
 			res, err := client.CommitMessages(ctx, c, "bench-one", client.Merge(prepared...))
@@ -105,19 +129,58 @@ func run(bin string, workers, files, rows, parallel int) error {
 			}
 		} else {
 			for i, p := range prepared {
+				t0 := time.Now()
 				if _, err := client.CommitMessages(ctx, c, fmt.Sprintf("bench-each-%d", i), p); err != nil {
 					return err
 				}
+				each = append(each, time.Since(t0))
 			}
 			times[1] = time.Since(start)
 		}
-		if err := check(ctx, c, table, map[int]int{0: 1, 1: workers}[v], workers*files*rows); err != nil {
+		want := workers * files * rows
+		if v == 1 {
+			want += prior
+		}
+		if err := check(ctx, c, table, map[int]int{0: 1, 1: workers}[v], want); err != nil {
 			return err
 		}
 	}
 	fmt.Printf("  %-40s %8.3fs\n", "one CommitMessages (1 snapshot):", times[0].Seconds())
 	fmt.Printf("  %-40s %8.3fs\n", fmt.Sprintf("%d sequential commits (%d snapshots):", workers, workers), times[1].Seconds())
 	fmt.Printf("  ratio sequential / one: %.1f\n", times[1].Seconds()/times[0].Seconds())
+	tenth := max(1, len(each)/10)
+	fmt.Printf("  sequential: %.1f commits/s; mean of the first %d %.1fms, of the last %d %.1fms (after %d prior commits)\n",
+		float64(len(each))/times[1].Seconds(), tenth, mean(each[:tenth]), tenth, mean(each[len(each)-tenth:]), prior)
+	return nil
+}
+
+func mean(ds []time.Duration) float64 {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum.Seconds() * 1000 / float64(len(ds))
+}
+
+// ingestPrior lands n plain ingests of one row each on table (one
+// snapshot each), ids from first on.
+func ingestPrior(ctx context.Context, c *flightsql.Client, table string, n, first int) error {
+	opts := &flightsql.ExecuteIngestOpts{TableDefinitionOptions: &flightsql.TableDefinitionOptions{
+		IfNotExist: flightsql.TableDefinitionOptionsTableNotExistOptionFail, IfExists: flightsql.TableDefinitionOptionsTableExistsOptionAppend},
+		Table: table}
+	for i := range n {
+		b := batch(int64(first+i), 1)
+		rdr, err := array.NewRecordReader(schema, []arrow.RecordBatch{b})
+		b.Release()
+		if err != nil {
+			return err
+		}
+		_, err = c.ExecuteIngest(ctx, rdr, opts)
+		rdr.Release()
+		if err != nil {
+			return fmt.Errorf("prior ingest %d: %w", i, err)
+		}
+	}
 	return nil
 }
 
@@ -247,7 +310,7 @@ func countFiles(dir string) int {
 }
 
 // startGateway runs bin on a free loopback port with the catalog in dir.
-func startGateway(bin, dir string) (*benchutil.Gateway, error) {
+func startGateway(bin, catalog, dir string) (*benchutil.Gateway, error) {
 	conf := filepath.Join(dir, "flightgw.yaml")
 	yaml := fmt.Sprintf(`tickets: {signing_key: bench-key}
 reclaim: {interval: 0}
@@ -260,6 +323,15 @@ catalogs:
       warehouse: file://%[1]s/warehouse
       create-namespaces: default
 `, dir)
+	if catalog == "paimon" {
+		yaml = fmt.Sprintf(`tickets: {signing_key: bench-key}
+reclaim: {interval: 0}
+catalogs:
+  - name: lake
+    type: paimon
+    properties: {warehouse: "%s/warehouse", create-namespaces: default}
+`, dir)
+	}
 	if err := os.WriteFile(conf, []byte(yaml), 0o600); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,68 @@
+package iceberg
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	ice "github.com/apache/iceberg-go"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// BenchmarkCheckUnreferenced is the replay check of CommitMessages on a
+// table with N prior commits (one data file each): each op checks a
+// staged file, then (untimed) one more commit lands, so every check has
+// a snapshot it has not seen (go test -bench CheckUnreferenced
+// -benchtime 50x).
+func BenchmarkCheckUnreferenced(b *testing.B) {
+	for _, n := range []int{100, 500, 1000} {
+		b.Run(fmt.Sprint("commits=", n), func(b *testing.B) {
+			ctx := context.Background()
+			props, err := EmbeddedProperties(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := Open(ctx, EmbeddedCatalogName, props)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			sc := ice.NewSchema(0, ice.NestedField{ID: 1, Name: "id", Type: ice.PrimitiveTypes.Int64, Required: true})
+			if _, err := p.cat.CreateTable(ctx, []string{"default", "t"}, sc); err != nil {
+				b.Fatal(err)
+			}
+			id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: "t"}
+			stage := func(i int) catalogs.WriteReceipt {
+				batch := idBatch(int64(i)*10, 10)
+				defer batch.Release()
+				r, err := p.WriteBatch(ctx, id, batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return r
+			}
+			commit := func(i int) {
+				if _, err := p.Commit(ctx, id, []catalogs.WriteReceipt{stage(i)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := range n {
+				commit(i)
+			}
+			staged := []catalogs.WriteReceipt{stage(-1)}
+			if err := p.CheckUnreferenced(ctx, id, staged); err != nil {
+				b.Fatal(err) // the first check may fill what the others reuse
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := p.CheckUnreferenced(ctx, id, staged); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				commit(n + i)
+				b.StartTimer()
+			}
+		})
+	}
+}
