@@ -2,6 +2,7 @@ package catalogs
 
 import (
 	"context"
+	"errors"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -110,4 +111,22 @@ type Overwriter interface {
 // background goroutines) to release at shutdown.
 type Closer interface {
 	Close() error
+}
+
+// AllTables lists every table of every namespace of l. A namespace
+// dropped between the two listings is skipped.
+func AllTables(ctx context.Context, l Lister) ([]TableIdent, error) {
+	nss, err := l.ListNamespaces(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []TableIdent
+	for _, ns := range nss {
+		ts, err := l.ListTables(ctx, ns)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+		out = append(out, ts...)
+	}
+	return out, nil
 }

@@ -34,7 +34,7 @@ func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (c
 		return rep, catalogs.Errorf(catalogs.ErrInvalidArgument, "catalog %q: reclaim: min age %v is not positive", p.name, opts.MinAge)
 	}
 	cutoff := time.Now().Add(-opts.MinAge)
-	tables, err := p.allTables(ctx)
+	tables, err := catalogs.AllTables(ctx, p)
 	if err != nil {
 		return rep, err
 	}
@@ -75,23 +75,6 @@ func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (c
 		}
 	}
 	return rep, errors.Join(errs...)
-}
-
-// allTables lists every table of every namespace.
-func (p *Provider) allTables(ctx context.Context) ([]catalogs.TableIdent, error) {
-	nss, err := p.ListNamespaces(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []catalogs.TableIdent
-	for _, ns := range nss {
-		ts, err := p.ListTables(ctx, ns)
-		if err != nil && !errors.Is(err, catalogs.ErrNotFound) {
-			return nil, err
-		}
-		out = append(out, ts...)
-	}
-	return out, nil
 }
 
 // overlapping returns the index of another location equal to, inside or

@@ -43,7 +43,7 @@ func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (c
 		return rep, catalogs.Errorf(catalogs.ErrFailedPrecondition, "catalog %q: reclaim: storage cannot list files with their age", p.name)
 	}
 	cutoff := time.Now().Add(-opts.MinAge)
-	tables, err := p.allTables(ctx)
+	tables, err := catalogs.AllTables(ctx, p)
 	if err != nil {
 		return rep, err
 	}
@@ -64,23 +64,6 @@ func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (c
 		}
 	}
 	return rep, errors.Join(errs...)
-}
-
-// allTables lists every table of every database.
-func (p *Provider) allTables(ctx context.Context) ([]catalogs.TableIdent, error) {
-	dbs, err := p.ListNamespaces(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []catalogs.TableIdent
-	for _, db := range dbs {
-		ts, err := p.ListTables(ctx, db)
-		if err != nil && !errors.Is(err, catalogs.ErrNotFound) {
-			return nil, err
-		}
-		out = append(out, ts...)
-	}
-	return out, nil
 }
 
 // orphan is an unreferenced candidate file, relative to the table
