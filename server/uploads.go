@@ -39,7 +39,12 @@ func (p *putStream) Recv() (*flight.FlightData, error) {
 	fd, err := p.FlightService_DoPutServer.Recv()
 	if err != nil {
 		if p.received == 0 && errors.Is(err, io.EOF) {
-			return nil, status.Error(codes.InvalidArgument, "DoPut: the stream ended before its first message")
+			// What ADBC's Flight SQL drivers send for an ingest of zero
+			// batches: arrow-go's client writes the command and the schema
+			// with the first batch, so the table cannot even be named.
+			return nil, status.Error(codes.InvalidArgument, "DoPut: the stream ended before its first message, so it named no command "+
+				"and no schema; an ADBC ingest of a table with no batches sends nothing (arrow-go's Flight SQL client sends the "+
+				"schema with the first batch): to create an empty table, ingest a reader holding one batch of zero rows")
 		}
 		return nil, err
 	}

@@ -170,3 +170,14 @@ def test_empty_table_create(gateway):
     got = t.scan().to_arrow()
     assert got.num_rows == 0
     assert got.column_names == ["k", "s"]
+
+
+def test_empty_table_without_batches_says_what_to_do(gateway):
+    """A pyarrow table with no rows, as the issue sent it, reaches the
+    gateway as a DoPut with no message at all: the refusal says why and
+    what to send instead, and creates nothing."""
+    with flight_sql.connect(gateway.uri, autocommit=True) as conn, conn.cursor() as cur:
+        with pytest.raises(adbc_driver_manager.Error, match="one batch of zero rows"):
+            cur.adbc_ingest("none", pa.table({"k": pa.array([], pa.int64())}), mode="create")
+    with pytest.raises(Exception):
+        gateway.catalog().load_table("default.none")
