@@ -218,8 +218,9 @@ func (c *conn) exec(sql string) error {
 // filePlans asks each table of p for a plain file plan. It returns nil
 // (and no error) when any table has none: the query then takes the
 // stream path. A table with a transaction's staged writes is planned with
-// them (catalogs.StagedPlanner); as the stream path cannot read them,
-// such a table without a plain plan is an error.
+// them (catalogs.StagedPlanner); without a plain plan it takes the stream
+// path when its backend can scan them there (catalogs.StagedScanner), and
+// is an error otherwise.
 func filePlans(ctx context.Context, p *plan, snapshot *int64) ([]*catalogs.FilePlan, error) {
 	if len(p.refs) == 0 {
 		return nil, nil
@@ -234,6 +235,7 @@ func filePlans(ctx context.Context, p *plan, snapshot *int64) ([]*catalogs.FileP
 				return nil, err
 			}
 			out[i] = plan
+			fallback = fallback || plan == nil
 			continue
 		}
 		fp, ok := ref.table.Scanner.(catalogs.FilePlanner)
@@ -252,7 +254,7 @@ func filePlans(ctx context.Context, p *plan, snapshot *int64) ([]*catalogs.FileP
 		out[i] = plan
 	}
 	if fallback {
-		if t := stagedTable(p); t != nil {
+		if t := unscannedStaged(p); t != nil {
 			return nil, errStaged(t.Ident, "another table of the query cannot be read from its files")
 		}
 		return nil, nil
@@ -261,36 +263,55 @@ func filePlans(ctx context.Context, p *plan, snapshot *int64) ([]*catalogs.FileP
 }
 
 // stagedPlan plans a table together with a transaction's staged writes.
+// The plan is nil (and the error too) when it is not usable but the
+// stream path can read the table with them (catalogs.StagedScanner).
 func stagedPlan(ctx context.Context, p *plan, ref *scanRef, req catalogs.ScanRequest, st *Staged) (*catalogs.FilePlan, error) {
+	plan, why, err := planStaged(ctx, p, ref, req, st)
+	if err != nil || why == "" {
+		return plan, err
+	}
+	if _, ok := ref.table.Scanner.(catalogs.StagedScanner); ok {
+		return nil, nil
+	}
+	return nil, errStaged(ref.table.Ident, why)
+}
+
+// planStaged is stagedPlan's native plan, or why there is none.
+func planStaged(ctx context.Context, p *plan, ref *scanRef, req catalogs.ScanRequest, st *Staged) (_ *catalogs.FilePlan, why string, _ error) {
 	sp, ok := ref.table.Scanner.(catalogs.StagedPlanner)
 	if !ok {
-		return nil, errStaged(ref.table.Ident, "its catalog cannot plan uncommitted files")
+		return nil, "its catalog cannot plan uncommitted files", nil
 	}
 	if !p.fileSafe {
-		return nil, errStaged(ref.table.Ident, "the query's text takes the stream path (DESCRIBE, SUMMARIZE or a quoted CTE name)")
+		return nil, "the query's text takes the stream path (DESCRIBE, SUMMARIZE or a quoted CTE name)", nil
 	}
 	plan, err := sp.PlanStaged(ctx, ref.table.Ident, req, st.Receipts, st.Overwrite)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if !plan.Plain {
-		return nil, errStaged(ref.table.Ident, plan.Reason)
+		return nil, plan.Reason, nil
 	}
 	if len(plan.Files) == 0 {
 		// Nothing committed and nothing staged that holds rows, or an
 		// overwrite with nothing: read the table's schema, empty.
-		return plan, nil
+		return plan, "", nil
 	}
 	if !usable(plan) {
-		return nil, errStaged(ref.table.Ident, "its files are not under the warehouse")
+		return nil, "its files are not under the warehouse", nil
 	}
-	return plan, nil
+	return plan, "", nil
 }
 
-// stagedTable is a table of p with staged writes, or nil.
-func stagedTable(p *plan) *Table {
+// unscannedStaged is a table of p with staged writes that only the
+// native path can read (its backend is no catalogs.StagedScanner), or
+// nil.
+func unscannedStaged(p *plan) *Table {
 	for _, r := range p.refs {
-		if r.table.Staged != nil {
+		if r.table.Staged == nil {
+			continue
+		}
+		if _, ok := r.table.Scanner.(catalogs.StagedScanner); !ok {
 			return &r.table
 		}
 	}

@@ -257,7 +257,7 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 	if ok, err := r.startNative(ctx, p, sql, params); ok || err != nil {
 		return err
 	}
-	if t := stagedTable(p); t != nil {
+	if t := unscannedStaged(p); t != nil {
 		return errStaged(t.Ident, "its files could not be opened")
 	}
 	if r.part != nil {
@@ -269,7 +269,7 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 	}
 	for _, ref := range p.refs {
 		req := catalogs.ScanRequest{Columns: ref.columns, Filters: ref.filters}
-		res, err := ref.table.Scanner.Scan(ctx, ref.table.Ident, req)
+		res, err := scan(ctx, ref, req)
 		if err != nil {
 			return err
 		}
@@ -282,6 +282,19 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 		r.releases = append(r.releases, release)
 	}
 	return r.run(ctx, sql, params)
+}
+
+// scan reads a table on the stream path: with the transaction's staged
+// writes when it has any, its committed data otherwise.
+func scan(ctx context.Context, ref *scanRef, req catalogs.ScanRequest) (*catalogs.ScanResult, error) {
+	if st := ref.table.Staged; st != nil {
+		ss, ok := ref.table.Scanner.(catalogs.StagedScanner)
+		if !ok {
+			return nil, errStaged(ref.table.Ident, "its catalog cannot scan uncommitted files")
+		}
+		return ss.ScanStaged(ctx, ref.table.Ident, req, st.Receipts, st.Overwrite)
+	}
+	return ref.table.Scanner.Scan(ctx, ref.table.Ident, req)
 }
 
 // run prepares and starts sql, as a streaming result, on the query's

@@ -144,6 +144,7 @@ func Run(t *testing.T, h Harness, cfg Config) {
 		{"SecurityContext", s.testSecurityContext},
 		{"FilePlanner", s.testFilePlanner},
 		{"StagedPlanner", s.testStagedPlanner},
+		{"StagedScanner", s.testStagedScanner},
 		{"TxnStreamWriter", s.testTxnStream},
 		{"MultiTableCommitter", s.testMultiTable},
 		{"ReceiptChecker", s.testReceiptChecker},

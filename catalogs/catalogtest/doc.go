@@ -23,7 +23,7 @@
 // harness moves the backend's clock past it). The checks of an optional
 // interface (Discarder, IdempotentCommitter, Overwriter, StreamWriter,
 // Scanner, TableManager, FilePlanner, whose plain plans are read back with
-// an independent Parquet reader, StagedPlanner, TxnStreamWriter,
+// an independent Parquet reader, StagedPlanner, StagedScanner, TxnStreamWriter,
 // MultiTableCommitter, and the distributed commit's ReceiptChecker,
 // ReferenceChecker and PayloadCodec) run when the backend implements it
 // and are skipped, naming it, otherwise. Receipts and payloads come back

@@ -33,6 +33,18 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 		}
 		st.snap = s
 	}
+	live, err := p.liveFiles(ctx, t, st.dir, st.snap)
+	if err != nil {
+		return nil, err
+	}
+	return p.scanEntries(ctx, st, req, live, len(live))
+}
+
+// scanEntries reads the data files es of a table (Scan's snapshot, or
+// ScanStaged's view of a transaction) as Scan does; total is the number
+// of files the read chose from.
+func (p *Provider) scanEntries(ctx context.Context, st *tableState, req catalogs.ScanRequest, es []entry, total int) (*catalogs.ScanResult, error) {
+	t := st.ident
 	full := st.schema.arrowSchema()
 	cols := req.Columns
 	if cols == nil {
@@ -49,15 +61,11 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 		fields = append(fields, full.Field(i))
 	}
 	out := arrow.NewSchema(fields, nil)
-	live, err := p.liveFiles(ctx, t, st.dir, st.snap)
-	if err != nil {
-		return nil, err
-	}
-	r := &fileReader{p: p, ctx: ctx, st: st, schema: out, files: live, refs: 1}
+	r := &fileReader{p: p, ctx: ctx, st: st, schema: out, files: es, refs: 1}
 	if len(st.schema.PrimaryKeys) > 0 {
-		r.buckets = groupBuckets(live)
+		r.buckets = groupBuckets(es)
 	}
-	return &catalogs.ScanResult{Reader: r, FilesPlanned: len(live), FilesTotal: len(live)}, nil
+	return &catalogs.ScanResult{Reader: r, FilesPlanned: len(es), FilesTotal: total}, nil
 }
 
 // filePath is a data file's path relative to the warehouse.
