@@ -151,6 +151,7 @@ func (s *stream) writePKFiles(ctx context.Context, b *pkBuffer) error {
 	if err != nil {
 		return err
 	}
+	seq = s.p.seqs.reserve(s.st.dir+"\x00"+b.g.key, seq, int64(len(kept)))
 	var w *fileWriter
 	defer func() {
 		if w != nil {

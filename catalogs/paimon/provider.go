@@ -41,6 +41,7 @@ type Provider struct {
 	log  *slog.Logger
 	now  func() time.Time
 	refs refCache // the reference indexes of CheckUnreferenced (refcheck.go)
+	seqs seqAlloc // primary-key sequence numbers handed out (seqalloc.go)
 }
 
 // Interfaces the provider implements.

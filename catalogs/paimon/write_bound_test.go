@@ -332,3 +332,47 @@ func TestLanesCancelS3(t *testing.T) {
 		t.Errorf("data objects after abort: %v (%v), want none", objs, err)
 	}
 }
+
+// TestTwoWritesOfOneTransaction: a transaction that writes the same keys
+// twice before committing keeps the second write's rows. Each write's
+// stream used to number its rows from the committed maximum, so the
+// first write of a key could carry the higher sequence number and win
+// the merge; the provider now hands out sequence numbers above every
+// earlier stream's of the bucket.
+func TestTwoWritesOfOneTransaction(t *testing.T) {
+	p, _ := openLocal(t, nil)
+	ctx := context.Background()
+	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "pk_txn"}
+	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, map[string]string{"primary-key": "id", "bucket": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	streamRows(t, p, id, rowsFrom(0, 10, 0), 10, "base")
+	stage := func(rows []sampleRow) []catalogs.WriteReceipt {
+		ws, err := p.OpenStream(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := sampleBatch(rows)
+		defer b.Release()
+		if err := ws.Write(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := ws.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	// The first write touches more keys than the second, so that its
+	// numbers would run past the second's if both started at the same one.
+	first := stage(rowsFrom(0, 10, 1))
+	second := stage(rowsFrom(5, 3, 2))
+	if _, err := p.CommitOnce(ctx, id, "txn", append(first, second...)); err != nil {
+		t.Fatal(err)
+	}
+	want := (sample{opts: map[string]string{"primary-key": "id"},
+		commits: [][]sampleRow{rowsFrom(0, 10, 0), rowsFrom(0, 10, 1), rowsFrom(5, 3, 2)}}).expected()
+	if got := scanRendered(t, p, id); !slices.Equal(got, want) {
+		t.Errorf("after one commit of two writes:\n got %v\nwant %v", got, want)
+	}
+}
