@@ -3,16 +3,12 @@ package iceberg_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/internal/benchdata"
 )
 
 // benchSchema is integration/bench/ingest's: about 44 bytes a row.
@@ -25,32 +21,7 @@ var benchSchema = arrow.NewSchema([]arrow.Field{
 }, nil)
 
 func benchBatches(n, rows int) []arrow.RecordBatch {
-	rng := rand.New(rand.NewPCG(1, 2))
-	out := make([]arrow.RecordBatch, n)
-	for p := range out {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, benchSchema)
-		ids := b.Field(0).(*array.Int64Builder)
-		xs := b.Field(1).(*array.Float64Builder)
-		tags := b.Field(2).(*array.StringBuilder)
-		tss := b.Field(3).(*array.TimestampBuilder)
-		for i := range rows {
-			ids.Append(int64(p*rows + i))
-			xs.Append(rng.NormFloat64() * 1000)
-			tags.Append(fmt.Sprintf("tag-%012x", rng.Uint64()>>16))
-			tss.Append(arrow.Timestamp(1_700_000_000_000_000 + rng.Int64N(365*86400*1_000_000)))
-		}
-		out[p] = b.NewRecordBatch()
-		b.Release()
-	}
-	return out
-}
-
-// cpuTime is the process's user and system CPU time: on a shared machine
-// it varies far less than the wall time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return benchdata.Batches(benchSchema, n, rows)
 }
 
 // BenchmarkStreamWrite is the write path of an ingest without the
@@ -62,8 +33,8 @@ func BenchmarkStreamWrite(b *testing.B) {
 	p, _ := openLocal(b, nil)
 	ctx := context.Background()
 	b.SetBytes(int64(batches * rows * 44))
-	cpu0 := cpuTime()
-	defer func() { b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op") }()
+	cpu0 := benchdata.CPUTime()
+	defer func() { b.ReportMetric((benchdata.CPUTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op") }()
 	for i := 0; b.Loop(); i++ {
 		id := catalogs.TableIdent{Catalog: p.Name(), Namespace: []string{"default"}, Name: fmt.Sprint("bench", i)}
 		if _, err := p.CreateTable(ctx, id, benchSchema); err != nil {

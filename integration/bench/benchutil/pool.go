@@ -1,12 +1,9 @@
 package benchutil
 
 import (
-	"fmt"
-	"math/rand/v2"
-
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightgw/flightgw/internal/benchdata"
 )
 
 // Schema is the rows of the ingest benchmarks: (int64, float64, a 16-byte
@@ -26,25 +23,7 @@ const poolSize = 16
 // fixed seed so that every run and every side of a comparison reads the
 // same data. The caller releases them (Release).
 func Pool(n int) []arrow.RecordBatch {
-	rng := rand.New(rand.NewPCG(1, 2))
-	out := make([]arrow.RecordBatch, poolSize)
-	for p := range out {
-		b := array.NewRecordBuilder(memory.DefaultAllocator, Schema)
-		ids := b.Field(0).(*array.Int64Builder)
-		xs := b.Field(1).(*array.Float64Builder)
-		tags := b.Field(2).(*array.StringBuilder)
-		tss := b.Field(3).(*array.TimestampBuilder)
-		base := int64(1_700_000_000_000_000)
-		for i := range n {
-			ids.Append(int64(p*n + i))
-			xs.Append(rng.NormFloat64() * 1000)
-			tags.Append(fmt.Sprintf("tag-%011x", rng.Uint64()>>20)) // 16 bytes
-			tss.Append(arrow.Timestamp(base + rng.Int64N(365*86400*1_000_000)))
-		}
-		out[p] = b.NewRecordBatch()
-		b.Release()
-	}
-	return out
+	return benchdata.Batches(Schema, poolSize, n)
 }
 
 // Release releases every batch of a pool.
