@@ -2,6 +2,7 @@ package catalogs
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
@@ -70,4 +71,21 @@ func (r *ReclaimReport) Add(o ReclaimReport) {
 	r.Bytes += o.Bytes
 	r.Young += o.Young
 	r.Orphans = append(r.Orphans, o.Orphans...)
+}
+
+// LogTable logs what a reclaim of table t deleted (or found, with
+// dryRun), when it found anything. metadata names the backend's
+// MetadataFiles in the log ("metadata" for Iceberg's metadata.json,
+// "temporary" for Paimon's interrupted writes).
+func (r ReclaimReport) LogTable(ctx context.Context, log *slog.Logger, t TableIdent, dryRun bool, metadata string) {
+	n := r.Files()
+	if n == 0 {
+		return
+	}
+	msg := "reclaimed orphan files"
+	if dryRun {
+		msg = "orphan files found (dry run)"
+	}
+	log.InfoContext(ctx, msg, "table", t.String(), "files", n, "bytes", r.Bytes,
+		"data", r.DataFiles, "manifests", r.ManifestFiles, metadata, r.MetadataFiles)
 }

@@ -181,14 +181,7 @@ func (p *Provider) reclaimTable(ctx context.Context, t catalogs.TableIdent, opts
 		}
 		rep.Bytes += o.size
 	}
-	if n := rep.Files(); n > 0 {
-		msg := "reclaimed orphan files"
-		if opts.DryRun {
-			msg = "orphan files found (dry run)"
-		}
-		p.log.InfoContext(ctx, msg, "table", t.String(), "files", n, "bytes", rep.Bytes,
-			"data", rep.DataFiles, "manifests", rep.ManifestFiles, "metadata", rep.MetadataFiles)
-	}
+	rep.LogTable(ctx, p.log, t, opts.DryRun, "metadata")
 	if len(errs) > 0 {
 		return rep, catalogs.Wrap(catalogs.ErrUnavailable, errors.Join(errs...), fmt.Sprintf("table %s: reclaim: delete orphan files", t))
 	}
