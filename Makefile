@@ -58,10 +58,12 @@ test-notag: deps
 # Go driver (v1.10.0, driver/flightsql/record_reader.go) reads a query's
 # endpoints in parallel with one shared grpc.Header/Trailer call option,
 # which the race detector reports inside grpc; test-go runs it without -race.
-RACE_PKGS := ./txn/... ./handlers/... ./server/... ./catalogs/... ./engine/... ./integration
+# The run has the alloccheck tag too (GOFLAGS_CHECKED, mk/query.mk): the
+# process-wide allocator checks arrow-go's contract on every allocation.
+RACE_PKGS := ./txn/... ./handlers/... ./server/... ./catalogs/... ./engine/... ./internal/... ./integration
 RACE_SKIP := ^TestQuerySplitEndpoints$$
 test-race: deps
-	$(GO) test -race -count=1 -timeout 20m -skip '$(RACE_SKIP)' $(RACE_PKGS)
+	GOFLAGS='$(GOFLAGS_CHECKED)' $(GO) test -race -count=1 -timeout 20m -skip '$(RACE_SKIP)' $(RACE_PKGS)
 
 test: test-go test-notag test-race $(TEST_TARGETS)
 

@@ -6,6 +6,10 @@
 # (test-notag in the Makefile).
 GOFLAGS_NOTAG := $(GOFLAGS)
 export GOFLAGS := $(strip $(GOFLAGS) -tags=duckdb_arrow)
+# GOFLAGS_CHECKED adds the alloccheck tag: every allocation of the
+# gateway's arrow-go allocators is checked against arrow-go's contract
+# (internal/pqwrite/contract.go); make test-race runs with it.
+GOFLAGS_CHECKED := $(strip $(GOFLAGS_NOTAG) -tags=duckdb_arrow,alloccheck)
 
 QUERY_BENCH_ROWS ?= 10000000
 .PHONY: bench-query

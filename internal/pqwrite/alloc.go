@@ -1,7 +1,6 @@
 package pqwrite
 
 import (
-	"math/bits"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -19,20 +18,27 @@ import (
 // holds at most what its writer had in use at once, and is dropped with
 // it.
 type Alloc struct {
-	mu   sync.Mutex
-	free map[int][][]byte // by capacity, a class size
+	mu    sync.Mutex
+	free  map[int][][]byte // class arrays, by class size
+	given owned            // class arrays handed out
 }
-
-// pooledMin is the smallest buffer kept: smaller ones are cheap to make.
-const pooledMin = 64 << 10
 
 var _ memory.Allocator = (*Alloc)(nil)
 
 // NewAlloc returns an empty Alloc.
-func NewAlloc() *Alloc { return &Alloc{free: map[int][][]byte{}} }
+func NewAlloc() *Alloc { return &Alloc{free: map[int][][]byte{}, given: newOwned()} }
 
-// Allocate returns a zeroed buffer of size bytes, a freed one when it can.
+// Allocate returns a zeroed buffer of size bytes (len == cap == size, as
+// arrow-go's allocator contract wants: owned.go), a freed one when it can.
 func (a *Alloc) Allocate(size int) []byte {
+	b := a.allocate(size)
+	if AllocCheck {
+		verifyAllocate(size, b)
+	}
+	return b
+}
+
+func (a *Alloc) allocate(size int) []byte {
 	if size < pooledMin {
 		// arrow-go's own allocator, which aligns to 64 bytes; large Go
 		// allocations are page-aligned already.
@@ -40,45 +46,50 @@ func (a *Alloc) Allocate(size int) []byte {
 	}
 	class := classSize(size)
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	list := a.free[class]
 	if n := len(list); n > 0 {
-		b := list[n-1]
+		full := list[n-1]
+		list[n-1] = nil
 		a.free[class] = list[:n-1]
-		a.mu.Unlock()
-		clear(b)
-		return b[:size]
+		clear(full[:size])
+		return a.given.handOut(full, size)
 	}
-	a.mu.Unlock()
-	return make([]byte, size, class)
+	return a.given.handOut(make([]byte, class), size)
 }
 
-// classSize rounds size up to its class: a multiple of an eighth of the
-// power of two below it.
-func classSize(size int) int {
-	step := 1 << max(bits.Len(uint(size-1))-4, 0)
-	return (size + step - 1) &^ (step - 1)
-}
-
-// Reallocate grows b to size bytes.
+// Reallocate grows b to size bytes as Go's allocator does (see
+// growAlloc.Reallocate), and keeps b when it had to move.
 func (a *Alloc) Reallocate(size int, b []byte) []byte {
+	oldLen, oldCap := len(b), cap(b)
+	nb := a.reallocate(size, b)
+	if AllocCheck {
+		verifyReallocate(size, b, oldLen, oldCap, nb)
+	}
+	return nb
+}
+
+func (a *Alloc) reallocate(size int, b []byte) []byte {
 	if size <= cap(b) {
-		// The bytes past len(b) were zeroed when b was handed out and
-		// not written since (or written by this buffer's owner only).
+		if size > len(b) {
+			clear(b[len(b):size])
+		}
 		return b[:size]
 	}
-	nb := a.Allocate(size)
+	nb := a.allocate(size)
 	copy(nb, b)
 	a.Free(b)
 	return nb
 }
 
-// Free keeps b for a later Allocate.
+// Free keeps b's class array for a later Allocate, if b is one of ours.
 func (a *Alloc) Free(b []byte) {
-	c := cap(b)
-	if c < pooledMin || classSize(c) != c {
-		return // not one of ours: the GC takes it
+	if cap(b) < pooledMin {
+		return // the default allocator's: the GC takes it
 	}
 	a.mu.Lock()
-	a.free[c] = append(a.free[c], b[:c])
-	a.mu.Unlock()
+	defer a.mu.Unlock()
+	if full, ok := a.given.giveBack(b); ok {
+		a.free[cap(full)] = append(a.free[cap(full)], full)
+	}
 }

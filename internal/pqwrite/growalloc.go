@@ -22,17 +22,20 @@ import (
 // already replaced is reused. What it keeps is bounded (maxIdle), and a
 // buffer not taken again within a collection cycle is left to the GC.
 
-// growAlloc is the process's memory.DefaultAllocator (see above).
+// growAlloc is the process's memory.DefaultAllocator (see above). It
+// keeps arrow-go's allocator contract exactly (owned.go): every buffer it
+// returns has len == cap.
 type growAlloc struct {
 	goa memory.Allocator
 
-	mu   sync.Mutex
-	free map[int][]idle // by capacity, a class size
-	held int            // bytes in free
-	gen  uint32         // collections seen
+	mu    sync.Mutex
+	free  map[int][]idle // by class size
+	held  int            // bytes in free
+	gen   uint32         // collections seen
+	given owned          // class arrays handed out
 }
 
-// idle is a kept buffer and the collection count it was kept at.
+// idle is a kept class array and the collection count it was kept at.
 type idle struct {
 	b   []byte
 	gen uint32
@@ -43,10 +46,14 @@ const maxIdle = 32 << 20
 
 var _ memory.Allocator = (*growAlloc)(nil)
 
+func newGrowAlloc() *growAlloc {
+	return &growAlloc{goa: memory.NewGoAllocator(), free: map[int][]idle{}, given: newOwned()}
+}
+
 func init() {
-	a := &growAlloc{goa: memory.NewGoAllocator(), free: map[int][]idle{}}
+	a := newGrowAlloc()
 	a.arm()
-	memory.DefaultAllocator = a
+	memory.DefaultAllocator = checked(a)
 }
 
 // arm drops, after the next collection, what was kept before the one
@@ -60,7 +67,8 @@ func (a *growAlloc) arm() {
 	}, a)
 }
 
-// trim leaves to the GC the buffers kept before the last collection.
+// trim leaves to the GC the buffers kept before the last collection, and
+// forgets the arrays it collected.
 func (a *growAlloc) trim() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -77,75 +85,75 @@ func (a *growAlloc) trim() {
 		clear(list[len(keep):])
 		a.free[c] = keep
 	}
+	a.given.prune()
 }
 
-// Allocate returns a zeroed buffer of size bytes.
+// Allocate returns a zeroed buffer of size bytes, len == cap == size.
 func (a *growAlloc) Allocate(size int) []byte {
-	if size < pooledMin {
-		return a.goa.Allocate(size)
-	}
-	if b := a.take(size); b != nil {
+	b, reused := a.get(size)
+	if reused {
 		clear(b)
-		return b
 	}
-	return make([]byte, size, classSize(size))
+	return b
 }
 
-// take returns a kept buffer of size's class, not zeroed, or nil.
-func (a *growAlloc) take(size int) []byte {
+// get returns a buffer of size bytes (len == cap), a kept one when it can
+// (reused: its bytes are not zeroed), from Go's allocator otherwise.
+func (a *growAlloc) get(size int) (b []byte, reused bool) {
+	if size < pooledMin {
+		return a.goa.Allocate(size), false
+	}
 	class := classSize(size)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	list := a.free[class]
-	n := len(list)
-	if n == 0 {
-		return nil
+	var full []byte
+	if list := a.free[class]; len(list) > 0 {
+		n := len(list)
+		full, reused = list[n-1].b, true
+		list[n-1] = idle{}
+		a.free[class] = list[:n-1]
+		a.held -= class
+	} else {
+		// Large Go allocations are page-aligned: 64-byte alignment holds.
+		full = make([]byte, class)
 	}
-	b := list[n-1].b
-	list[n-1] = idle{}
-	a.free[class] = list[:n-1]
-	a.held -= class
-	return b[:size]
+	return a.given.handOut(full, size), reused
 }
 
-// Reallocate returns b grown (or shrunk) to size bytes, the bytes past
-// len(b) zeroed, and keeps b if it had to move.
+// Reallocate returns b grown (or shrunk) to size bytes, as Go's allocator
+// does: within b's capacity it is b resliced (the bytes past len(b)
+// zeroed here, which Go's does not promise), beyond it a new buffer with
+// len == cap == size, the old bytes copied and the rest zeroed; b is then
+// kept for a later allocation if it is one of ours.
 func (a *growAlloc) Reallocate(size int, b []byte) []byte {
 	if size <= cap(b) {
 		if size > len(b) {
-			// The spare capacity of a class buffer: zeroed here, as its
-			// owner may have written it through a wider slice.
 			clear(b[len(b):size])
 		}
 		return b[:size]
 	}
-	var nb []byte
-	if size >= pooledMin {
-		nb = a.take(size)
-	}
-	if nb == nil {
-		nb = a.Allocate(size)
-		copy(nb, b)
-	} else {
-		clear(nb[copy(nb, b):])
+	nb, reused := a.get(size)
+	n := copy(nb, b)
+	if reused {
+		clear(nb[n:])
 	}
 	a.keep(b)
 	return nb
 }
 
-// keep holds b, given up by a reallocation, for a later one.
+// keep holds b's class array, given up by a reallocation, for a later one.
 func (a *growAlloc) keep(b []byte) {
-	c := cap(b)
-	if c < pooledMin || classSize(c) != c {
-		return // not one of ours
+	if cap(b) < pooledMin {
+		return // Go's allocator's, or not ours
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.held+c > maxIdle {
+	full, ok := a.given.giveBack(b)
+	if !ok || a.held+cap(full) > maxIdle {
 		return
 	}
-	a.free[c] = append(a.free[c], idle{b: b[:c], gen: a.gen})
-	a.held += c
+	a.free[cap(full)] = append(a.free[cap(full)], idle{b: full, gen: a.gen})
+	a.held += cap(full)
 }
 
 // Free does nothing, as with Go's allocator: the GC reclaims b once

@@ -10,15 +10,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-func newGrowAlloc() *growAlloc {
-	return &growAlloc{goa: memory.NewGoAllocator(), free: map[int][]idle{}}
-}
-
 func same(a, b []byte) bool { return unsafe.SliceData(a) == unsafe.SliceData(b) }
 
 func TestGrowAllocIsTheDefault(t *testing.T) {
-	if _, ok := memory.DefaultAllocator.(*growAlloc); !ok {
-		t.Fatalf("memory.DefaultAllocator is %T, want *growAlloc", memory.DefaultAllocator)
+	if _, ok := installed(); !ok {
+		t.Fatalf("memory.DefaultAllocator is %T, want *growAlloc (or the contract's check of one)", memory.DefaultAllocator)
+	}
+	if _, isChecked := memory.DefaultAllocator.(contract); isChecked != AllocCheck {
+		t.Fatalf("AllocCheck is %v but memory.DefaultAllocator is %T", AllocCheck, memory.DefaultAllocator)
 	}
 }
 
@@ -44,8 +43,8 @@ func TestGrowAllocReusesWhatReallocationGivesUp(t *testing.T) {
 	if bytes.Count(again, []byte{0}) != len(again) {
 		t.Fatal("a reused buffer is not zeroed")
 	}
-	// The spare capacity of a class buffer is zeroed when it is grown into.
-	again = again[:cap(again)]
+	// A shrunk buffer grown again within its capacity has the bytes past
+	// its length zeroed.
 	for i := range again {
 		again[i] = 1
 	}
@@ -98,7 +97,7 @@ func TestGrowAllocTrimsIdleBuffers(t *testing.T) {
 
 // The installed allocator trims after collections on its own.
 func TestGrowAllocTrimsAfterGC(t *testing.T) {
-	a := memory.DefaultAllocator.(*growAlloc)
+	a, _ := installed()
 	a.mu.Lock()
 	gen := a.gen
 	a.mu.Unlock()
@@ -123,4 +122,16 @@ func TestClassSize(t *testing.T) {
 			t.Errorf("classSize(%d) = %d, want %d", tc.in, got, tc.want)
 		}
 	}
+}
+
+// installed returns the growAlloc installed as memory.DefaultAllocator.
+func installed() (*growAlloc, bool) {
+	switch a := memory.DefaultAllocator.(type) {
+	case *growAlloc:
+		return a, true
+	case contract:
+		g, ok := a.inner.(*growAlloc)
+		return g, ok
+	}
+	return nil, false
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package pqwrite
+
+const raceBuild = false
