@@ -1,6 +1,7 @@
 package paimon_test
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -86,6 +87,22 @@ func rowsFrom(first, n int64, commit int) []sampleRow {
 	return out
 }
 
+// longRows builds n rows from id first with names of lo to hi bytes
+// (from the id and the commit), in two partitions: string columns whose
+// Take outgrows the kernel's first estimate (issue 19: with an allocator
+// whose buffers had spare capacity, Paimon's split by partition and
+// bucket and its merge on read cut such values or panicked).
+func longRows(first, n int64, commit, lo, hi int) []sampleRow {
+	out := make([]sampleRow, 0, n)
+	for i := first; i < first+n; i++ {
+		size := lo + int((i*7919+int64(commit)*104729)%int64(hi-lo+1))
+		name := fmt.Sprintf("c%d-%d-", commit, i)
+		name += strings.Repeat(string(rune('a'+i%26)), max(size-len(name), 0))
+		out = append(out, sampleRow{id: i, name: &name, p: fmt.Sprintf("p%d", i%2)})
+	}
+	return out
+}
+
 // sample is one table the gateway writes for Paimon Java to read.
 type sample struct {
 	name    string
@@ -95,6 +112,8 @@ type sample struct {
 	overwrite bool
 	// overwriteAt > 0 commits that batch with CommitOverwrite too.
 	overwriteAt int
+	// batch is the rows per batch a stream is sent (17 when 0).
+	batch int
 	// defaults are the catalog's table-default.* options the table is
 	// created with (manifest compaction options, which a client may not
 	// set).
@@ -144,6 +163,15 @@ func samples() []sample {
 				append(rowsFrom(300, 200, 1), rowsFrom(0, 50, 4)...)}},
 		// Several lanes' files at once (samplesProps lowers the spread).
 		{name: "g_lanes", commits: [][]sampleRow{rowsFrom(0, 3000, 0), rowsFrom(3000, 2000, 1)}},
+		// Issue 19's repros: one ingest of 20,000 rows in one batch into a
+		// partitioned append table; a primary-key table of 100k rows and
+		// 120k updates that make values longer, through a 1 MiB write
+		// buffer (spilled level-0 files merged on read).
+		{name: "g_part_long", opts: map[string]string{"partition": "p"}, batch: 20000,
+			commits: [][]sampleRow{longRows(0, 20000, 0, 1, 200)}},
+		{name: "g_pk_long", opts: map[string]string{"primary-key": "id", "bucket": "2"}, batch: 20000,
+			defaults: map[string]string{"write-buffer-size": "1 mb"},
+			commits: [][]sampleRow{longRows(0, 100000, 0, 1, 60), longRows(0, 120000, 1, 100, 200)}},
 	}
 }
 
@@ -217,7 +245,7 @@ func fillSample(t *testing.T, p *paimon.Provider, s sample) catalogs.TableIdent 
 			t.Fatal(err)
 		}
 		for len(rows) > 0 { // several batches per stream
-			n := min(len(rows), 17)
+			n := min(len(rows), cmp.Or(s.batch, 17))
 			b := sampleBatch(rows[:n])
 			err := ws.Write(ctx, b)
 			b.Release()

@@ -181,3 +181,45 @@ def test_empty_table_without_batches_says_what_to_do(gateway):
             cur.adbc_ingest("none", pa.table({"k": pa.array([], pa.int64())}), mode="create")
     with pytest.raises(Exception):
         gateway.catalog().load_table("default.none")
+
+
+def test_partitioned_append_of_long_strings(gateway):
+    """Issue 19's repro: a table pyiceberg creates with a bucket(16, id) spec, as Spark and
+    pyiceberg users create them; 200,000 rows (an int64 key, a short string, a string of
+    1-200 bytes) appended by Python ADBC in batches of 20,000. iceberg-go's partitioned
+    writer splits each batch with arrow-go's Take, which cut strings or killed the gateway
+    when the process allocator handed out buffers with spare capacity. pyiceberg reads
+    back exactly what was sent."""
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import BucketTransform
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "tag", StringType(), required=False),
+        NestedField(3, "body", StringType(), required=False),
+    )
+    spec = PartitionSpec(PartitionField(source_id=1, field_id=1000, transform=BucketTransform(16), name="id_bucket"))
+    gateway.catalog().create_table("default.bucketed_long", schema=schema, partition_spec=spec)
+
+    n, batch = 200_000, 20_000
+    ids = list(range(n))
+    sent = pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "tag": pa.array([f"t{i % 97}" for i in ids], pa.string()),
+            "body": pa.array([chr(97 + i % 26) * (1 + (i * 7919) % 200) for i in ids], pa.string()),
+        },
+        schema=pa.schema([pa.field("id", pa.int64(), nullable=False), ("tag", pa.string()), ("body", pa.string())]),
+    )
+    with flight_sql.connect(gateway.uri, autocommit=True) as c, c.cursor() as cur:
+        reader = pa.RecordBatchReader.from_batches(sent.schema, sent.to_batches(max_chunksize=batch))
+        assert cur.adbc_ingest("bucketed_long", reader, mode="append") == n
+
+    t = gateway.catalog().load_table("default.bucketed_long")
+    assert [f.transform for f in t.spec().fields] == [BucketTransform(16)]
+    got = t.scan().to_arrow().sort_by("id").cast(sent.schema)
+    assert got.num_rows == n
+    assert got.column("body").equals(sent.column("body"))
+    assert got.equals(sent)
