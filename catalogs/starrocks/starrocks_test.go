@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/flightgw/flightgw/catalogs"
 )
@@ -227,5 +228,32 @@ func TestDatabaseGate(t *testing.T) {
 	_, err = parseConfig(map[string]string{propFE: "fe:8030", propMySQL: "fe:9030", propUser: "u", propDatabases: "meta=mysql"})
 	if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), "mysql") {
 		t.Errorf("databases mapping to mysql: %v, want InvalidArgument naming it", err)
+	}
+}
+
+// TestSQLErrorClasses: StarRocks' (MySQL's) refusal of a name the client
+// chose (too long, a character it does not take) is InvalidArgument, like
+// the other client errors, not FailedPrecondition; the server's own
+// failures keep their kinds.
+func TestSQLErrorClasses(t *testing.T) {
+	p := &Provider{cfg: config{user: "loader"}}
+	for _, c := range []struct {
+		number uint16
+		kind   error
+	}{
+		{1059, catalogs.ErrInvalidArgument}, // ER_TOO_LONG_IDENT
+		{1102, catalogs.ErrInvalidArgument}, // ER_WRONG_DB_NAME
+		{1103, catalogs.ErrInvalidArgument}, // ER_WRONG_TABLE_NAME
+		{1166, catalogs.ErrInvalidArgument}, // ER_WRONG_COLUMN_NAME
+		{1049, catalogs.ErrNotFound},
+		{1050, catalogs.ErrAlreadyExists},
+		{1146, catalogs.ErrNotFound},
+		{1142, catalogs.ErrPermissionDenied},
+		{1105, catalogs.ErrFailedPrecondition},
+	} {
+		err := p.sqlError(tbl, "create table", &mysql.MySQLError{Number: c.number, Message: "refused"})
+		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), tbl.String()) {
+			t.Errorf("MySQL error %d: %v, want %v naming the table", c.number, err, c.kind)
+		}
 	}
 }
