@@ -5,12 +5,82 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/grpc/codes"
 
 	"github.com/flightgw/flightgw/engine"
 )
+
+// TestClientGoneIsCanceled: a client that cancels a query's DoGet after
+// its first batch, or stops reading it (releases its reader), was logged
+// at WARN as code=Unknown with no text, and counted as Unknown in
+// flightgw_rpcs_total: a server error on a dashboard for what the client
+// chose. Each is Canceled, logged at INFO with its text, and counted so.
+func TestClientGoneIsCanceled(t *testing.T) {
+	requireEngine(t)
+	g, health := runGateway(t)
+	c := g.flightClient(t)
+	const q = `SELECT i FROM range(1000000000) t(i)`
+	for _, tc := range []struct {
+		name string
+		stop func(cancel context.CancelFunc, release func())
+	}{
+		{"cancel after the first batch", func(cancel context.CancelFunc, release func()) { cancel(); release() }},
+		{"stop reading: release the reader", func(cancel context.CancelFunc, release func()) {
+			release()
+			time.Sleep(50 * time.Millisecond)
+			cancel()
+		}},
+		{"cancel, then read on", func(cancel context.CancelFunc, release func()) {
+			cancel()
+			time.Sleep(50 * time.Millisecond)
+			release()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, _ := value(scrape(t, health), "flightgw_rpcs_total", "method=DoGet", "code=Canceled")
+			mark := len(g.logs.String())
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			info, err := c.Execute(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rdr, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rdr.Next() {
+				t.Fatalf("no first batch: %v", rdr.Err())
+			}
+			tc.stop(cancel, rdr.Release)
+			var line string
+			if !eventually(t, 10*time.Second, func() bool {
+				for _, l := range strings.Split(g.logs.String()[mark:], "\n") {
+					if strings.Contains(l, "msg=call") && strings.Contains(l, "/DoGet") {
+						line = l
+						return true
+					}
+				}
+				return false
+			}) {
+				t.Fatalf("no call line for the DoGet:\n%s", g.logs.String()[mark:])
+			}
+			if !strings.Contains(line, "level=INFO") || !strings.Contains(line, "code=Canceled") || !strings.Contains(line, "err=") {
+				t.Errorf("call line %q, want level=INFO code=Canceled with the error's text", line)
+			}
+			fams := scrape(t, health)
+			if after, _ := value(fams, "flightgw_rpcs_total", "method=DoGet", "code=Canceled"); after != before+1 {
+				t.Errorf("flightgw_rpcs_total{DoGet,Canceled} went %v -> %v, want one more", before, after)
+			}
+			if v, ok := value(fams, "flightgw_rpcs_total", "method=DoGet", "code=Unknown"); ok {
+				t.Errorf("flightgw_rpcs_total{DoGet,Unknown} = %v", v)
+			}
+		})
+	}
+}
 
 // TestStorageRefusalsAreInvalidArgument: a partition value the storage
 // cannot hold as a directory name failed as Unavailable (ENAMETOOLONG),
