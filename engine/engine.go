@@ -5,7 +5,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,10 +121,16 @@ func (e *Engine) loadPolicy() (*policy, error) {
 		{&pol.catalogMacros, `SELECT string_agg(DISTINCT function_name, ' ') FROM duckdb_functions()
 			WHERE function_type = 'macro' AND $1 <> '' AND regexp_matches(macro_definition,
 			'duckdb_[a-z_]+\s*\(|sqlite_|information_schema|pg_catalog\.')`},
+		{&pol.serverMacros, `SELECT string_agg(DISTINCT function_name, ' ') FROM duckdb_functions()
+			WHERE function_type IN ('macro', 'table_macro') AND regexp_matches(macro_definition, $1)`},
 		{&pol.volatile, `SELECT string_agg(DISTINCT function_name, ' ') FROM duckdb_functions()
 			WHERE stability = 'VOLATILE' AND $1 <> ''`},
 	} {
-		list, err := c.queryString(q.sql, "x")
+		arg := "x"
+		if q.set == &pol.serverMacros {
+			arg = `\b(` + strings.Join(slices.Sorted(maps.Keys(serverFunctions)), "|") + `)\s*\(`
+		}
+		list, err := c.queryString(q.sql, arg)
 		if err != nil {
 			return nil, fmt.Errorf("engine: policy: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -252,5 +253,105 @@ func TestStringFunctionsBounded(t *testing.T) {
 	}
 	if _, err := f.rows(t, `SELECT repeat('x', (random() * 10)::INT)`, nil); !errors.Is(err, catalogs.ErrInvalidArgument) {
 		t.Fatalf("volatile count: %v", err)
+	}
+}
+
+// TestServerRevealingRefused: `SELECT current_setting('temp_directory')`
+// returned the gateway's data directory to any SQL caller, and
+// allowed_directories, allowed_paths and secret_directory the warehouse,
+// working and home directories; version() DuckDB's version, which
+// GetSqlInfo does not tell; current_query() the rewritten query with the
+// gateway's private view names; the transaction and query counters every
+// realm's statements advance. Each is refused, PermissionDenied naming
+// the function, however it is spelled or nested; the table functions and
+// views over the settings, the version and the platform are refused as
+// they were; and the functions that stay allowed answer nothing that
+// names a path.
+func TestServerRevealingRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gateway-data-dir")
+	eng, err := New(Options{MemoryLimit: "512MB", Threads: 2, TempDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	f := newFixture(t)
+	f.eng = eng
+	cases := []struct {
+		q    string
+		kind error
+		msg  string
+	}{
+		{`SELECT current_setting('temp_directory')`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT CURRENT_SETTING('temp_directory')`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT "current_setting"('allowed_directories')`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT "Current_Setting"('allowed_paths')`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT main.current_setting('secret_directory')`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT system.main.current_setting('home_directory')`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT pg_catalog.current_setting('temp_directory')`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT "main"."current_setting"('temp_directory')`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT ('temp_directory').current_setting()`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT d.current_setting() FROM (SELECT 'temp_directory' AS d) s`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT current_setting(region) FROM sales`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT id FROM sales WHERE region IN (SELECT current_setting('temp_directory'))`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT (SELECT max(current_setting('temp_directory')) FROM regions) FROM sales`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`WITH s AS (SELECT current_setting('temp_directory') AS d) SELECT d FROM s`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT * FROM (WITH s AS (SELECT 1) SELECT try(current_setting('temp_directory'))) q`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT list_transform(['temp_directory'], x -> current_setting(x))`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT coalesce(NULL, current_setting('temp_directory'))`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT count(*) FILTER (WHERE current_setting('temp_directory') <> '') FROM sales`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT id FROM sales ORDER BY current_setting('temp_directory')`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT * FROM range(1) t(i), LATERAL (SELECT current_setting('temp_directory')) s`, catalogs.ErrPermissionDenied, "current_setting"},
+		{`SELECT version()`, catalogs.ErrPermissionDenied, "version"},
+		{`SELECT VERSION()`, catalogs.ErrPermissionDenied, "version"},
+		{`SELECT pg_catalog.version()`, catalogs.ErrPermissionDenied, "version"},
+		{`SELECT current_query()`, catalogs.ErrPermissionDenied, "current_query"},
+		{`SELECT pg_catalog.current_query()`, catalogs.ErrPermissionDenied, "current_query"},
+		{`SELECT getvariable('x')`, catalogs.ErrPermissionDenied, "getvariable"},
+		{`SELECT txid_current()`, catalogs.ErrPermissionDenied, "txid_current"},
+		{`SELECT current_transaction_id()`, catalogs.ErrPermissionDenied, "current_transaction_id"},
+		{`SELECT current_query_id()`, catalogs.ErrPermissionDenied, "current_query_id"},
+		{`SELECT current_connection_id()`, catalogs.ErrPermissionDenied, "current_connection_id"},
+		// Table functions and views over the settings, the version, the
+		// platform and the extensions: refused as they were.
+		{`SELECT * FROM duckdb_settings()`, catalogs.ErrPermissionDenied, "duckdb_settings"},
+		{`SELECT value FROM main.duckdb_settings() WHERE name = 'temp_directory'`, catalogs.ErrPermissionDenied, "duckdb_settings"},
+		{`SELECT * FROM duckdb_settings`, catalogs.ErrNotFound, "duckdb_settings"}, // no such view: a table name, resolved
+		{`SELECT * FROM pg_settings`, catalogs.ErrPermissionDenied, "pg_settings"},
+		{`SELECT * FROM pg_catalog.pg_settings`, catalogs.ErrPermissionDenied, "pg_settings"},
+		{`SELECT * FROM duckdb_profiling_settings()`, catalogs.ErrPermissionDenied, "duckdb_profiling_settings"},
+		{`SELECT * FROM pragma_version()`, catalogs.ErrPermissionDenied, "pragma_version"},
+		{`SELECT * FROM PRAGMA_PLATFORM()`, catalogs.ErrPermissionDenied, "pragma_platform"},
+		{`SELECT * FROM main.pragma_user_agent()`, catalogs.ErrPermissionDenied, "pragma_user_agent"},
+		{`SELECT (SELECT platform FROM pragma_platform())`, catalogs.ErrPermissionDenied, "pragma_platform"},
+		{`SELECT * FROM duckdb_extensions()`, catalogs.ErrPermissionDenied, "duckdb_extensions"},
+		{`SELECT * FROM duckdb_temporary_files()`, catalogs.ErrPermissionDenied, "duckdb_temporary_files"},
+		{`SELECT * FROM which_secret('s3://b/k', 's3')`, catalogs.ErrPermissionDenied, "which_secret"},
+		{`PRAGMA version`, ErrUnsupported, "PRAGMA"},
+		{`PRAGMA platform`, ErrUnsupported, "PRAGMA"},
+		{`CALL pragma_version()`, ErrUnsupported, "CALL"},
+		{`SET temp_directory = '/'`, ErrUnsupported, "SET"},
+		{`RESET temp_directory`, ErrUnsupported, "RESET"},
+		{`EXPLAIN SELECT * FROM sales`, ErrUnsupported, "EXPLAIN"},
+	}
+	for _, c := range cases {
+		t.Run(c.q, func(t *testing.T) {
+			got, err := f.rows(t, c.q, nil)
+			if !errors.Is(err, c.kind) || !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(c.msg)) {
+				t.Fatalf("%q, error %v; want kind %v naming %q", got, err, c.kind, c.msg)
+			}
+		})
+	}
+	// What stays allowed names no path.
+	wd, _ := os.Getwd()
+	home, _ := os.UserHomeDir()
+	got, err := f.rows(t, `SELECT current_schema(), current_database(), current_catalog(), current_schemas(true),
+		user, current_user, session_user, current_role(), pg_postmaster_start_time(), in_search_path('memory', 'main')`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, wd, home, "/tmp"} {
+		if p != "" && strings.Contains(strings.Join(got, "\n"), p) {
+			t.Errorf("an allowed function names %s: %q", p, got)
+		}
 	}
 }

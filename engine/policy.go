@@ -21,6 +21,9 @@ type policy struct {
 	// catalogMacros are the scalar macros that read DuckDB's catalog
 	// (pg_get_viewdef reads duckdb_views(), ...).
 	catalogMacros map[string]bool
+	// serverMacros are the macros that call one of serverFunctions
+	// (pg_catalog.current_query calls current_query()).
+	serverMacros map[string]bool
 	// volatile are the functions whose value changes from call to call.
 	volatile map[string]bool
 	// maxString is the most bytes a guarded function may return.
@@ -72,9 +75,31 @@ func qualified(parts ...string) string {
 	return strings.Join(out, ".")
 }
 
-// checkFunction refuses a scalar function that reads DuckDB's catalog.
+// serverFunctions are the scalar functions that tell a caller about the
+// server rather than about its data: current_setting reads every setting,
+// among them the data directory (temp_directory), the warehouse roots a
+// native query may read (allowed_directories), the working directory
+// (allowed_paths) and the home directory (secret_directory); version is
+// DuckDB's, which GetSqlInfo does not tell; current_query is the query as
+// the gateway rewrote it, with its private view names; getvariable reads
+// DuckDB's variables; the transaction, query and connection counters are
+// shared by every realm's statements, so they count the others'. They
+// are refused by name, however the call is spelled (case, quotes, a
+// schema such as main. or pg_catalog., a method call 'x'.f()), and so is
+// every macro that calls one (loadPolicy).
+var serverFunctions = map[string]bool{
+	"current_setting": true, "version": true, "current_query": true, "getvariable": true,
+	"txid_current": true, "current_transaction_id": true, "current_query_id": true, "current_connection_id": true,
+}
+
+// checkFunction refuses a scalar function that reads DuckDB's catalog or
+// reveals the server.
 func (pol *policy) checkFunction(m map[string]any) error {
 	name := strings.ToLower(str(m["function_name"]))
+	if serverFunctions[name] || pol.serverMacros[name] {
+		return catalogs.Errorf(catalogs.ErrPermissionDenied,
+			"function %s reveals the server (its settings, paths, version or activity), which is disabled: queries read catalog tables only", name)
+	}
 	if pol.catalogMacros[name] || strings.HasPrefix(name, "duckdb_") || strings.HasPrefix(name, "pragma_") {
 		return catalogs.Errorf(catalogs.ErrPermissionDenied,
 			"function %s reads DuckDB's catalog, which is disabled: queries read catalog tables only", name)

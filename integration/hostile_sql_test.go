@@ -48,6 +48,11 @@ func TestHostileSQLRealms(t *testing.T) {
 		{`SELECT * FROM sqlite_master`, adbc.StatusUnauthorized, "sqlite_master"},
 		{`SELECT * FROM information_schema.key_column_usage`, adbc.StatusUnauthorized, "information_schema.key_column_usage"},
 		{`SELECT 1; ATTACH ':memory:' AS m`, adbc.StatusInvalidArgument, "multiple statements are not supported: SELECT; ATTACH"},
+		// The server's settings and version (issue 21): the data directory
+		// was one current_setting away.
+		{`SELECT current_setting('temp_directory')`, adbc.StatusUnauthorized, "current_setting"},
+		{`SELECT * FROM salesdb."default".orders WHERE name IN (SELECT pg_catalog.current_setting('allowed_directories'))`, adbc.StatusUnauthorized, "current_setting"},
+		{`SELECT version()`, adbc.StatusUnauthorized, "version"},
 	}
 	for _, c := range cases {
 		t.Run(c.q, func(t *testing.T) {

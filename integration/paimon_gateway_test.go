@@ -100,11 +100,10 @@ default_catalog: pm
 		}
 	}
 	cnxn := g.adbcConn(t, nil)
-	wh := g.dataDir + "/paimon"
-	if !readsFiles(t, cnxn, "pm.default.app", wh) {
+	if !readsFiles(t, g, cnxn, "pm.default.app") {
 		t.Fatal("a Paimon append table is not read from its files")
 	}
-	if readsFiles(t, cnxn, "pm.default.pk", wh) {
+	if readsFiles(t, g, cnxn, "pm.default.pk") {
 		t.Fatal("a Paimon primary-key table is read from its files, without its merge")
 	}
 	const q = `SELECT id, name, score FROM pm.default.%s WHERE id %% 3 = 0 ORDER BY id`

@@ -28,7 +28,6 @@ catalogs:
 default_catalog: pm
 `)
 	ctx := context.Background()
-	wh := g.dataDir + "/paimon"
 	other := g.adbcConn(t, nil)
 	if _, err := ingest(t, other, "app", adbc.OptionValueIngestModeCreate, people(t, 0, 10)); err != nil {
 		t.Fatal(err)
@@ -45,7 +44,7 @@ default_catalog: pm
 	if got := joined(t, cnxn, q); got != "15|0|104" {
 		t.Errorf("in the transaction: %s, want the 10 committed and 5 staged rows", got)
 	}
-	if !readsFiles(t, cnxn, "pm.default.app", wh) {
+	if !readsFiles(t, g, cnxn, "pm.default.app") {
 		t.Error("the transaction's query is not read from the table's files")
 	}
 	if got := joined(t, other, q); got != "10|0|9" {

@@ -40,7 +40,11 @@ type srEnv struct {
 
 // startStarRocks starts a gateway with one starrocks catalog "sr" on a
 // fresh database.
-func startStarRocks(t *testing.T) *srEnv {
+func startStarRocks(t *testing.T) *srEnv { return startStarRocksWith(t, nil) }
+
+// startStarRocksWith is startStarRocks with more catalog properties, each
+// made from the fresh database's name (e.g. the databases list).
+func startStarRocksWith(t *testing.T, props func(db string) map[string]string) *srEnv {
 	e := &srEnv{t: t, fe: os.Getenv("FLIGHTGW_STARROCKS_FE"), mysqlAddr: os.Getenv("FLIGHTGW_STARROCKS_MYSQL"),
 		user: os.Getenv("FLIGHTGW_STARROCKS_USER"), pass: os.Getenv("FLIGHTGW_STARROCKS_PASSWORD"), admin: os.Getenv("FLIGHTGW_STARROCKS_ADMIN")}
 	if e.fe == "" || e.mysqlAddr == "" {
@@ -67,6 +71,12 @@ func startStarRocks(t *testing.T) *srEnv {
 		_ = e.sql.Close()
 	})
 	e.reset()
+	var extra strings.Builder
+	if props != nil {
+		for k, v := range props(e.db) {
+			fmt.Fprintf(&extra, "      %s: %q\n", k, v)
+		}
+	}
 	e.g = startGateway(t, fmt.Sprintf(`catalogs:
   - name: sr
     type: starrocks
@@ -77,7 +87,7 @@ func startStarRocks(t *testing.T) *srEnv {
       password: %q
       spool_dir: ${DATA}
       timeout: 10s
-`, e.fe, e.mysqlAddr, e.user, e.pass))
+%s`, e.fe, e.mysqlAddr, e.user, e.pass, extra.String()))
 	return e
 }
 

@@ -37,19 +37,24 @@ func recoverStream(log *slog.Logger) grpc.StreamServerInterceptor {
 	}
 }
 
-// logCall writes one line per call: method, code, duration. Client errors
-// log at info, server errors at warn.
+// logCall writes one line per call: method, code, duration, and the
+// error's text when it failed. Success logs at debug, client errors
+// (a client that went away among them: Canceled) at info, server errors
+// at warn.
 func logCall(log *slog.Logger, method string, start time.Time, err error) {
 	code := status.Code(err)
-	lvl := slog.LevelDebug
+	lvl := slog.LevelInfo
 	switch code {
-	case codes.OK, codes.Canceled:
+	case codes.OK:
+		lvl = slog.LevelDebug
 	case codes.Internal, codes.Unknown, codes.DataLoss, codes.Unavailable:
 		lvl = slog.LevelWarn
-	default:
-		lvl = slog.LevelInfo
 	}
-	log.Log(context.Background(), lvl, "call", "method", method, "code", code.String(), "duration", time.Since(start))
+	attrs := []any{"method", method, "code", code.String(), "duration", time.Since(start)}
+	if err != nil {
+		attrs = append(attrs, "err", status.Convert(err).Message())
+	}
+	log.Log(context.Background(), lvl, "call", attrs...)
 }
 
 func logUnary(log *slog.Logger) grpc.UnaryServerInterceptor {

@@ -157,8 +157,8 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		// every 10s (peers ping every 30s) to notice a dead one.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
 		grpc.ForceServerCodecV2(newFrameCodec(bad)),
-		grpc.ChainUnaryInterceptor(s.metrics.unary(), recoverUnary(log), logUnary(log), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
-		grpc.ChainStreamInterceptor(s.metrics.stream(), recoverStream(log), logStream(log), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
+		grpc.ChainUnaryInterceptor(s.metrics.unary(), recoverUnary(log), logUnary(log), clientGoneUnary(), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
+		grpc.ChainStreamInterceptor(s.metrics.stream(), recoverStream(log), logStream(log), clientGoneStream(), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
 			authn.StreamInterceptor(), rt.stream(),
 			newPrincipalLimits(share(cfg.Limits.PerPrincipalWrites, cfg.Limits.MaxConcurrentWrites),
 				share(cfg.Limits.PerPrincipalQueries, cfg.Limits.MaxConcurrentQueries)).stream(),

@@ -53,7 +53,7 @@ func kindOf(err error) error {
 		errors.Is(err, ice.ErrInvalidSchema), errors.Is(err, ice.ErrType), errors.Is(err, ice.ErrBadCast),
 		errors.Is(err, ice.ErrBadLiteral), errors.Is(err, ice.ErrInvalidPartitionSpec),
 		errors.Is(err, ice.ErrInvalidTransform), errors.Is(err, ice.ErrResolve),
-		errors.Is(err, catalog.ErrNamespaceNotEmpty):
+		errors.Is(err, catalog.ErrNamespaceNotEmpty), catalogs.NameTooLong(err):
 		return catalogs.ErrInvalidArgument
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests),

@@ -150,7 +150,14 @@ func checkFile(t catalogs.TableIdent, l storeLoc, file string) error {
 	if !l.contains(f) {
 		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: file %s is outside the table's location %s", t, f, l)
 	}
-	return nil
+	// A partition value too long for a directory name (iceberg-go's
+	// partitioned writer would lose the storage's error and report a
+	// short write).
+	full, limit := len(f.path), catalogs.MaxLocalPathBytes
+	if f.store != "file://" {
+		full, limit = len(f.path)-1, catalogs.MaxObjectKeyBytes // the key has no leading '/'
+	}
+	return catalogs.CheckFilePath(t, strings.TrimPrefix(f.path, l.path+"/"), full, limit)
 }
 
 // newLocation is the location a SQL catalog gives a new table t, computed

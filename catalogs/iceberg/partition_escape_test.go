@@ -54,3 +54,38 @@ func TestPartitionValueStaysInTable(t *testing.T) {
 		return nil
 	})
 }
+
+// TestPartitionValueTooLong: an identity partition value whose directory
+// name is over 255 bytes as stored failed as Unavailable ("the Parquet
+// writer wrote 0 of the 1 rows sent", iceberg-go having lost the
+// ENAMETOOLONG), which a client retries. It is InvalidArgument naming the
+// partition column and the limit; a value within it is written.
+func TestPartitionValueTooLong(t *testing.T) {
+	p, wh := openLocal(t, nil)
+	createPartitioned(t, wh)
+	ctx := context.Background()
+	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "events"}
+	for i, c := range []struct {
+		value string
+		ok    bool
+	}{
+		{strings.Repeat("x", 300), false},
+		{strings.Repeat("x", 5000), false},
+		{strings.Repeat("ü", 130), false},
+		{strings.Repeat("x", 251), true}, // "cat=" and 251 bytes: 255
+	} {
+		b := eventBatch(t, c.value, 1, int64(i)*100, 1)
+		r, err := p.WriteBatch(ctx, id, b)
+		b.Release()
+		if err == nil {
+			_, err = p.Commit(ctx, id, []catalogs.WriteReceipt{r})
+		}
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%d bytes: %v", len(c.value), err)
+		case !c.ok && (!errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), "partition column cat") ||
+			!strings.Contains(err.Error(), "limit of 255 bytes")):
+			t.Errorf("%d bytes: %v, want InvalidArgument naming the column and the limit", len(c.value), err)
+		}
+	}
+}

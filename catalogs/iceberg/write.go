@@ -212,7 +212,7 @@ func (w *fileWriter) wait() ([]ice.DataFile, error) {
 	if w.err != nil {
 		w.cleanup(context.WithoutCancel(w.ctx), w.files)
 		kind := catalogs.ErrUnavailable
-		if catalogs.Kind(w.err) != nil || errors.Is(w.err, ice.ErrInvalidSchema) {
+		if catalogs.Kind(w.err) != nil || errors.Is(w.err, ice.ErrInvalidSchema) || catalogs.NameTooLong(w.err) {
 			kind = nil
 		}
 		if kind != nil {

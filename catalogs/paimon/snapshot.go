@@ -161,5 +161,20 @@ func mapFSErr(err error, msg string) error {
 	if errors.Is(err, fs.ErrPermission) {
 		return catalogs.Wrap(catalogs.ErrPermissionDenied, err, msg)
 	}
+	if catalogs.NameTooLong(err) {
+		return catalogs.Wrap(catalogs.ErrInvalidArgument, err, msg)
+	}
 	return catalogs.Wrap(catalogs.ErrUnavailable, err, msg)
+}
+
+// pathBound is how long path is as the storage stores it (the local
+// path, the object key) and the longest it may be.
+func pathBound(st storage, path string) (int, int) {
+	if l, ok := st.local(path); ok {
+		return len(l), catalogs.MaxLocalPathBytes
+	}
+	if s3, ok := st.(*s3FS); ok {
+		return len(s3.key(path)), catalogs.MaxObjectKeyBytes
+	}
+	return len(path), catalogs.MaxObjectKeyBytes
 }

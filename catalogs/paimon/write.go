@@ -373,6 +373,11 @@ func (s *stream) newFile(ctx context.Context, g *group, first arrow.RecordBatch,
 	name := fmt.Sprintf("data-%s-%d.parquet", s.id, s.count)
 	s.count++
 	rel := g.partPath + "bucket-" + strconv.Itoa(int(g.bucket)) + "/" + name
+	full, limit := pathBound(s.p.fs, s.st.dir+"/"+rel)
+	if err := catalogs.CheckFilePath(s.st.ident, rel, full, limit); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
 	s.files = append(s.files, rel) // before the create: cleanup deletes a partial file too
 	s.mu.Unlock()
 	out, err := s.p.fs.writer(ctx, s.st.dir+"/"+rel)

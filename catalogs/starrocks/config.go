@@ -21,8 +21,9 @@ type config struct {
 	mysql    string
 	user     string
 	password catalogs.Secret
-	// databases maps a namespace (its one level) to a StarRocks database;
-	// a namespace that is not mapped is the database of its name.
+	// databases maps a namespace (its one level) to a StarRocks database.
+	// When it is empty a namespace is the database of its name; when it
+	// is set it is every database the catalog reaches (see database).
 	databases map[string]string
 	// timeout bounds one HTTP call or one MySQL statement.
 	timeout time.Duration
@@ -116,6 +117,9 @@ func parseConfig(props map[string]string) (config, error) {
 		if !ok || strings.TrimSpace(ns) == "" || strings.TrimSpace(db) == "" {
 			return c, bad(propDatabases, "%q is not namespace=database", pair)
 		}
+		if isSystemDatabase(strings.TrimSpace(db)) {
+			return c, bad(propDatabases, "%q is a StarRocks system database, which the gateway does not reach", strings.TrimSpace(db))
+		}
 		c.databases[strings.TrimSpace(ns)] = strings.TrimSpace(db)
 	}
 	var err error
@@ -187,7 +191,27 @@ func tlsConfig(props map[string]string) (*tls.Config, error) {
 	return t, nil
 }
 
-// database is the StarRocks database of a table's namespace.
+// systemDatabases are the databases StarRocks keeps for itself (its
+// information_schema and sys, the optimizer's statistics, the audit log
+// of every user's statements as the AuditLoader plugin and managed
+// clusters name it) and those of MySQL that its protocol, or a MySQL
+// server in its place, answers for. Lower case: they are matched ignoring
+// case, since a cluster may run with case-insensitive names.
+var systemDatabases = map[string]bool{
+	"information_schema": true, "sys": true, "_statistics_": true,
+	"starrocks_audit_db__": true, "_starrocks_audit_db_": true,
+	"mysql": true, "performance_schema": true,
+}
+
+// isSystemDatabase reports whether db is one of systemDatabases.
+func isSystemDatabase(db string) bool { return systemDatabases[strings.ToLower(db)] }
+
+// database is the StarRocks database of a table's namespace. It is the
+// one gate of every access (metadata, DDL, scans, pushed-down queries,
+// loads and their commits): a system database is PermissionDenied, and
+// when the databases property is set a namespace it does not map does
+// not exist in the catalog (NotFound, so that the gateway's resolver
+// still matches a namespace written in another case).
 func (c config) database(t catalogs.TableIdent) (string, error) {
 	if err := t.Validate(); err != nil {
 		return "", err
@@ -195,18 +219,35 @@ func (c config) database(t catalogs.TableIdent) (string, error) {
 	if len(t.Namespace) != 1 {
 		return "", catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: a starrocks namespace has one level (the database), not %d", t, len(t.Namespace))
 	}
-	if db, ok := c.databases[t.Namespace[0]]; ok {
-		return db, nil
+	ns := t.Namespace[0]
+	db, ok := c.databases[ns]
+	switch {
+	case !ok && len(c.databases) > 0:
+		return "", catalogs.Errorf(catalogs.ErrNotFound, "table %s: namespace %s is not one of catalog %q's databases (property %s)", t, ns, t.Catalog, propDatabases)
+	case !ok:
+		db = ns
 	}
-	return t.Namespace[0], nil
+	if isSystemDatabase(db) {
+		return "", catalogs.Errorf(catalogs.ErrPermissionDenied, "table %s: database %s is a StarRocks system database, which the gateway does not reach", t, db)
+	}
+	return db, nil
 }
 
-// namespaceOf is the namespace a StarRocks database is listed under.
-func (c config) namespaceOf(db string) string {
+// namespacesOf are the namespaces a StarRocks database is listed under:
+// the database's own name without a databases property, else the
+// namespaces the property maps to it (none for another database).
+func (c config) namespacesOf(db string) []string {
+	if isSystemDatabase(db) {
+		return nil
+	}
+	if len(c.databases) == 0 {
+		return []string{db}
+	}
+	var out []string
 	for ns, d := range c.databases {
 		if d == db {
-			return ns
+			out = append(out, ns)
 		}
 	}
-	return db
+	return out
 }

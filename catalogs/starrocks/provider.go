@@ -100,6 +100,10 @@ func (p *Provider) sqlError(t catalogs.TableIdent, what string, err error) error
 			return catalogs.Errorf(catalogs.ErrNotFound, "table %s does not exist", t)
 		case 1044, 1045, 1142:
 			return catalogs.Errorf(catalogs.ErrPermissionDenied, "table %s: %s: starrocks refused user %q: %s", t, what, p.cfg.user, me.Message)
+		case 1059, 1102, 1103, 1166:
+			// A name the client chose that the cluster cannot take (too
+			// long, or a character it refuses): the same call fails again.
+			return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: %s: starrocks refused a name: %s", t, what, me.Message)
 		}
 		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: %s: starrocks: %s", t, what, me.Message)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/flightgw/flightgw/catalogs"
 )
@@ -165,5 +166,94 @@ func TestConfigRedactsPassword(t *testing.T) {
 	_, err = parseConfig(map[string]string{propFE: "fe:8030", propMySQL: "fe:9030", propUser: "u", propPassword: "hunter22", "bogus": "x"})
 	if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), "bogus") {
 		t.Errorf("unknown property: %v", err)
+	}
+}
+
+// TestDatabaseGate: every access goes through config.database, which
+// refuses StarRocks' system databases in any case (PermissionDenied,
+// naming the database), and, when the databases property is set, every
+// namespace it does not map (NotFound) — including a mapped database
+// under its own name.
+func TestDatabaseGate(t *testing.T) {
+	open, err := parseConfig(map[string]string{propFE: "fe:8030", propMySQL: "fe:9030", propUser: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, err := parseConfig(map[string]string{propFE: "fe:8030", propMySQL: "fe:9030", propUser: "u", propDatabases: "app=sales_prod, sys=ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		cfg  config
+		ns   string
+		db   string // "" when refused
+		kind error
+	}{
+		{open, "sales", "sales", nil},
+		{open, "mysql", "", catalogs.ErrPermissionDenied},
+		{open, "MySQL", "", catalogs.ErrPermissionDenied},
+		{open, "SYS", "", catalogs.ErrPermissionDenied},
+		{open, "information_schema", "", catalogs.ErrPermissionDenied},
+		{open, "INFORMATION_SCHEMA", "", catalogs.ErrPermissionDenied},
+		{open, "performance_schema", "", catalogs.ErrPermissionDenied},
+		{open, "_statistics_", "", catalogs.ErrPermissionDenied},
+		{open, "starrocks_audit_db__", "", catalogs.ErrPermissionDenied},
+		{open, "_starrocks_audit_db_", "", catalogs.ErrPermissionDenied},
+		{open, "`mysql`", "", catalogs.ErrInvalidArgument},
+		{bound, "app", "sales_prod", nil},
+		{bound, "sys", "ops", nil}, // a namespace named like one, mapped to a user database
+		{bound, "sales_prod", "", catalogs.ErrNotFound},
+		{bound, "other", "", catalogs.ErrNotFound},
+		{bound, "mysql", "", catalogs.ErrNotFound},
+	}
+	for _, c := range cases {
+		tb := catalogs.TableIdent{Catalog: "sr", Namespace: []string{c.ns}, Name: "t"}
+		db, err := c.cfg.database(tb)
+		switch {
+		case c.kind == nil && (err != nil || db != c.db):
+			t.Errorf("%s: database %q, %v; want %q", tb, db, err, c.db)
+		case c.kind != nil && (!errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.ns)):
+			t.Errorf("%s: %q, %v; want %v naming %s", tb, db, err, c.kind, c.ns)
+		}
+	}
+	if got := bound.namespacesOf("sales_prod"); len(got) != 1 || got[0] != "app" {
+		t.Errorf("namespacesOf(sales_prod) = %v, want [app]", got)
+	}
+	if got := bound.namespacesOf("other"); got != nil {
+		t.Errorf("namespacesOf(other) under a databases list = %v, want none", got)
+	}
+	if got := open.namespacesOf("Performance_Schema"); got != nil {
+		t.Errorf("namespacesOf(Performance_Schema) = %v, want none", got)
+	}
+	_, err = parseConfig(map[string]string{propFE: "fe:8030", propMySQL: "fe:9030", propUser: "u", propDatabases: "meta=mysql"})
+	if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), "mysql") {
+		t.Errorf("databases mapping to mysql: %v, want InvalidArgument naming it", err)
+	}
+}
+
+// TestSQLErrorClasses: StarRocks' (MySQL's) refusal of a name the client
+// chose (too long, a character it does not take) is InvalidArgument, like
+// the other client errors, not FailedPrecondition; the server's own
+// failures keep their kinds.
+func TestSQLErrorClasses(t *testing.T) {
+	p := &Provider{cfg: config{user: "loader"}}
+	for _, c := range []struct {
+		number uint16
+		kind   error
+	}{
+		{1059, catalogs.ErrInvalidArgument}, // ER_TOO_LONG_IDENT
+		{1102, catalogs.ErrInvalidArgument}, // ER_WRONG_DB_NAME
+		{1103, catalogs.ErrInvalidArgument}, // ER_WRONG_TABLE_NAME
+		{1166, catalogs.ErrInvalidArgument}, // ER_WRONG_COLUMN_NAME
+		{1049, catalogs.ErrNotFound},
+		{1050, catalogs.ErrAlreadyExists},
+		{1146, catalogs.ErrNotFound},
+		{1142, catalogs.ErrPermissionDenied},
+		{1105, catalogs.ErrFailedPrecondition},
+	} {
+		err := p.sqlError(tbl, "create table", &mysql.MySQLError{Number: c.number, Message: "refused"})
+		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), tbl.String()) {
+			t.Errorf("MySQL error %d: %v, want %v naming the table", c.number, err, c.kind)
+		}
 	}
 }

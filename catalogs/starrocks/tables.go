@@ -262,10 +262,8 @@ func (p *Provider) DropTable(ctx context.Context, t catalogs.TableIdent) error {
 	return nil
 }
 
-// systemDatabases are StarRocks' (and MySQL's) own databases, not listed.
-var systemDatabases = []string{"information_schema", "_statistics_", "sys", "mysql", "performance_schema", "starrocks_audit_db__"}
-
-// ListNamespaces implements catalogs.Lister: one namespace per database.
+// ListNamespaces implements catalogs.Lister: one namespace per database
+// the catalog reaches (config.namespacesOf), in order.
 func (p *Provider) ListNamespaces(ctx context.Context) ([][]string, error) {
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.timeout)
 	defer cancel()
@@ -280,11 +278,15 @@ func (p *Provider) ListNamespaces(ctx context.Context) ([][]string, error) {
 		if err := rows.Scan(&db); err != nil {
 			return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("catalog %q: list databases", p.name))
 		}
-		if !slices.Contains(systemDatabases, strings.ToLower(db)) {
-			out = append(out, []string{p.cfg.namespaceOf(db)})
+		for _, ns := range p.cfg.namespacesOf(db) {
+			out = append(out, []string{ns})
 		}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("catalog %q: list databases", p.name))
+	}
+	slices.SortFunc(out, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	return out, nil
 }
 
 // ListTables implements catalogs.Lister.
