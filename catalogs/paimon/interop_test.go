@@ -171,7 +171,7 @@ func samples() []sample {
 			commits: [][]sampleRow{longRows(0, 20000, 0, 1, 200)}},
 		{name: "g_pk_long", opts: map[string]string{"primary-key": "id", "bucket": "2"}, batch: 20000,
 			defaults: map[string]string{"write-buffer-size": "1 mb"},
-			commits: [][]sampleRow{longRows(0, 100000, 0, 1, 60), longRows(0, 120000, 1, 100, 200)}},
+			commits:  [][]sampleRow{longRows(0, 100000, 0, 1, 60), longRows(0, 120000, 1, 100, 200)}},
 	}
 }
 
