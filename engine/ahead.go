@@ -5,6 +5,8 @@ package engine
 import (
 	"github.com/apache/arrow-go/v18/arrow"
 	duck "github.com/duckdb/duckdb-go-bindings"
+
+	"github.com/flightgw/flightgw/internal/recovered"
 )
 
 // ahead gathers a result's next batch on a goroutine of its own while the
@@ -33,6 +35,18 @@ func (r *Rows) readAhead() {
 	go func() {
 		defer close(a.done)
 		defer close(a.batches)
+		// A panic while gathering is this query's error, sent as the
+		// last batch, not the process's end.
+		var perr error
+		defer func() {
+			if perr != nil {
+				select {
+				case a.batches <- aheadBatch{nil, perr}:
+				case <-a.quit:
+				}
+			}
+		}()
+		defer recovered.Catch(&perr, "query result")
 		for {
 			rec, err := r.gather()
 			if rec == nil && err == nil {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/flightgw/flightgw/internal/recovered"
 	"sync"
 	"sync/atomic"
 
@@ -39,6 +40,9 @@ func newPrefetchReader(src array.RecordReader) *prefetchReader {
 func (r *prefetchReader) run() {
 	defer r.wg.Done()
 	defer close(r.ch)
+	// A backend's reader runs here, off the handler's goroutine: its
+	// panic is this scan's error (Err), not the process's end.
+	defer recovered.Catch(&r.err, "table scan")
 	for r.src.Next() {
 		b := r.src.RecordBatch()
 		b.Retain()

@@ -19,6 +19,7 @@ import (
 	"github.com/flightgw/flightgw/auth"
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/engine"
+	"github.com/flightgw/flightgw/internal/recovered"
 	"github.com/flightgw/flightgw/txn"
 )
 
@@ -358,19 +359,24 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 		defer cancel()
 		defer h.untrack(key)
 		defer rows.Close()
-		for rows.Next() {
-			src := rows.RecordBatch()
-			b := array.NewRecordBatch(out, src.Columns(), src.NumRows())
-			select {
-			case ch <- flight.StreamChunk{Data: b}:
-			case <-ctx.Done():
-				b.Release()
+		err := func() (err error) {
+			// The query's rows are read here, off the handler's
+			// goroutine: a panic is this query's error.
+			defer recovered.Catch(&err, "query "+id)
+			for rows.Next() {
+				src := rows.RecordBatch()
+				b := array.NewRecordBatch(out, src.Columns(), src.NumRows())
+				select {
+				case ch <- flight.StreamChunk{Data: b}:
+				case <-ctx.Done():
+					b.Release()
+				}
+				if ctx.Err() != nil {
+					break
+				}
 			}
-			if ctx.Err() != nil {
-				break
-			}
-		}
-		err := rows.Err()
+			return rows.Err()
+		}()
 		if st := h.timedOut(ctx, "query "+id); st != nil {
 			err = st
 			h.log.Info("query timed out", "query_id", id, "principal", p.Name, "timeout", h.opts.StatementTimeout)

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/flightgw/flightgw/handlers"
+	"github.com/flightgw/flightgw/internal/recovered"
 )
 
 // DefaultPeerTimeout bounds one call to a peer when cluster.peer_timeout
@@ -108,7 +109,12 @@ func (p *peers) Cancel(ctx context.Context, req *flight.CancelFlightInfoRequest)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := p.call(callCtx, addr, req); err != nil {
+			var err error
+			func() {
+				defer recovered.Catch(&err, "call to peer "+addr)
+				err = p.call(callCtx, addr, req)
+			}()
+			if err != nil {
 				errs[i] = fmt.Errorf("peer %s: %w", addr, err)
 			}
 		}()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/handlers"
+	"github.com/flightgw/flightgw/internal/recovered"
 )
 
 // reclaimLoop runs the reclaimer of every catalog that has one
@@ -57,7 +58,13 @@ func (l *reclaimLoop) start() {
 		tick := time.NewTicker(l.interval)
 		defer tick.Stop()
 		for {
-			l.runOnce(ctx)
+			// A panic in one run is logged (recovered.Catch) and the next
+			// run comes: the reclaimer must not end the process.
+			func() {
+				var err error
+				defer recovered.Catch(&err, "reclaimer")
+				l.runOnce(ctx)
+			}()
 			select {
 			case <-ctx.Done():
 				return

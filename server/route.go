@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flightgw/flightgw/handlers"
+	"github.com/flightgw/flightgw/internal/recovered"
 )
 
 // The calls that can name a transaction, and the type of their request.
@@ -154,6 +155,14 @@ func proxyStream(ctx context.Context, ss grpc.ServerStream, conn *grpc.ClientCon
 	sendErr := make(chan error, 1)
 	if clientStreams {
 		go func() {
+			var perr error
+			defer func() {
+				if perr != nil {
+					cancel()
+					sendErr <- perr
+				}
+			}()
+			defer recovered.Catch(&perr, "forwarded stream")
 			for {
 				m := newReq()
 				if err := ss.RecvMsg(m); err != nil {

@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/flightgw/flightgw/internal/recovered"
 )
 
 // guardStreams wraps every streaming call in a guardedStream: a message
@@ -117,9 +119,16 @@ func (p *pump) start() {
 	p.results = make(chan error, 1)
 	go func() {
 		for call := range p.calls {
-			p.results <- call()
+			p.results <- safeCall(call)
 		}
 	}()
+}
+
+// safeCall runs a stream call on a pump's goroutine, its panic (in a
+// codec, say) the call's error rather than the process's end.
+func safeCall(call func() error) (err error) {
+	defer recovered.Catch(&err, "stream")
+	return call()
 }
 
 func (p *pump) close() {

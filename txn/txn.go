@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/internal/recovered"
 )
 
 // Mode says how a table's staged receipts land at commit.
@@ -533,7 +534,14 @@ func (m *Manager) reap() {
 		case <-m.stop:
 			return
 		case <-tick.C:
-			m.expireIdle(time.Now())
+			// A panic while discarding one transaction's files is logged
+			// (recovered.Catch) and the reaper goes on: it must not end
+			// the process, nor stop reaping the others.
+			func() {
+				var err error
+				defer recovered.Catch(&err, "transaction reaper")
+				m.expireIdle(time.Now())
+			}()
 		}
 	}
 }

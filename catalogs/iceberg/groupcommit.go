@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/internal/recovered"
 )
 
 // Group commit: commits to one table from one process are queued, and one
@@ -222,6 +223,16 @@ func (p *Provider) runRound(ctx context.Context, t catalogs.TableIdent, ms []*me
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.commit.totalTimeout)
 	defer cancel()
 	r := &round{p: p, t: t, overwrite: ms[0].overwrite, ms: ms}
+	// The round runs on the queue's goroutine: a panic answers the
+	// members still waiting (their commits' outcome is then resolved by
+	// commit id, as after any failed commit) instead of ending the process.
+	var perr error
+	defer func() {
+		if perr != nil {
+			r.fail(perr)
+		}
+	}()
+	defer recovered.Catch(&perr, "commit of table "+t.String())
 	for attempt := 0; ; attempt++ {
 		tbl, err := p.load(cctx, t)
 		if err != nil {

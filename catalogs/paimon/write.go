@@ -268,6 +268,9 @@ func take(ctx context.Context, rec arrow.RecordBatch, rows []int) (arrow.RecordB
 		}
 	}()
 	for i := range cols {
+		// arrow-go runs the kernel on a goroutine of its own, out of our
+		// recover's reach: it is safe because the process allocator keeps
+		// arrow-go's contract (internal/recovered's package doc).
 		c, err := compute.TakeArray(ctx, rec.Column(i), idx)
 		if err != nil {
 			return nil, err

@@ -73,6 +73,8 @@ func column(ctx context.Context, name string, col arrow.Array, want arrow.DataTy
 	}
 	opts := compute.SafeCastOptions(want)
 	opts.AllowTimeTruncate = true // ns → us drops the sub-microsecond digits
+	// On a goroutine of arrow-go's: see internal/recovered's package doc
+	// for why its kernels are safe here.
 	out, err := compute.CastArray(ctx, col, opts)
 	if err != nil {
 		return nil, fmt.Errorf("column %q: cannot convert %s to %s: %v", name, have, want, err)
