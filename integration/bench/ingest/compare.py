@@ -16,7 +16,9 @@ round to round so that a drift in the machine's load hits each alike:
   pyarrow   pyarrow.parquet writing the same table to one local file with
             the same properties and no catalog: the encoding limit;
   gw-go     the ADBC Go driver into a fresh gateway (integration/bench/ingest
-            -once, its own rows of the same shape).
+            -once, its own rows of the same shape);
+  gw-ref    with --ref-bin: gw-py into another build of the gateway (a
+            before/after comparison of a change, paired in the same run).
 
 Every side writes ZSTD at the same level, data pages of the same size and
 dictionary encoding on (with its fallback to plain); the gateway and
@@ -96,13 +98,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def gw_py(args, table: pa.Table, tmp: Path):
+def gw_ref(args, table: pa.Table, tmp: Path):
+    return gw_py(args, table, tmp, binary=args.ref_bin, side="gw-ref")
+
+
+def gw_py(args, table: pa.Table, tmp: Path, binary=None, side="gw-py"):
     import adbc_driver_flightsql.dbapi as flight_sql
 
     port = free_port()
     env = {**os.environ, "FLIGHTGW_LOG_LEVEL": "warn"}
     proc = subprocess.Popen(
-        [args.bin, "serve", "--data-dir", str(tmp / "gw"), "--listen", f"127.0.0.1:{port}"],
+        [binary or args.bin, "serve", "--data-dir", str(tmp / "gw"), "--listen", f"127.0.0.1:{port}"],
         env=env,
     )
     try:
@@ -117,8 +123,8 @@ def gw_py(args, table: pa.Table, tmp: Path):
             start = time.perf_counter()
             n = cur.adbc_ingest("bench", table, mode="create")
             dur = time.perf_counter() - start
-            cpu["gw-py gateway"].append(cpu_seconds(proc.pid) - gw0)
-            cpu["gw-py client"].append(time.process_time() - me0)
+            cpu[f"{side} gateway"].append(cpu_seconds(proc.pid) - gw0)
+            cpu[f"{side} client"].append(time.process_time() - me0)
         if n != table.num_rows:
             raise RuntimeError(f"gateway ingested {n} rows, want {table.num_rows}")
         rss = peak_rss(proc.pid)
@@ -187,12 +193,12 @@ def gw_go(args, table: pa.Table, tmp: Path):
 
 # CPU seconds of each side (the gateway's from /proc), beside the wall
 # times: on a shared machine they vary far less.
-cpu = {"gw-py gateway": [], "gw-py client": [], "pyiceberg": [], "pyarrow": []}
+cpu = {"gw-py gateway": [], "gw-py client": [], "gw-ref gateway": [], "gw-ref client": [], "pyiceberg": [], "pyarrow": []}
 
 GW_FILES = 0
 GW_ROW_GROUP = 0
 
-SIDES = {"gw-py": gw_py, "pyiceberg": py_iceberg, "pyarrow": py_arrow, "gw-go": gw_go}
+SIDES = {"gw-py": gw_py, "pyiceberg": py_iceberg, "pyarrow": py_arrow, "gw-go": gw_go, "gw-ref": gw_ref}
 
 
 def main():
@@ -201,13 +207,17 @@ def main():
     ap.add_argument("--gobench", default="bin/ingestbench")
     ap.add_argument("--rows", type=int, default=5_000_000)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--sides", default=",".join(SIDES))
+    ap.add_argument("--sides", default="gw-py,pyiceberg,pyarrow,gw-go")
+    ap.add_argument("--ref-bin", help="another gateway build to pair with gw-py (side gw-ref)")
     ap.add_argument("--row-groups", choices=("pyiceberg", "gateway"), default="pyiceberg",
                     help="row groups of pyiceberg and pyarrow: pyiceberg's default (1Mi rows) or the gateway's")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
     args.gobench = os.path.abspath(args.gobench)
     sides = args.sides.split(",")
+    if args.ref_bin:
+        args.ref_bin = os.path.abspath(args.ref_bin)
+        sides.append("gw-ref")
 
     table = make_table(args.rows)
     mb = table.nbytes / 1e6
@@ -234,7 +244,7 @@ def main():
         v = times[s]
         print(f"{s:10s} median {med[s]:6.2f}s  range {min(v):.2f}-{max(v):.2f}s  {mb / med[s]:7.1f} MB/s  {args.rows / med[s]:11.0f} rows/s")
     print("CPU seconds (median): " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in cpu.items() if v))
-    for s in ("gw-py", "gw-go"):
+    for s in ("gw-py", "gw-go", "gw-ref"):
         peaks = [p for n, p in rss if n == s]
         if peaks:
             print(f"{s:10s} gateway peak RSS max {max(peaks) / 1e6:.0f} MB (target <= 300)")
@@ -242,6 +252,8 @@ def main():
         for other, target in (("pyiceberg", 1.0), ("pyarrow", 0.8)):
             if other in med:
                 print(f"gw-py / {other}: {med[other] / med['gw-py']:.2f} (target >= {target})")
+        if "gw-ref" in med:
+            print(f"gw-py / gw-ref (this build over the reference build): {med['gw-ref'] / med['gw-py']:.2f}")
 
 
 if __name__ == "__main__":
