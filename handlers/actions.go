@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -117,15 +116,11 @@ func (s actionServer) DoAction(a *flight.Action, stream flight.FlightService_DoA
 	return stream.Send(&flight.Result{Body: body})
 }
 
-// decodeBody reads a JSON request body, refusing unknown fields.
+// decodeBody reads a JSON request body strictly (actions.Decode): an
+// unknown, case-folded or repeated key is refused naming it.
 func decodeBody(action string, body []byte, into any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(into); err != nil {
+	if err := actions.Decode(body, into); err != nil {
 		return status.Errorf(codes.InvalidArgument, "%s: request body is not the expected JSON: %v", action, err)
-	}
-	if dec.More() {
-		return status.Errorf(codes.InvalidArgument, "%s: request body: trailing data after the JSON object", action)
 	}
 	return nil
 }
