@@ -313,7 +313,14 @@ func (h *Handler) openMessages(ctx context.Context, action string, tables []tabl
 			return nil, nil, status.Errorf(codes.FailedPrecondition, "%s: table %s: catalog %q cannot check receipts from another process", action, ident, cat.Name)
 		}
 		s := txn.Staged{Table: ident, Provider: cat.Provider, Mode: txn.Append}
+		first := map[string]int{}
 		for i, b := range tm.Payloads {
+			// A payload listed twice would be committed once and its rows
+			// reported twice.
+			if j, ok := first[string(b)]; ok {
+				return nil, nil, status.Errorf(codes.InvalidArgument, "%s: table %s: payloads %d and %d are the same payload, listed twice (list each once)", action, ident, j, i)
+			}
+			first[string(b)] = i
 			rs, err := h.openPayload(ctx, cat, ident, b)
 			if k := catalogs.Kind(err); k != nil && k != catalogs.ErrInvalidArgument {
 				// The backend failing (its storage down, the table gone)
@@ -439,19 +446,14 @@ func (h *Handler) commitMessages(ctx context.Context, body []byte) (any, error) 
 		return nil, err
 	}
 	defer unlock()
-	if err := refuseReplay(ctx, req.CommitID, staged); err != nil {
+	landed, err := matchLanded(ctx, req.CommitID, staged)
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseReplay(ctx, req.CommitID, staged, landed); err != nil {
 		return nil, err
 	}
 	outs, err := h.opts.Txns.CommitReceipts(ctx, messageCommitPrefix+req.CommitID, staged)
-	res := commitResponse{CommitID: req.CommitID, Tables: []committedTable{}}
-	for i, out := range outs {
-		ct := committedTable{TableRef: refOf(staged[i].Table), SnapshotID: out.SnapshotID, CommittedAt: out.CommittedAt,
-			Payloads: len(req.Tables[i].Payloads)}
-		for _, r := range staged[i].Receipts {
-			ct.Rows += r.RowCount
-		}
-		res.Tables = append(res.Tables, ct)
-	}
 	if err != nil {
 		done := make([]string, len(outs))
 		for i := range outs {
@@ -460,6 +462,20 @@ func (h *Handler) commitMessages(ctx context.Context, body []byte) (any, error) 
 		return nil, fmt.Errorf("%s %s: committed: %s; the rest did not (retry with the same commit_id, or GetCommitStatus): %w",
 			CommitMessagesActionType, req.CommitID, listOrNone(done), err)
 	}
+	res := commitResponse{CommitID: req.CommitID, Tables: []committedTable{}}
+	for i, out := range outs {
+		// What landed answers, not the request: another coordinator may
+		// have landed the commit id first, with other payloads.
+		rec, ok, err := landedAs(ctx, req.CommitID, staged[i])
+		if err != nil {
+			return nil, err
+		}
+		if !ok { // nothing to commit: no snapshot, no commit id recorded
+			rec = catalogs.CommitRecord{Outcome: out}
+		}
+		res.Tables = append(res.Tables, committedTable{TableRef: refOf(staged[i].Table), SnapshotID: rec.Outcome.SnapshotID,
+			CommittedAt: rec.Outcome.CommittedAt, Rows: rec.RowCount, Payloads: len(req.Tables[i].Payloads)})
+	}
 	h.log.Info("commit messages committed", "commit_id", req.CommitID, "tables", len(staged))
 	if h.opts.AfterCommitMessages != nil {
 		h.opts.AfterCommitMessages()
@@ -467,26 +483,69 @@ func (h *Handler) commitMessages(ctx context.Context, body []byte) (any, error) 
 	return res, nil
 }
 
+// matchLanded looks commitID up on every table: a table on which it has
+// landed with exactly these payloads' files is this commit's repeat (true
+// in the result: answered from its snapshot, appending nothing); one on
+// which it landed with other files refuses the whole request, FailedPrecondition
+// naming the snapshot: a commit id names one set of files.
+func matchLanded(ctx context.Context, commitID string, staged []txn.Staged) ([]bool, error) {
+	out := make([]bool, len(staged))
+	for i, s := range staged {
+		m, ok := s.Provider.(catalogs.CommitMatcher)
+		if !ok {
+			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "%s: catalog %q cannot tell which files a commit of table %s added: nothing committed",
+				CommitMessagesActionType, s.Table.Catalog, s.Table)
+		}
+		rec, landed, same, err := m.MatchCommit(ctx, s.Table, messageCommitPrefix+commitID, s.Receipts)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", CommitMessagesActionType, commitID, err)
+		}
+		if landed && !same {
+			return nil, otherFiles(commitID, s.Table, rec)
+		}
+		out[i] = landed
+	}
+	return out, nil
+}
+
+// landedAs is the commit of commitID on s's table as recorded, after
+// CommitReceipts answered: refused when it holds other files than s's (a
+// coordinator racing with the same commit id and other payloads landed
+// first; the backend then answered with its snapshot). ok is false when
+// nothing was recorded (receipts without files).
+func landedAs(ctx context.Context, commitID string, s txn.Staged) (catalogs.CommitRecord, bool, error) {
+	m := s.Provider.(catalogs.CommitMatcher) // matchLanded checked it
+	rec, landed, same, err := m.MatchCommit(ctx, s.Table, messageCommitPrefix+commitID, s.Receipts)
+	switch {
+	case err != nil:
+		return rec, false, fmt.Errorf("%s %s: table %s: committed, but what landed cannot be read (GetCommitStatus, or retry with the same commit_id): %w",
+			CommitMessagesActionType, commitID, s.Table, err)
+	case landed && !same:
+		return rec, false, otherFiles(commitID, s.Table, rec)
+	}
+	return rec, landed, nil
+}
+
+func otherFiles(commitID string, t catalogs.TableIdent, rec catalogs.CommitRecord) error {
+	return catalogs.Errorf(catalogs.ErrFailedPrecondition,
+		"%s: commit_id %s landed on table %s in snapshot %d with other files than these payloads' (%d rows): nothing committed (a commit id names one set of files: commit other payloads under another commit_id)",
+		CommitMessagesActionType, commitID, t, rec.Outcome.SnapshotID, rec.RowCount)
+}
+
 // refuseReplay refuses payloads already committed under another commit
 // id: a second commit of the same files would add every row twice (a
 // backend does not always refuse a file it already has). A table on which
-// commitID has landed is this commit's repeat, answered with the first
-// snapshot, and is not checked.
-func refuseReplay(ctx context.Context, commitID string, staged []txn.Staged) error {
-	for _, s := range staged {
+// commitID has landed with these files (landed) is this commit's repeat,
+// answered with the first snapshot, and is not checked.
+func refuseReplay(ctx context.Context, commitID string, staged []txn.Staged, landed []bool) error {
+	for i, s := range staged {
 		rc, ok := s.Provider.(catalogs.ReferenceChecker)
 		if !ok {
 			return status.Errorf(codes.FailedPrecondition, "%s: catalog %q cannot tell whether the files of table %s are already committed: nothing committed",
 				CommitMessagesActionType, s.Table.Catalog, s.Table)
 		}
-		if _, ok := s.Provider.(catalogs.IdempotentCommitter); ok {
-			_, landed, err := findCommit(ctx, s.Provider, s.Table, commitID)
-			if err != nil {
-				return err
-			}
-			if landed {
-				continue
-			}
+		if landed[i] {
+			continue
 		}
 		if err := rc.CheckUnreferenced(ctx, s.Table, s.Receipts); err != nil {
 			return fmt.Errorf("%s %s: payloads already committed (under another commit id): nothing committed: %w", CommitMessagesActionType, commitID, err)
