@@ -18,6 +18,7 @@ import (
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/iceberg"
 	"github.com/flightgw/flightgw/catalogs/paimon"
+	"github.com/flightgw/flightgw/codec/envelope"
 	"github.com/flightgw/flightgw/txn"
 )
 
@@ -92,27 +93,37 @@ func (r *replicas) staged(n int) ([]byte, []catalogs.WriteReceipt) {
 		r.t.Fatal(err)
 	}
 	rs := []catalogs.WriteReceipt{rc}
-	pt, err := r.hs[0].seal(r.ctx, txn.Staged{Table: r.id, Provider: r.ps[0], Mode: txn.Append, Receipts: rs}, "default/coord", time.Now())
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return pt.Payload, rs
+	return r.seal(rs, time.Now()), rs
 }
 
-// resealed seals the receipts of payload again, a second later: another
-// payload naming the same files.
-func (r *replicas) resealed(payload []byte) []byte {
+// seal seals receipts as PrepareCommit does, prepared at at.
+func (r *replicas) seal(rs []catalogs.WriteReceipt, at time.Time) []byte {
 	r.t.Helper()
-	cat := r.hs[0].catalogs["lake"]
-	rs, err := r.hs[0].openPayload(r.ctx, cat, r.id, payload)
+	version, inner, err := envelope.ReceiptsVersion, []byte(nil), error(nil)
+	if codec, ok := r.ps[0].(catalogs.PayloadCodec); ok {
+		version, inner, err = codec.EncodePayload(r.ctx, r.id, rs)
+	} else {
+		ers := make([]envelope.Receipt, len(rs))
+		for i, x := range rs {
+			ers[i] = envelope.Receipt{Metadata: x.Metadata, RowCount: x.RowCount, ByteCount: x.ByteCount}
+		}
+		inner, err = envelope.EncodeReceipts(ers)
+	}
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	pt, err := r.hs[0].seal(r.ctx, txn.Staged{Table: r.id, Provider: r.ps[0], Mode: txn.Append, Receipts: rs}, "default/coord", time.Now().Add(time.Second))
+	payload, err := envelope.Seal(envelope.Envelope{Kind: r.kind, SerializerVersion: version, Table: identity(r.id),
+		CommitUser: "default/coord", PreparedAt: at, Payload: inner}, r.hs[0].messageKey())
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return pt.Payload
+	return payload
+}
+
+// resealed seals receipts again, a second later: another payload naming
+// the same files.
+func (r *replicas) resealed(rs []catalogs.WriteReceipt) []byte {
+	return r.seal(rs, time.Now().Add(time.Second))
 }
 
 // commit runs CommitMessages on replica i.
@@ -160,7 +171,8 @@ func TestCommitIDNamesOneFileSet(t *testing.T) {
 	for _, kind := range []string{"iceberg", "paimon"} {
 		t.Run(kind, func(t *testing.T) {
 			r := openReplicas(t, kind)
-			a, b := r.payload(3), r.payload(5)
+			a := r.payload(3)
+			b, bReceipts := r.staged(5)
 			first, err := r.commit(0, "j1", a)
 			if err != nil || len(first.Tables) != 1 || first.Tables[0].Rows != 3 {
 				t.Fatalf("CommitMessages j1 [a]: %+v, %v", first, err)
@@ -182,7 +194,7 @@ func TestCommitIDNamesOneFileSet(t *testing.T) {
 			_, err = r.commit(0, "j2", b, b)
 			wantCode(t, "a payload twice", err, codes.InvalidArgument, "payloads 0 and 1")
 			// The same files sealed twice (two payloads, other bytes).
-			_, err = r.commit(0, "j2", b, r.resealed(b))
+			_, err = r.commit(0, "j2", b, r.resealed(bReceipts))
 			wantCode(t, "a file twice", err, codes.InvalidArgument, "twice")
 			if st := r.status("j2"); st.Landed {
 				t.Fatalf("GetCommitStatus j2 after refusals: %+v", st)
