@@ -22,21 +22,36 @@ func Decode(body []byte, into any) error {
 	if t == nil || t.Kind() != reflect.Pointer {
 		return fmt.Errorf("decode into %T: not a pointer", into)
 	}
+	// The scanner of json.Valid refuses bad syntax and nesting deeper
+	// than encoding/json allows, at no cost, before the walk below.
+	if !json.Valid(body) {
+		return invalid(body)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := checkValue(dec, t.Elem(), ""); err != nil {
 		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after the JSON object")
 	}
 	strict := json.NewDecoder(bytes.NewReader(body))
 	strict.DisallowUnknownFields()
 	return strict.Decode(into)
 }
 
+// invalid says what makes body, which json.Valid refused, not one JSON
+// value.
+func invalid(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return syntaxError("", err)
+	}
+	return errors.New("trailing data after the JSON object")
+}
+
 // checkValue reads one JSON value from dec, checking the keys of every
-// object in it against t.
+// object in it against t. It recurses only as deep as t goes (skipRest
+// reads the rest without recursing), so a hostile body nested a million
+// levels deep costs no stack.
 func checkValue(dec *json.Decoder, t reflect.Type, path string) error {
 	tok, err := dec.Token()
 	if err != nil {
@@ -77,10 +92,12 @@ func checkValue(dec *json.Decoder, t reflect.Type, path string) error {
 		_, err := dec.Token() // '}'
 		return syntaxError(path, err)
 	case json.Delim('['):
-		elem := t
-		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
-			elem = t.Elem()
+		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
+			// Not recursing where the type has no more levels bounds the
+			// recursion by the type's depth, whatever the body's nesting.
+			return skipRest(dec, path)
 		}
+		elem := t.Elem()
 		for i := 0; dec.More(); i++ {
 			if err := checkValue(dec, elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err

@@ -3,6 +3,7 @@ package actions
 import (
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -66,4 +67,28 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode(%q) = %+v, encoding/json %+v", body, got, want)
 		}
 	})
+}
+
+// TestDecodeDeep: a body nested far deeper than any request type is
+// refused at the cost of encoding/json's own depth limit, not with memory
+// (or stack) growing with its nesting.
+func TestDecodeDeep(t *testing.T) {
+	const depth = 1 << 20
+	for _, body := range []string{
+		`{"commit_id": ` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`,
+		`{"tables": [{"payloads": [` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `]}]}`,
+	} {
+		var req CommitRequest
+		var before, after runtime.MemStats
+		b := []byte(body)
+		runtime.ReadMemStats(&before)
+		err := Decode(b, &req)
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Fatalf("%.40s... nested %d deep: accepted", body, depth)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("%.40s... nested %d deep: %d bytes allocated to refuse it", body, depth, n)
+		}
+	}
 }
