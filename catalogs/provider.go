@@ -97,6 +97,21 @@ type IdempotentCommitter interface {
 	FindCommit(ctx context.Context, table TableIdent, commitID string) (rec CommitRecord, ok bool, err error)
 }
 
+// CommitMatcher is implemented by IdempotentCommitters that can tell which
+// data files a landed commit added, so that a commit id names exactly one
+// set of files: a commit id repeated with the files it landed with is
+// answered from its snapshot, and with other files refused, however many
+// processes race with it (CommitMessages). Both answers come from what
+// the commit recorded, never from the request.
+type CommitMatcher interface {
+	// MatchCommit looks commitID up on table. When it has landed, rec is
+	// the commit as recorded (RowCount: the rows it added), and same
+	// reports whether it added exactly the data files of receipts (in a
+	// snapshot that merged several commits: the receipts' files are among
+	// the snapshot's and their rows are the rows recorded for commitID).
+	MatchCommit(ctx context.Context, table TableIdent, commitID string, receipts []WriteReceipt) (rec CommitRecord, landed, same bool, err error)
+}
+
 // Overwriter is implemented by backends that can atomically replace all of
 // a table's current data with the staged receipts (ingest mode replace).
 type Overwriter interface {

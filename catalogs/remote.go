@@ -3,6 +3,7 @@ package catalogs
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"time"
 
@@ -26,7 +27,8 @@ type RemotePolicy struct {
 // consecutive transient failures, a timeout per attempt and, for
 // idempotent calls, a bounded retry with exponential backoff and jitter.
 // Transient tells an outage (retried, counted by the breaker) from an
-// answer such as "not found" or "precondition failed" (neither).
+// answer such as "not found" or "precondition failed" (neither); a
+// ClientFault is always an answer.
 type Remote struct {
 	policy    RemotePolicy
 	transient func(error) bool
@@ -38,7 +40,7 @@ func NewRemote(name string, p RemotePolicy, transient func(error) bool) *Remote 
 	r := &Remote{policy: p}
 	r.transient = func(err error) bool {
 		if err == nil || errors.Is(err, context.Canceled) ||
-			errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+			errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) || ClientFault(err) {
 			return false
 		}
 		return transient(err)
@@ -51,6 +53,22 @@ func NewRemote(name string, p RemotePolicy, transient func(error) bool) *Remote 
 		IsSuccessful: func(err error) bool { return !r.transient(err) },
 	})
 	return r
+}
+
+// ClientFault reports whether err is an answer about what a client asked
+// for, not an outage of the service: a missing, existing or forbidden
+// object (a file a receipt names that was aborted, reclaimed or never
+// written) or an error of any kind but ErrUnavailable. Such an answer is
+// never retried and never counted by a breaker, whatever a backend's
+// transient function says: otherwise any client could open a catalog's
+// breaker, and fail every write of every principal, by naming a missing
+// file a few times.
+func ClientFault(err error) bool {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist) || errors.Is(err, fs.ErrPermission) {
+		return true
+	}
+	k := Kind(err)
+	return k != nil && k != ErrUnavailable
 }
 
 // ErrBreakerOpen reports whether err is the breaker refusing a call

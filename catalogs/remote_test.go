@@ -3,6 +3,8 @@ package catalogs
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"testing"
 	"time"
 )
@@ -63,5 +65,43 @@ func TestGuardTimeout(t *testing.T) {
 	})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err %v, want the attempt's deadline", err)
+	}
+}
+
+// TestGuardClientFaults: a client's fault (a missing or existing file,
+// an error of a kind other than ErrUnavailable) is neither retried nor
+// counted by the breaker, even for a backend whose transient function
+// calls every error an outage: a client naming a missing file again and
+// again leaves the breaker closed for everyone else.
+func TestGuardClientFaults(t *testing.T) {
+	for _, fault := range []error{
+		fmt.Errorf("open s3://b/t/data/x.parquet: %w", fs.ErrNotExist),
+		&fs.PathError{Op: "link", Path: "/w/t/snapshot/snapshot-3", Err: fs.ErrExist},
+		fmt.Errorf("get s3://b/x: %w", fs.ErrPermission),
+		Errorf(ErrInvalidArgument, "receipt 0: file x is not in the table"),
+		Errorf(ErrFailedPrecondition, "file x is referenced"),
+		Errorf(ErrNotFound, "no such table"),
+	} {
+		r := NewRemote("t", RemotePolicy{Timeout: time.Second, Attempts: 3, BreakerFailures: 2, BreakerOpen: time.Minute},
+			func(error) bool { return true })
+		calls := 0
+		for range 5 {
+			_, err := Guard(context.Background(), r, true, func(context.Context) (int, error) { calls++; return 0, fault })
+			if !errors.Is(err, fault) {
+				t.Fatalf("%v: Guard = %v", fault, err)
+			}
+		}
+		if calls != 5 || r.State() != BreakerClosed {
+			t.Errorf("%v: %d calls for 5 requests, breaker %v; want 5, closed", fault, calls, r.State())
+		}
+	}
+	// An outage still opens it.
+	r := NewRemote("t", RemotePolicy{Timeout: time.Second, Attempts: 1, BreakerFailures: 2, BreakerOpen: time.Minute},
+		func(error) bool { return true })
+	for range 2 {
+		_, _ = Guard(context.Background(), r, true, func(context.Context) (int, error) { return 0, Errorf(ErrUnavailable, "503") })
+	}
+	if r.State() != BreakerOpen {
+		t.Errorf("breaker %v after 2 outages, want open", r.State())
 	}
 }

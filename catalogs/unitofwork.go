@@ -104,7 +104,8 @@ type SchemaReplacer interface {
 type ReceiptChecker interface {
 	// CheckReceipts checks, before anything is committed or deleted, that
 	// the receipts are this backend's, were staged for table as it is now,
-	// and name only files under the table's location. It returns
+	// name only files under the table's location, and name no file twice
+	// (it would land once and its rows be counted twice). It returns
 	// ErrInvalidArgument naming the receipt or file at fault.
 	CheckReceipts(ctx context.Context, table TableIdent, receipts []WriteReceipt) error
 }

@@ -71,7 +71,7 @@ func TestActionBudget(t *testing.T) {
 
 	// Two large commits run, waiting for their table's lock.
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}
-	unlock := h.msgLocks.lock([]string{id.Key()})
+	unlock := h.messages().Lock(id)
 	big := messagesBody(t, maxBody/2)
 	if len(big) > maxBody {
 		t.Fatalf("body of %d bytes", len(big))

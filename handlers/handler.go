@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -54,8 +55,8 @@ type Options struct {
 	// when zero).
 	TicketTTL time.Duration
 	// CommitMessageTTL is how long a PrepareCommit payload can be
-	// committed (DefaultCommitMessageTTL when zero); keep it below
-	// reclaim.min_age.
+	// committed (DefaultCommitMessageTTL, which is txn.DefaultMessageTTL,
+	// when zero); keep it below reclaim.min_age.
 	CommitMessageTTL time.Duration
 	// AfterCommitMessages is test-only: when not nil it is called after a
 	// CommitMessages landed and before its reply is sent, so that a test
@@ -138,8 +139,9 @@ type Handler struct {
 	// running and waiting count the queries holding and waiting for a
 	// slot, for metrics (QuerySlots).
 	running, waiting atomic.Int64
-	// msgLocks serialise the commit messages of a table (actions.go).
-	msgLocks tableLocks
+	// msgs is the commit messages' write policy (actions.go).
+	msgOnce sync.Once
+	msgs    *txn.Messages
 	// actionMem is the memory the running actions hold (action_budget.go).
 	actionMem actionBudget
 }

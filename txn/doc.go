@@ -17,6 +17,13 @@
 // with autocommit off) still writes inside it. Abandoned transactions are
 // rolled back after an idle timeout, their staged files discarded.
 //
+// Messages is the write policy of the distributed-commit actions
+// (docs/commit-messages.md): it seals a prepared transaction's receipts,
+// opens and checks the payloads a coordinator sends back (signature, table,
+// age, files), and commits them once per table under the coordinator's
+// commit id, or deletes their files when they were never committed; the
+// handlers only decode the actions and resolve the tables.
+//
 // Atomicity: each table's writes commit in one snapshot of that table.
 // Tables of one catalog that offers an atomic multi-table commit
 // (catalogs.MultiTableCommitter: Iceberg on a REST catalog) commit

@@ -39,7 +39,12 @@ func (m *mem) CheckReceipts(_ context.Context, t catalogs.TableIdent, rs []catal
 	if err != nil {
 		return err
 	}
+	named := map[string]bool{}
 	for i, r := range mrs {
+		if named[string(rs[i].Metadata)] {
+			return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d is named twice", t, i)
+		}
+		named[string(rs[i].Metadata)] = true
 		if r.Txn != "" {
 			if x, ok := m.txns[t.Key()+"\x00"+r.Txn]; !ok || x.table != tbl {
 				return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d names no backend transaction of the table", t, i)

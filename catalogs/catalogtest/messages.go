@@ -31,8 +31,8 @@ func call(t *testing.T, what string, f func() error) (err error) {
 }
 
 // testReceiptChecker: receipts the backend wrote for a table pass its
-// check for that table; for another table, damaged, not its own, or
-// discarded, they are ErrInvalidArgument naming the table.
+// check for that table; for another table, damaged, not its own, naming a
+// file twice, or discarded, they are ErrInvalidArgument naming the table.
 func (s suite) testReceiptChecker(t *testing.T) {
 	in, id := s.setup(t, "receipts")
 	rc, ok := in.Provider.(catalogs.ReceiptChecker)
@@ -50,6 +50,9 @@ func (s suite) testReceiptChecker(t *testing.T) {
 		err := call(t, "CheckReceipts", func() error { return rc.CheckReceipts(ctx, id, []catalogs.WriteReceipt{r, bad}) })
 		wantKind(t, fmt.Sprintf("CheckReceipts of metadata %q", g), err, catalogs.ErrInvalidArgument, id.Name)
 	}
+	// A file named twice would be committed once and its rows counted twice.
+	err = call(t, "CheckReceipts", func() error { return rc.CheckReceipts(ctx, id, []catalogs.WriteReceipt{r, r}) })
+	wantKind(t, "CheckReceipts of one receipt twice", err, catalogs.ErrInvalidArgument, id.Name)
 	half := catalogs.WriteReceipt{Metadata: r.Metadata[:len(r.Metadata)/2], RowCount: r.RowCount}
 	err = call(t, "CheckReceipts", func() error { return rc.CheckReceipts(ctx, id, []catalogs.WriteReceipt{half}) })
 	wantKind(t, "CheckReceipts of a truncated receipt", err, catalogs.ErrInvalidArgument, id.Name)

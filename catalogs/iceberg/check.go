@@ -13,7 +13,10 @@ import (
 	"github.com/flightgw/flightgw/catalogs"
 )
 
-var _ catalogs.ReceiptChecker = (*Provider)(nil)
+var (
+	_ catalogs.ReceiptChecker = (*Provider)(nil)
+	_ catalogs.CommitMatcher  = (*Provider)(nil)
+)
 
 // CheckReceipts checks receipts that come back from another process (the
 // commit messages of a distributed write): they are this backend's, for
@@ -34,6 +37,7 @@ func (p *Provider) CheckReceipts(ctx context.Context, t catalogs.TableIdent, rec
 	roots := tableRoots(tbl)
 	uuid := tbl.Metadata().TableUUID().String()
 	spelt := map[string]string{} // each file as the storage reads it: its spelling
+	named := map[string]int{}    // each file as spelt: the receipt naming it
 	for i, rm := range rms {
 		// Another process's receipts for a table since dropped and created
 		// again are stale data, never to be retried (dataFiles would call
@@ -45,6 +49,12 @@ func (p *Provider) CheckReceipts(ctx context.Context, t catalogs.TableIdent, rec
 			if !underAny(f.Path, roots) {
 				return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: file %s is outside the table's location %s", t, i, f.Path, roots[0])
 			}
+			// One file named twice would be committed once, and the rows
+			// reported for it twice.
+			if j, ok := named[f.Path]; ok {
+				return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: file %s is named twice (by receipts %d and %d)", t, i, f.Path, j, i)
+			}
+			named[f.Path] = i
 			// One file spelt two ways (an escaped letter) is two files to
 			// iceberg-go's duplicate check: its rows would be read twice.
 			if l, err := resolveLocation(f.Path); err == nil {

@@ -97,6 +97,52 @@ func (p *Provider) FindCommit(ctx context.Context, t catalogs.TableIdent, commit
 	return catalogs.CommitRecord{Outcome: outcome(s, 0), RowCount: commitRows(s, commitID)}, true, nil
 }
 
+// MatchCommit looks commitID up like FindCommit and tells whether the
+// snapshot that recorded it added exactly the receipts' data files: all
+// the files it added when it recorded commitID alone (CommitIDKey); when
+// it merged several commits (CommitIDsKey), which does not record each
+// commit's files, the receipts' files must be among the snapshot's and
+// their rows the rows it recorded for commitID.
+func (p *Provider) MatchCommit(ctx context.Context, t catalogs.TableIdent, commitID string, receipts []catalogs.WriteReceipt) (catalogs.CommitRecord, bool, bool, error) {
+	rms, err := parseReceipts(t, receipts)
+	if err != nil {
+		return catalogs.CommitRecord{}, false, false, err
+	}
+	if commitID == "" {
+		return catalogs.CommitRecord{}, false, false, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: commit id is empty", t)
+	}
+	tbl, err := p.load(ctx, t)
+	if err != nil {
+		return catalogs.CommitRecord{}, false, false, err
+	}
+	s := findSnapshot(tbl.Metadata(), commitID)
+	if s == nil {
+		return catalogs.CommitRecord{}, false, false, nil
+	}
+	rec := catalogs.CommitRecord{Outcome: outcome(s, 0), RowCount: commitRows(s, commitID)}
+	added, err := addedFiles(ctx, tbl, s)
+	if err != nil {
+		return rec, true, false, mapErr(err, fmt.Sprintf("table %s: commit %s: read the files of snapshot %d", t, commitID, s.SnapshotID))
+	}
+	want := map[string]bool{}
+	for _, rm := range rms {
+		for _, f := range rm.Files {
+			if !added[f.Path] {
+				return rec, true, false, nil
+			}
+			want[f.Path] = true
+		}
+	}
+	if s.Summary.Properties[CommitIDKey] == commitID {
+		return rec, true, len(want) == len(added), nil
+	}
+	var rows uint64
+	for _, r := range receipts {
+		rows += r.RowCount
+	}
+	return rec, true, rows == rec.RowCount, nil
+}
+
 // findSnapshot returns the newest snapshot that recorded commitID.
 func findSnapshot(meta table.Metadata, commitID string) *table.Snapshot {
 	snaps := meta.Snapshots()

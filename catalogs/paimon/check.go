@@ -17,6 +17,7 @@ var (
 	_ catalogs.PayloadCodec     = (*Provider)(nil)
 	_ catalogs.ReceiptChecker   = (*Provider)(nil)
 	_ catalogs.ReferenceChecker = (*Provider)(nil)
+	_ catalogs.CommitMatcher    = (*Provider)(nil)
 )
 
 // EncodePayload merges the receipts' CommitMessages into one

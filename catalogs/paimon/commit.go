@@ -40,23 +40,56 @@ func (p *Provider) CommitOverwrite(ctx context.Context, t catalogs.TableIdent, c
 
 // FindCommit looks for the snapshot of commit user commitID.
 func (p *Provider) FindCommit(ctx context.Context, t catalogs.TableIdent, commitID string) (catalogs.CommitRecord, bool, error) {
+	rec, files, err := p.landedCommit(ctx, t, commitID)
+	return rec, files != nil, err
+}
+
+// MatchCommit looks for the snapshot of commit user commitID, and tells
+// whether its delta added exactly the data files the receipts' messages
+// add (a Paimon snapshot is one commit: its delta is that commit's files).
+func (p *Provider) MatchCommit(ctx context.Context, t catalogs.TableIdent, commitID string, receipts []catalogs.WriteReceipt) (catalogs.CommitRecord, bool, bool, error) {
+	msgs, _, err := decodeReceipts(t, receipts)
+	if err != nil {
+		return catalogs.CommitRecord{}, false, false, err
+	}
+	rec, added, err := p.landedCommit(ctx, t, commitID)
+	if err != nil || added == nil {
+		return rec, false, false, err
+	}
+	want := map[string]bool{}
+	for _, m := range msgs {
+		for _, f := range m.Data.NewFiles {
+			if !added[f.FileName] {
+				return rec, true, false, nil
+			}
+			want[f.FileName] = true
+		}
+	}
+	return rec, true, len(want) == len(added), nil
+}
+
+// landedCommit finds the snapshot of commit user commitID and the data
+// files its delta added (a nil map when none landed).
+func (p *Provider) landedCommit(ctx context.Context, t catalogs.TableIdent, commitID string) (catalogs.CommitRecord, map[string]bool, error) {
 	st, err := p.load(ctx, t)
 	if err != nil {
-		return catalogs.CommitRecord{}, false, err
+		return catalogs.CommitRecord{}, nil, err
 	}
 	s, err := p.findSnapshot(ctx, st, commitID)
 	if err != nil || s == nil {
-		return catalogs.CommitRecord{}, false, err
+		return catalogs.CommitRecord{}, nil, err
 	}
 	added, _, err := p.deltaFiles(ctx, st, s)
 	if err != nil {
-		return catalogs.CommitRecord{}, false, err
+		return catalogs.CommitRecord{}, nil, err
 	}
-	var rows uint64
+	rec := catalogs.CommitRecord{Outcome: outcome(s, 0)}
+	files := make(map[string]bool, len(added))
 	for _, e := range added {
-		rows += uint64(e.file.RowCount)
+		rec.RowCount += uint64(e.file.RowCount)
+		files[e.file.FileName] = true
 	}
-	return catalogs.CommitRecord{Outcome: outcome(s, 0), RowCount: rows}, true, nil
+	return rec, files, nil
 }
 
 func outcome(s *snapshot, retried uint32) catalogs.CommitOutcome {

@@ -4,8 +4,9 @@
 // one definition between the two so that neither side's field names can
 // drift from the other's.
 //
-// Requests are decoded strictly (an unknown field is refused), so a
-// request type here carries exactly the fields the gateway accepts.
+// Requests are decoded strictly (Decode: an unknown key, a key in another
+// case and a key given twice are refused), so a request type here carries
+// exactly the fields the gateway accepts, spelt exactly once.
 package actions
 
 import "time"
