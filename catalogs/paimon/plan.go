@@ -32,6 +32,9 @@ func (p *Provider) PlanFiles(ctx context.Context, t catalogs.TableIdent, req cat
 		}
 		st.snap = s
 	}
+	if err := p.checkReadableState(ctx, st); err != nil {
+		return nil, err
+	}
 	live, err := p.liveFiles(ctx, t, st.dir, st.snap)
 	if err != nil {
 		return nil, err
@@ -53,6 +56,9 @@ func (p *Provider) PlanFiles(ctx context.Context, t catalogs.TableIdent, req cat
 func (p *Provider) PlanStaged(ctx context.Context, t catalogs.TableIdent, _ catalogs.ScanRequest, staged []catalogs.WriteReceipt, overwrite bool) (*catalogs.FilePlan, error) {
 	st, err := p.load(ctx, t)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.checkReadableState(ctx, st); err != nil {
 		return nil, err
 	}
 	msgs, metas, err := decodeReceipts(t, staged)

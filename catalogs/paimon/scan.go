@@ -45,6 +45,9 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 // of files the read chose from.
 func (p *Provider) scanEntries(ctx context.Context, st *tableState, req catalogs.ScanRequest, es []entry, total int) (*catalogs.ScanResult, error) {
 	t := st.ident
+	if err := p.checkReadableState(ctx, st); err != nil {
+		return nil, err
+	}
 	full := st.schema.arrowSchema()
 	cols := req.Columns
 	if cols == nil {

@@ -321,6 +321,11 @@ func newSchema(table string, sc *arrow.Schema, opts map[string]string, now int64
 	if err := back.checkOptions(table); err != nil {
 		return nil, err
 	}
+	// A table this backend would then refuse to write (the catalog's
+	// table-default.* may ask for deletion vectors, another merge engine…).
+	if err := back.checkWritable(tableName(table)); err != nil {
+		return nil, err
+	}
 	return back, nil
 }
 

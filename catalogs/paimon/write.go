@@ -88,6 +88,9 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stre
 	if err != nil {
 		return nil, err
 	}
+	if err := p.checkWritableState(ctx, st); err != nil {
+		return nil, err
+	}
 	s := &stream{p: p, st: st, target: st.schema.arrowSchema(), lay: st.schema.layout(), open: map[string]*fileWriter{},
 		nextSeq: map[string]int64{}, pk: map[string]*pkBuffer{}, id: uuid.NewString(), mem: pqwrite.NewAlloc(),
 		bufLimit: p.cfg.writeBuffer, maxOpen: p.cfg.maxOpenFiles}

@@ -1,0 +1,306 @@
+package paimon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/twmb/avro"
+
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/catalogtest"
+	pcodec "github.com/flightgw/flightgw/codec/paimon"
+)
+
+// rewriteJSON reads a metadata file of the table, lets edit change it
+// and writes it back in place: a table as another writer (Paimon Java)
+// left it.
+func rewriteJSON(t *testing.T, p *Provider, path string, edit func(map[string]any)) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := p.fs.read(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber() // commitIdentifier is a long past float64's integers
+	if err := d.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.fs.put(ctx, path, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func snapshotJSON(t *testing.T, p *Provider, dir string, id int64) *snapshot {
+	t.Helper()
+	s, err := p.readSnapshot(context.Background(), catalogs.TableIdent{}, dir, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestSnapshotCarriesForward: a commit carries what the previous
+// snapshot referenced beyond its data manifests, as Paimon Java's
+// FileStoreCommitImpl does: the index manifest (deletion vectors, a
+// dynamic bucket table's hash index), the watermark, the next row id, and
+// the statistics when they were computed on the committed schema (not
+// those of another schema). An overwrite deletes every data file and
+// every index entry with them, and keeps the rest. Before, every gateway
+// commit wrote indexManifest, watermark and statistics null and nextRowId
+// 0: Paimon Java then read deleted rows back, and a Flink writer lost its
+// hash index.
+func TestSnapshotCarriesForward(t *testing.T) {
+	p, id := mergeTable(t, nil)
+	ctx := context.Background()
+	commitRows(t, p, id, 0, 3, false)
+	st, err := p.load(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, schemaID := range map[string]int{"stat-same-0": 0, "stat-other-0": 5} {
+		b, _ := json.Marshal(map[string]any{"snapshotId": 1, "schemaId": schemaID, "mergedRecordCount": 3, "colStats": map[string]any{}})
+		if err := p.fs.put(ctx, st.dir+"/statistics/"+name, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewriteJSON(t, p, snapshotPath(st.dir, 1), func(m map[string]any) {
+		m["indexManifest"] = "index-manifest-java-0"
+		m["watermark"] = 42
+		m["nextRowId"] = 7
+		m["statistics"] = "stat-same-0"
+	})
+	commitRows(t, p, id, 3, 2, false)
+	s2 := snapshotJSON(t, p, st.dir, 2)
+	check := func(s *snapshot, index *string, stats *string) {
+		t.Helper()
+		str := func(p *string) string {
+			if p == nil {
+				return "<nil>"
+			}
+			return *p
+		}
+		if str(s.IndexManifest) != str(index) {
+			t.Errorf("snapshot %d: indexManifest %s, want %s", s.ID, str(s.IndexManifest), str(index))
+		}
+		if str(s.Statistics) != str(stats) {
+			t.Errorf("snapshot %d: statistics %s, want %s", s.ID, str(s.Statistics), str(stats))
+		}
+		if s.Watermark == nil || *s.Watermark != 42 {
+			t.Errorf("snapshot %d: watermark %v, want 42", s.ID, s.Watermark)
+		}
+		if s.NextRowID == nil || *s.NextRowID != 7 {
+			t.Errorf("snapshot %d: nextRowId %v, want 7", s.ID, s.NextRowID)
+		}
+	}
+	idx, same, other := "index-manifest-java-0", "stat-same-0", "stat-other-0"
+	check(s2, &idx, &same)
+	commitRows(t, p, id, 5, 1, true)
+	check(snapshotJSON(t, p, st.dir, 3), nil, &same)
+	rewriteJSON(t, p, snapshotPath(st.dir, 3), func(m map[string]any) { m["statistics"] = other })
+	commitRows(t, p, id, 6, 1, false)
+	check(snapshotJSON(t, p, st.dir, 4), nil, nil)
+}
+
+// setOptions rewrites schema-0 of the table with extra options and a
+// primary key as Paimon Java would have created it.
+func setOptions(t *testing.T, p *Provider, id catalogs.TableIdent, opts map[string]string) {
+	t.Helper()
+	st, err := p.load(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewriteJSON(t, p, st.dir+"/schema/schema-0", func(m map[string]any) {
+		o := m["options"].(map[string]any)
+		for k, v := range opts {
+			o[k] = v
+		}
+	})
+}
+
+// TestFeatureOptionsRefused: a table whose options ask a writer for what
+// this backend does not do (deletion vectors, dynamic or postponed
+// buckets, another merge engine, a sequence field, a changelog producer,
+// another file format, row tracking…) refuses a write FailedPrecondition
+// naming the table and the option, and leaves no snapshot; one whose
+// options change which rows Paimon reads (deletion vectors, merge engine,
+// sequence field) refuses a read too. Options that change neither (a
+// scan or retention option, a merge engine named on an append table,
+// where Paimon ignores it) are written and read. Before, every write was
+// committed and every read answered.
+func TestFeatureOptionsRefused(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		opts          map[string]string
+		pk            bool
+		write, read   bool // refused
+		unwrittenName string
+	}{
+		{opts: map[string]string{"deletion-vectors.enabled": "true"}, pk: true, write: true, read: true},
+		{opts: map[string]string{"deletion-vectors.enabled": "true"}, write: true, read: true},
+		{opts: map[string]string{"bucket": "-1"}, pk: true, write: true},
+		{opts: map[string]string{"bucket": "-2"}, pk: true, write: true, read: true},
+		{opts: map[string]string{"merge-engine": "partial-update"}, pk: true, write: true, read: true},
+		{opts: map[string]string{"merge-engine": "aggregation", "fields.name.aggregate-function": "max"}, pk: true, write: true, read: true},
+		{opts: map[string]string{"merge-engine": "first-row"}, pk: true, write: true, read: true},
+		{opts: map[string]string{"sequence.field": "name"}, pk: true, write: true, read: true},
+		{opts: map[string]string{"changelog-producer": "lookup"}, pk: true, write: true},
+		{opts: map[string]string{"changelog-producer": "input"}, pk: true, write: true},
+		{opts: map[string]string{"file.format": "orc"}, write: true},
+		{opts: map[string]string{"row-tracking.enabled": "true"}, write: true},
+		{opts: map[string]string{"data-evolution.enabled": "true"}, write: true},
+		{opts: map[string]string{"bucket-function.type": "mod"}, pk: true, write: true},
+		{opts: map[string]string{"rowkind.field": "name"}, pk: true, write: true},
+		{opts: map[string]string{"data-file.thin-mode": "true"}, pk: true, write: true},
+		{opts: map[string]string{"partition.default-name": "NULLS"}, write: true},
+		{opts: map[string]string{"manifest.format": "orc"}, write: true},
+		{opts: map[string]string{"type": "format-table"}, write: true, read: true},
+		{opts: map[string]string{"data-file.path-directory": "data"}, write: true, read: true},
+		// Accepted: Paimon's defaults spelled out, and options that change
+		// neither what is written nor what is read.
+		{opts: map[string]string{"merge-engine": "deduplicate", "changelog-producer": "none", "deletion-vectors.enabled": "false"}, pk: true},
+		{opts: map[string]string{"merge-engine": "first-row", "sequence.field": "name"}},
+		{opts: map[string]string{"snapshot.num-retained.min": "3", "scan.mode": "latest", "ignore-delete": "true"}, pk: true},
+	}
+	for i, c := range cases {
+		p := mergeCatalog(t, nil)
+		id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t" + strconv.Itoa(i)}
+		opts := map[string]string{}
+		if c.pk {
+			opts = map[string]string{"primary-key": "id", "bucket": "2"}
+		}
+		if _, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, opts); err != nil {
+			t.Fatal(err)
+		}
+		commitRows(t, p, id, 0, 3, false)
+		setOptions(t, p, id, c.opts)
+		var key string
+		for k := range c.opts {
+			if c.opts[k] != "false" && c.opts[k] != "deduplicate" && c.opts[k] != "none" && !strings.HasPrefix(k, "fields.") {
+				key = k
+			}
+		}
+		b := catalogtest.Batch(10, 2)
+		_, werr := p.WriteBatch(ctx, id, b)
+		b.Release()
+		_, rerr := p.Scan(ctx, id, catalogs.ScanRequest{})
+		_, perr := p.PlanFiles(ctx, id, catalogs.ScanRequest{})
+		for _, r := range []struct {
+			what    string
+			err     error
+			refused bool
+		}{{"write", werr, c.write}, {"read", rerr, c.read}, {"plan", perr, c.read}} {
+			switch {
+			case !r.refused && r.err != nil:
+				t.Errorf("%v pk=%v: %s: %v, want it done", c.opts, c.pk, r.what, r.err)
+			case r.refused && !errors.Is(r.err, catalogs.ErrFailedPrecondition):
+				t.Errorf("%v pk=%v: %s: %v, want FailedPrecondition", c.opts, c.pk, r.what, r.err)
+			case r.refused && (!strings.Contains(r.err.Error(), strconv.Quote(key)) || !strings.Contains(r.err.Error(), id.String())):
+				t.Errorf("%v pk=%v: %s: %q does not name the table and option %q", c.opts, c.pk, r.what, r.err, key)
+			}
+		}
+		if st, err := p.load(ctx, id); err != nil || st.snap.ID != 1 {
+			t.Errorf("%v: snapshot after the refused write: %v %v", c.opts, st, err)
+		}
+	}
+}
+
+// TestAlteredOptionsRefuseCommit: receipts staged before an ALTER TABLE
+// turned deletion vectors on are refused at commit, and a write after it
+// is refused although the snapshot was written with the schema before.
+func TestAlteredOptionsRefuseCommit(t *testing.T) {
+	ctx := context.Background()
+	p, id := mergeTable(t, nil)
+	commitRows(t, p, id, 0, 3, false)
+	b := catalogtest.Batch(3, 2)
+	r, err := p.WriteBatch(ctx, id, b)
+	b.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := p.load(ctx, id)
+	sc, err := p.fs.read(ctx, st.dir+"/schema/schema-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	_ = json.Unmarshal(sc, &m)
+	m["id"] = 1
+	m["options"].(map[string]any)["deletion-vectors.enabled"] = "true"
+	sc, _ = json.Marshal(m)
+	if err := p.fs.put(ctx, st.dir+"/schema/schema-1", sc); err != nil {
+		t.Fatal(err)
+	}
+	b = catalogtest.Batch(5, 2)
+	_, werr := p.WriteBatch(ctx, id, b)
+	b.Release()
+	if !errors.Is(werr, catalogs.ErrFailedPrecondition) || !strings.Contains(werr.Error(), `"deletion-vectors.enabled"`) {
+		t.Errorf("write after the ALTER: %v, want FailedPrecondition naming deletion-vectors.enabled", werr)
+	}
+	// The commit reads the snapshot's schema (0) and the latest (1).
+	setOptions(t, p, id, map[string]string{"deletion-vectors.enabled": "true"})
+	if _, err := p.Commit(ctx, id, []catalogs.WriteReceipt{r}); !errors.Is(err, catalogs.ErrFailedPrecondition) {
+		t.Errorf("commit of receipts staged before the ALTER: %v, want FailedPrecondition", err)
+	}
+}
+
+// indexManifestSchema is the Avro schema of Paimon 1.4's index manifest
+// (IndexManifestEntry.SCHEMA), the fields a test writes.
+var indexManifestSchema = avro.MustParse(`{"type": "record", "name": "record", "namespace": "org.apache.paimon.avro.generated", "fields": [
+ {"name": "_KIND", "type": "int"}, {"name": "_PARTITION", "type": "bytes"}, {"name": "_BUCKET", "type": "int"},
+ {"name": "_INDEX_TYPE", "type": "string"}, {"name": "_FILE_NAME", "type": "string"},
+ {"name": "_FILE_SIZE", "type": "long"}, {"name": "_ROW_COUNT", "type": "long"}]}`)
+
+type testIndexEntry struct {
+	Kind      int32  `avro:"_KIND"`
+	Partition []byte `avro:"_PARTITION"`
+	Bucket    int32  `avro:"_BUCKET"`
+	Type      string `avro:"_INDEX_TYPE"`
+	FileName  string `avro:"_FILE_NAME"`
+	FileSize  int64  `avro:"_FILE_SIZE"`
+	RowCount  int64  `avro:"_ROW_COUNT"`
+}
+
+// TestDeletionVectorsInIndexRefuseRead: a snapshot whose index manifest
+// holds deletion vectors is refused for reading (Scan, PlanFiles)
+// whatever the options say now, naming the option; one holding only a
+// hash index is read. Before, the rows the vectors delete came back.
+func TestDeletionVectorsInIndexRefuseRead(t *testing.T) {
+	ctx := context.Background()
+	for _, typ := range []string{indexTypeDeletionVectors, "HASH"} {
+		p, id := mergeTable(t, nil)
+		commitRows(t, p, id, 0, 3, false)
+		st, _ := p.load(ctx, id)
+		b, err := encodeOCF(indexManifestSchema, []testIndexEntry{{Partition: serializeRow(pcodec.EmptyRow), Type: typ, FileName: "index-x-0", FileSize: 10, RowCount: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.fs.put(ctx, st.dir+"/manifest/index-manifest-x-0", b); err != nil {
+			t.Fatal(err)
+		}
+		rewriteJSON(t, p, snapshotPath(st.dir, 1), func(m map[string]any) { m["indexManifest"] = "index-manifest-x-0" })
+		_, serr := p.Scan(ctx, id, catalogs.ScanRequest{})
+		_, perr := p.PlanFiles(ctx, id, catalogs.ScanRequest{})
+		for _, err := range []error{serr, perr} {
+			if typ == "HASH" {
+				if err != nil {
+					t.Errorf("%s index: %v, want it read", typ, err)
+				}
+				continue
+			}
+			if !errors.Is(err, catalogs.ErrFailedPrecondition) || !strings.Contains(err.Error(), `"deletion-vectors.enabled"`) {
+				t.Errorf("%s index: %v, want FailedPrecondition naming deletion-vectors.enabled", typ, err)
+			}
+		}
+	}
+}
