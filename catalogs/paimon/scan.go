@@ -3,6 +3,8 @@ package paimon
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -181,6 +183,11 @@ func (r *fileReader) Next() bool {
 // system columns of a key-value file) and converts them to the table's
 // types.
 func (p *Provider) readFile(ctx context.Context, st *tableState, e entry, want *arrow.Schema, extra []arrow.Field) (arrow.RecordBatch, error) {
+	if ext := fileFormat(e.file.FileName); ext != "parquet" {
+		// Paimon names a data file after its format (DataFilePathFactory);
+		// reading an ORC file as Parquet fails with a misleading error.
+		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: data file %s is %s (option %q): this backend reads Parquet data files only", st.ident, e.file.FileName, ext, optFileFormat)
+	}
 	path := st.filePath(e)
 	f, err := p.fs.open(ctx, path)
 	if err != nil {
@@ -295,9 +302,14 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 	win := map[string]best{}
 	var order []string
 	for i := range int(all.NumRows()) {
+		// Each key value length-prefixed: a separator alone would make
+		// ("x\x00", "y") and ("x", "\x00y") one key.
 		var kb []byte
 		for _, c := range keyCols {
-			kb = fmt.Appendf(kb, "%v\x00", value(c, i))
+			v := fmt.Sprint(value(c, i))
+			kb = strconv.AppendInt(kb, int64(len(v)), 10)
+			kb = append(kb, ':')
+			kb = append(kb, v...)
 		}
 		k := string(kb)
 		b, ok := win[k]
@@ -326,4 +338,17 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 		cols[i] = picked.Column(2 + read.FieldIndices(f.Name)[0])
 	}
 	return array.NewRecordBatch(want, cols, picked.NumRows()), nil
+}
+
+// fileFormat is the format a data file's name says (its extension, before
+// a compression suffix Paimon may add: data-….orc.zstd), lowercase.
+func fileFormat(name string) string {
+	parts := strings.Split(strings.ToLower(name), ".")
+	for i := len(parts) - 1; i > 0; i-- {
+		switch parts[i] {
+		case "parquet", "orc", "avro", "csv", "json", "lance", "blob":
+			return parts[i]
+		}
+	}
+	return "of an unknown format"
 }

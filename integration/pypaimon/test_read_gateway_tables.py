@@ -4,7 +4,7 @@ Tables.render spells them). PAIMON_SAMPLES names the warehouse: a local director
 s3:// warehouse on integration/s3server (make paimon-s3-check), which hands its endpoint and
 test credentials to its command in S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
 AWS_REGION; the expected rows of an s3:// warehouse are in the local directory
-PAIMON_EXPECTED. PAIMON_DB names the database (default: default)."""
+PAIMON_EXPECTED (which, when set, names them for a local warehouse too). PAIMON_DB names the database (default: default)."""
 
 import os
 from pathlib import Path
@@ -14,7 +14,7 @@ from pypaimon import CatalogFactory
 
 WAREHOUSE = os.environ.get("PAIMON_SAMPLES", "")
 IS_S3 = WAREHOUSE.startswith("s3://")
-EXPECTED = Path(os.environ.get("PAIMON_EXPECTED", "") if IS_S3 else os.path.join(WAREHOUSE, "expected"))
+EXPECTED = Path(os.environ.get("PAIMON_EXPECTED") or (os.path.join(WAREHOUSE, "expected") if not IS_S3 else ""))
 DB = os.environ.get("PAIMON_DB", "default")
 TABLES = sorted(p.stem for p in EXPECTED.glob("*.txt")) if WAREHOUSE and EXPECTED.name else []
 
@@ -35,8 +35,8 @@ def catalog_options():
 
 
 def render(row):
-    name = "null" if row["name"] is None else row["name"]
-    return f"id={row['id']},name={name},p={row['p']}"
+    """name=value in column order, null as "null": Tables.render's spelling."""
+    return ",".join(f"{k}={'null' if v is None else v}" for k, v in row.items())
 
 
 @pytest.mark.skipif(not TABLES, reason="PAIMON_SAMPLES names no warehouse with samples")
