@@ -121,7 +121,7 @@ paimon-features-check: $(PAIMON_VENV)/.installed
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-features $(PAIMON_FEATURES)/wh"
 	$(GO) test -count=1 -run '^TestJavaFeatureTables$$' -v ./catalogs/paimon -args -features-warehouse=$(PAIMON_FEATURES)/wh -samples-expected=$(PAIMON_FEATURES)/expected
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_FEATURES)/wh db $(PAIMON_FEATURES)/expected"
-	PAIMON_SAMPLES=$(PAIMON_FEATURES)/wh PAIMON_DB=db PAIMON_EXPECTED=$(PAIMON_FEATURES)/expected \
+	PAIMON_SAMPLES=$(PAIMON_FEATURES)/wh PAIMON_DB=db PAIMON_EXPECTED=$(PAIMON_FEATURES)/expected PAIMON_PYPAIMON_MICROS=f_types_pk \
 	  $(PAIMON_VENV)/bin/python -m pytest -q integration/pypaimon
 
 # Paimon's JDBC catalog (docs/paimon.md), one warehouse and one metastore shared by the

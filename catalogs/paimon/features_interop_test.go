@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -32,14 +33,48 @@ func renderAny(b arrow.RecordBatch, i int) string {
 		}
 		sb.WriteString(f.Name + "=")
 		c := b.Column(j)
-		switch {
-		case c.IsNull(i):
-			sb.WriteString("null")
+		switch a := c.(type) {
+		case nil:
+		case *array.Timestamp:
+			if a.IsNull(i) {
+				sb.WriteString("null")
+				break
+			}
+			sb.WriteString(javaTime(a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit)))
+		case *array.Binary:
+			fmt.Fprintf(&sb, "0x%x", a.Value(i))
+		case *array.FixedSizeBinary:
+			fmt.Fprintf(&sb, "0x%x", a.Value(i))
 		default:
-			sb.WriteString(c.ValueStr(i))
+			if c.IsNull(i) {
+				sb.WriteString("null")
+			} else {
+				sb.WriteString(c.ValueStr(i))
+			}
 		}
 	}
 	return sb.String()
+}
+
+// javaTime spells an instant as Java's LocalDateTime.toString does: the
+// seconds when not zero, the fraction in groups of three digits.
+func javaTime(t time.Time) string {
+	t = t.UTC()
+	s := t.Format("2006-01-02T15:04")
+	n := t.Nanosecond()
+	if t.Second() != 0 || n != 0 {
+		s += t.Format(":05")
+	}
+	switch {
+	case n == 0:
+	case n%1_000_000 == 0:
+		s += fmt.Sprintf(".%03d", n/1_000_000)
+	case n%1000 == 0:
+		s += fmt.Sprintf(".%06d", n/1000)
+	default:
+		s += fmt.Sprintf(".%09d", n)
+	}
+	return s
 }
 
 func scanAll(ctx context.Context, p *paimon.Provider, id catalogs.TableIdent) ([]string, error) {
@@ -61,6 +96,23 @@ func scanAll(ctx context.Context, p *paimon.Provider, id catalogs.TableIdent) ([
 	slices.Sort(out)
 	return out, nil
 }
+
+// typeRows are the rows of Features' f_types and f_types_pk: TIMESTAMP(9)
+// and TIMESTAMP(7) (INT96 in Java's Parquet, negative nanoseconds of day
+// before 1970), BINARY(4) and CHAR(3), as Java reads them.
+var typeRows = func() []string {
+	ts := []string{"1969-12-31T23:59:59.999999999", "1970-01-01T00:00:00.000000001", "1900-01-01T12:34:56.123456789",
+		"2024-02-29T23:59:59.999999991", "1969-07-20T20:17:40.000000007"}
+	var out []string
+	for i, v := range ts {
+		ch := "ab"
+		if i%2 == 1 {
+			ch = "abc"
+		}
+		out = append(out, fmt.Sprintf("id=%d,ts9=%s,ts7=%s,bin=0x%02x0102ff,ch=%s", i, v, v, i, ch))
+	}
+	return out
+}()
 
 // kvRows are the rows Features.kv leaves with the deduplicate engine:
 // keys 0-4 of the second commit, 6-9 of the first (5 deleted).
@@ -122,6 +174,7 @@ func TestJavaFeatureTables(t *testing.T) {
 		writeOpt   string   // the option an append is refused for ("" when written)
 		schema     []arrow.Field
 		append     [][]string // rows the gateway appends, when it may
+		typed      bool       // append typeAppend instead
 		after      []string   // the rows after the append
 	}{
 		{name: "f_dv", java: kvRows(), readOption: "deletion-vectors.enabled", writeOpt: "deletion-vectors.enabled"},
@@ -144,6 +197,10 @@ func TestJavaFeatureTables(t *testing.T) {
 			schema: []arrow.Field{{Name: "a", Type: arrow.BinaryTypes.String}, {Name: "b", Type: arrow.BinaryTypes.String}, {Name: "v", Type: arrow.BinaryTypes.String, Nullable: true}},
 			append: [][]string{{"x", "\x00y", "gateway"}, {"x\x00", "", "new"}},
 			after:  []string{"a=x,b=\x00y,v=gateway", "a=x\x00,b=,v=new", "a=x\x00,b=y,v=first"}},
+		{name: "f_types_pk", java: typeRows, typed: true,
+			after: append(slices.Clone(typeRows[1:]), "id=0,ts9=1969-12-31T23:59:59.999999998,ts7=1969-12-31T23:59:59.999999998,bin=0x0a0b0c0d,ch=xyz")},
+		{name: "f_types", java: typeRows, typed: true,
+			after: append(slices.Clone(typeRows), "id=0,ts9=1969-12-31T23:59:59.999999998,ts7=1969-12-31T23:59:59.999999998,bin=0x0a0b0c0d,ch=xyz")},
 		{name: "f_orc", java: tenRows(func(i int) string { return fmt.Sprintf("id=%d,name=n0-%d,p=p%d", i, i, i%2) }), readOption: "file.format", writeOpt: "file.format"},
 	}
 	refused := func(what string, err error, option string, id catalogs.TableIdent) {
@@ -165,6 +222,12 @@ func TestJavaFeatureTables(t *testing.T) {
 		case !slices.Equal(got, c.java):
 			t.Errorf("%s: the backend reads %q, Java %q", c.name, got, c.java)
 		}
+		if c.typed {
+			// The SQL engine would read INT96 to microseconds: not a plain plan.
+			if plan, err := p.PlanFiles(ctx, id, catalogs.ScanRequest{}); err != nil || plan.Plain {
+				t.Errorf("%s: PlanFiles: plain %v (%v), want the backend's read", c.name, plan != nil && plan.Plain, err)
+			}
+		}
 		spec, err := p.GetTableSpec(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -179,8 +242,13 @@ func TestJavaFeatureTables(t *testing.T) {
 			if *after.CurrentSnapshotID != *spec.CurrentSnapshotID {
 				t.Errorf("%s: snapshot %d after a refused append, was %d", c.name, *after.CurrentSnapshotID, *spec.CurrentSnapshotID)
 			}
-		} else if c.append != nil {
-			b := stringBatch(arrow.NewSchema(c.schema, nil), c.append)
+		} else if c.append != nil || c.typed {
+			var b arrow.RecordBatch
+			if c.typed {
+				b = typeAppend(spec.Schema)
+			} else {
+				b = stringBatch(arrow.NewSchema(c.schema, nil), c.append)
+			}
 			r, err := p.WriteBatch(ctx, id, b)
 			b.Release()
 			if err != nil {
@@ -228,5 +296,19 @@ func stringBatch(sc *arrow.Schema, rows [][]string) arrow.RecordBatch {
 			b.Field(j).(*array.StringBuilder).Append(v)
 		}
 	}
+	return b.NewRecordBatch()
+}
+
+// typeAppend is the row the gateway appends to f_types and f_types_pk
+// (replacing key 0 of the latter): instants one nanosecond before 1970's
+// last one, a BINARY(4), a CHAR(3).
+func typeAppend(sc *arrow.Schema) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).Append(0)
+	b.Field(1).(*array.TimestampBuilder).Append(-2)
+	b.Field(2).(*array.TimestampBuilder).Append(-2)
+	b.Field(3).(*array.FixedSizeBinaryBuilder).Append([]byte{10, 11, 12, 13})
+	b.Field(4).(*array.StringBuilder).Append("xyz")
 	return b.NewRecordBatch()
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/flightgw/flightgw/catalogs"
 )
 
@@ -98,6 +100,22 @@ func (p *Provider) planEntries(st *tableState, plan *catalogs.FilePlan, es []ent
 		plan.Reason = "a primary-key table is merged on read"
 	case strings.EqualFold(st.schema.Options["deletion-vectors.enabled"], "true"):
 		plan.Reason = "the table has deletion vectors"
+	}
+	for _, c := range st.schema.cols {
+		if plan.Reason != "" {
+			break
+		}
+		switch t := c.arrow.(type) {
+		case *arrow.TimestampType:
+			if t.Unit == arrow.Nanosecond {
+				// INT96 in Paimon's files, which engines read to microseconds
+				// (and the negative nanoseconds of day Java writes before 1970
+				// to another instant); readFile keeps every digit.
+				plan.Reason = fmt.Sprintf("column %q is %s (INT96 in the files)", c.name, c.sql)
+			}
+		case *arrow.FixedSizeBinaryType:
+			plan.Reason = fmt.Sprintf("column %q is %s (variable-length binary in the files)", c.name, c.sql)
+		}
 	}
 	if plan.Reason != "" {
 		return

@@ -2,6 +2,7 @@ package paimon
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -208,11 +210,19 @@ func (p *Provider) readFile(ctx context.Context, st *tableState, e entry, want *
 		return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: data file %s schema", st.ident, e.file.FileName))
 	}
 	fields := append(append([]arrow.Field{}, extra...), want.Fields()...)
+	// Columns Paimon Java wrote as INT96 (TIMESTAMP(7..9)) are read here:
+	// arrow-go refuses the negative nanoseconds of day Java writes for an
+	// instant before 1970 (it splits epoch millis by truncating division).
 	var idx []int
-	for _, f := range fields {
+	int96 := map[int]int{} // field position → leaf column
+	for i, f := range fields {
 		is := fsch.FieldIndices(f.Name)
 		if len(is) != 1 {
 			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: data file %s has no column %q (schema evolution is not supported by this backend)", st.ident, e.file.FileName, f.Name)
+		}
+		if leaf := fr.Manifest.Fields[is[0]].ColIndex; leaf >= 0 && pr.MetaData().Schema.Column(leaf).PhysicalType() == parquet.Types.Int96 {
+			int96[i] = leaf
+			continue
 		}
 		idx = append(idx, is[0])
 	}
@@ -220,11 +230,15 @@ func (p *Provider) readFile(ctx context.Context, st *tableState, e entry, want *
 	for i := range rgs {
 		rgs[i] = i
 	}
-	tbl, err := fr.ReadRowGroups(ctx, idx, rgs)
-	if err != nil {
-		return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: read %s", st.ident, e.file.FileName))
+	rows := pr.NumRows()
+	var tbl arrow.Table
+	if len(idx) > 0 {
+		if tbl, err = fr.ReadRowGroups(ctx, idx, rgs); err != nil {
+			return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: read %s", st.ident, e.file.FileName))
+		}
+		defer tbl.Release()
+		rows = tbl.NumRows()
 	}
-	defer tbl.Release()
 	cols := make([]arrow.Array, len(fields))
 	defer func() {
 		for _, c := range cols {
@@ -233,14 +247,32 @@ func (p *Provider) readFile(ctx context.Context, st *tableState, e entry, want *
 			}
 		}
 	}()
+	next := 0 // the next column of tbl
 	for i, f := range fields {
-		ch := tbl.Column(i).Data()
-		a, err := array.Concatenate(ch.Chunks(), memory.DefaultAllocator)
-		if len(ch.Chunks()) == 0 {
-			a, err = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, 0), nil
+		var a arrow.Array
+		var err error
+		if leaf, ok := int96[i]; ok {
+			a, err = readInt96(pr, leaf)
+		} else {
+			ch := tbl.Column(next).Data()
+			next++
+			a, err = array.Concatenate(ch.Chunks(), memory.DefaultAllocator)
+			if len(ch.Chunks()) == 0 {
+				a, err = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, 0), nil
+			}
 		}
 		if err != nil {
 			return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: read %s", st.ident, e.file.FileName))
+		}
+		if fb, ok := f.Type.(*arrow.FixedSizeBinaryType); ok && a.DataType().ID() == arrow.BINARY {
+			// Paimon Java writes BINARY(n) as a Parquet BYTE_ARRAY; arrow-go
+			// has no cast kernel from binary to fixed_size_binary.
+			c, err := toFixedSize(a.(*array.Binary), fb)
+			a.Release()
+			if err != nil {
+				return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: data file %s: column %q: %v", st.ident, e.file.FileName, f.Name, err)
+			}
+			a = c
 		}
 		if !arrow.TypeEqual(a.DataType(), f.Type) {
 			c, err := compute.CastArray(ctx, a, compute.UnsafeCastOptions(f.Type))
@@ -252,7 +284,61 @@ func (p *Provider) readFile(ctx context.Context, st *tableState, e entry, want *
 		}
 		cols[i] = a
 	}
-	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, tbl.NumRows()), nil
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rows), nil
+}
+
+// julianUnixEpoch is the Julian day of 1970-01-01, INT96's day origin.
+const julianUnixEpoch = 2440588
+
+// int96Nanos is the instant of an INT96 timestamp as Paimon Java reads
+// it: Julian day and nanoseconds of day, the latter signed, for Java
+// writes julianDay = millis / day and nanosOfDay = millis % day × 10⁶ +
+// nanos with truncating division, so an instant before 1970 has a
+// negative one.
+func int96Nanos(v parquet.Int96) int64 {
+	nanos := int64(binary.LittleEndian.Uint64(v[:8]))
+	days := int64(binary.LittleEndian.Uint32(v[8:])) - julianUnixEpoch
+	return days*86_400_000_000_000 + nanos
+}
+
+// readInt96 reads an INT96 leaf column of every row group as a
+// nanosecond timestamp array (a flat, optional or required column).
+func readInt96(pr *file.Reader, leaf int) (arrow.Array, error) {
+	b := array.NewTimestampBuilder(memory.DefaultAllocator, &arrow.TimestampType{Unit: arrow.Nanosecond})
+	defer b.Release()
+	maxDef := pr.MetaData().Schema.Column(leaf).MaxDefinitionLevel()
+	const batch = 4096
+	vals := make([]parquet.Int96, batch)
+	defs := make([]int16, batch)
+	for rg := range pr.NumRowGroups() {
+		cr, err := pr.RowGroup(rg).Column(leaf)
+		if err != nil {
+			return nil, err
+		}
+		r, ok := cr.(*file.Int96ColumnChunkReader)
+		if !ok {
+			return nil, fmt.Errorf("column %d is not INT96", leaf)
+		}
+		for r.HasNext() {
+			total, _, err := r.ReadBatch(batch, vals, defs, nil)
+			if err != nil {
+				return nil, err
+			}
+			if total == 0 {
+				break
+			}
+			v := 0
+			for i := range int(total) {
+				if maxDef > 0 && defs[i] < maxDef {
+					b.AppendNull()
+					continue
+				}
+				b.Append(arrow.Timestamp(int96Nanos(vals[v])))
+				v++
+			}
+		}
+	}
+	return b.NewArray(), nil
 }
 
 // mergeBucket merges the key-value files of one bucket of a primary-key
@@ -351,4 +437,23 @@ func fileFormat(name string) string {
 		}
 	}
 	return "of an unknown format"
+}
+
+// toFixedSize converts a binary array whose values are all n bytes long
+// to fixed_size_binary(n).
+func toFixedSize(a *array.Binary, dt *arrow.FixedSizeBinaryType) (arrow.Array, error) {
+	b := array.NewFixedSizeBinaryBuilder(memory.DefaultAllocator, dt)
+	defer b.Release()
+	for i := range a.Len() {
+		if a.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		v := a.Value(i)
+		if len(v) != dt.ByteWidth {
+			return nil, fmt.Errorf("a value of %d bytes in a BINARY(%d) column", len(v), dt.ByteWidth)
+		}
+		b.Append(v)
+	}
+	return b.NewArray(), nil
 }

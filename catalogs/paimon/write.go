@@ -395,7 +395,11 @@ func (s *stream) newFile(ctx context.Context, g *group, first arrow.RecordBatch,
 	// pqarrow writes page headers and pages separately: buffering saves
 	// most of the system calls of a local file.
 	buf := bufio.NewWriterSize(cnt, 1<<20)
-	fw, err := pqarrow.NewFileWriter(first.Schema(), buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
+	// Nanosecond timestamps (TIMESTAMP(7..9)) as INT96, as Paimon Java's
+	// ParquetRowDataWriter writes them: Java reads an INT64 there as
+	// milliseconds.
+	fw, err := pqarrow.NewFileWriter(first.Schema(), buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem),
+		pqarrow.WithDeprecatedInt96Timestamps(true)))
 	if err != nil {
 		_ = out.Close()
 		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: parquet writer", s.st.ident))

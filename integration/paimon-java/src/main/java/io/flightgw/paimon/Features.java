@@ -4,6 +4,7 @@ import org.apache.paimon.catalog.Catalog;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.BinaryString;
 import org.apache.paimon.data.GenericRow;
+import org.apache.paimon.data.Timestamp;
 import org.apache.paimon.disk.IOManager;
 import org.apache.paimon.index.SimpleHashBucketAssigner;
 import org.apache.paimon.schema.Schema;
@@ -78,8 +79,36 @@ final class Features {
                     .column("id", DataTypes.BIGINT().notNull()).column("name", DataTypes.STRING()).column("p", DataTypes.STRING())
                     .option("bucket", "-1").option("file.format", "orc").build());
             commit(c, "f_orc", rows(0, 10, i -> GenericRow.of((long) i, s("n0-" + i), s("p" + (i % 2)))));
+            for (String name : new String[] {"f_types_pk", "f_types"}) {
+                Schema.Builder b = Schema.newBuilder()
+                        .column("id", DataTypes.BIGINT().notNull())
+                        .column("ts9", DataTypes.TIMESTAMP(9)).column("ts7", DataTypes.TIMESTAMP(7))
+                        .column("bin", DataTypes.BINARY(4)).column("ch", DataTypes.CHAR(3))
+                        .option("file.format", "parquet");
+                if (name.equals("f_types_pk")) {
+                    b.primaryKey("id").option("bucket", "1");
+                } else {
+                    b.option("bucket", "-1");
+                }
+                create(c, name, b.build());
+                List<GenericRow> rs = new ArrayList<>();
+                for (int i = 0; i < TIMESTAMPS.length; i++) {
+                    Timestamp ts = Timestamp.fromLocalDateTime(java.time.LocalDateTime.parse(TIMESTAMPS[i]));
+                    rs.add(GenericRow.of((long) i, ts, ts, new byte[] {(byte) i, 1, 2, (byte) 0xff}, s(i % 2 == 0 ? "ab" : "abc")));
+                }
+                commit(c, name, rs);
+            }
         }
     }
+
+    /**
+     * The instants of f_types and f_types_pk (TIMESTAMP(9) and TIMESTAMP(7) columns, which
+     * Paimon writes to Parquet as INT96, with negative nanoseconds of day before 1970).
+     */
+    static final String[] TIMESTAMPS = {
+        "1969-12-31T23:59:59.999999999", "1970-01-01T00:00:00.000000001", "1900-01-01T12:34:56.123456789",
+        "2024-02-29T23:59:59.999999991", "1969-07-20T20:17:40.000000007",
+    };
 
     /** A (id, name, p) primary-key table: ten keys, then five updated and key 5 deleted. */
     static void kv(Catalog c, String name, Schema.Builder b) throws Exception {
