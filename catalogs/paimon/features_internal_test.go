@@ -215,9 +215,10 @@ func TestFeatureOptionsRefused(t *testing.T) {
 	}
 }
 
-// TestAlteredOptionsRefuseCommit: receipts staged before an ALTER TABLE
-// turned deletion vectors on are refused at commit, and a write after it
-// is refused although the snapshot was written with the schema before.
+// TestAlteredOptionsRefuseCommit: a write after an ALTER TABLE turned
+// deletion vectors on (schema-1) is refused although the latest snapshot
+// was written with schema-0, and receipts staged before the options
+// changed are refused at commit.
 func TestAlteredOptionsRefuseCommit(t *testing.T) {
 	ctx := context.Background()
 	p, id := mergeTable(t, nil)
@@ -247,7 +248,8 @@ func TestAlteredOptionsRefuseCommit(t *testing.T) {
 	if !errors.Is(werr, catalogs.ErrFailedPrecondition) || !strings.Contains(werr.Error(), `"deletion-vectors.enabled"`) {
 		t.Errorf("write after the ALTER: %v, want FailedPrecondition naming deletion-vectors.enabled", werr)
 	}
-	// The commit reads the snapshot's schema (0) and the latest (1).
+	// The commit checks the schema of the snapshot it commits onto: a
+	// table Java created with deletion vectors.
 	setOptions(t, p, id, map[string]string{"deletion-vectors.enabled": "true"})
 	if _, err := p.Commit(ctx, id, []catalogs.WriteReceipt{r}); !errors.Is(err, catalogs.ErrFailedPrecondition) {
 		t.Errorf("commit of receipts staged before the ALTER: %v, want FailedPrecondition", err)
