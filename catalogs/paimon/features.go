@@ -54,7 +54,7 @@ func pkOnly(ok func(*tableSchema, string) bool) func(*tableSchema, string) bool 
 var (
 	ruleType = optionRule{optType, oneOf("table"), "is not a Paimon file-store table"}
 	ruleDV   = optionRule{optDeletionVectors, isFalse,
-		"deletion vectors mark rows deleted in an index file this backend neither applies nor maintains (and Paimon's readers skip level-0 files)"}
+		"deletion vectors mark rows deleted in index files this backend does not maintain (and Paimon's readers skip the level-0 files it writes)"}
 	ruleMerge = optionRule{optMergeEngine, pkOnly(oneOf("deduplicate")),
 		"only the deduplicate merge engine is implemented here"}
 	ruleSeq = optionRule{optSequenceField, pkOnly(unset),
@@ -90,8 +90,19 @@ var writeRules = []optionRule{
 }
 
 // readRules are the options a read must honour to return the rows Paimon
-// Java's readers return.
-var readRules = []optionRule{ruleType, ruleDV, ruleMerge, ruleSeq, rulePostpone, ruleDir}
+// Java's readers return (deletion vectors are applied: dv.go).
+var readRules = []optionRule{ruleType, ruleReadMerge, ruleSeq, rulePostpone, ruleDir}
+
+// ruleReadMerge: a read implements deduplicate and first-row (the lowest
+// sequence number of a key wins, level-0 files skipped, as Java's batch
+// read does).
+var ruleReadMerge = optionRule{optMergeEngine, pkOnly(oneOf("deduplicate", "first-row")),
+	"only the deduplicate and first-row merge engines are implemented here"}
+
+// firstRow reports a primary-key table of the first-row merge engine.
+func firstRow(s *tableSchema) bool {
+	return len(s.PrimaryKeys) > 0 && strings.EqualFold(strings.TrimSpace(s.Options[optMergeEngine]), "first-row")
+}
 
 // Table options the rules name (CoreOptions spelling).
 const (
@@ -210,15 +221,19 @@ func (p *Provider) checkReadableState(ctx context.Context, st *tableState) error
 }
 
 // checkIndexReadable refuses a read of a snapshot whose index manifest
-// holds deletion vectors, whatever the options say now: the rows they
-// delete would come back.
+// holds deletion vectors while the options say the table has none (Java
+// would not apply them either; the rows they delete would come back
+// here).
 func (p *Provider) checkIndexReadable(ctx context.Context, st *tableState) error {
+	if dvEnabled(st.schema) {
+		return nil
+	}
 	types, err := p.indexTypes(ctx, st)
 	if err != nil {
 		return err
 	}
 	if slices.Contains(types, indexTypeDeletionVectors) {
-		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: snapshot %d has deletion vectors (index manifest %s; option %q): this backend does not apply them and refuses to read it", st.ident, st.snap.ID, *st.snap.IndexManifest, optDeletionVectors)
+		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: snapshot %d has deletion vectors (index manifest %s) but option %q is not true: this backend refuses to read it", st.ident, st.snap.ID, *st.snap.IndexManifest, optDeletionVectors)
 	}
 	return nil
 }

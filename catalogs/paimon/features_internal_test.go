@@ -146,13 +146,13 @@ func TestFeatureOptionsRefused(t *testing.T) {
 		write, read   bool // refused
 		unwrittenName string
 	}{
-		{opts: map[string]string{"deletion-vectors.enabled": "true"}, pk: true, write: true, read: true},
-		{opts: map[string]string{"deletion-vectors.enabled": "true"}, write: true, read: true},
+		{opts: map[string]string{"deletion-vectors.enabled": "true"}, pk: true, write: true},
+		{opts: map[string]string{"deletion-vectors.enabled": "true"}, write: true},
 		{opts: map[string]string{"bucket": "-1"}, pk: true, write: true},
 		{opts: map[string]string{"bucket": "-2"}, pk: true, write: true, read: true},
 		{opts: map[string]string{"merge-engine": "partial-update"}, pk: true, write: true, read: true},
 		{opts: map[string]string{"merge-engine": "aggregation", "fields.name.aggregate-function": "max"}, pk: true, write: true, read: true},
-		{opts: map[string]string{"merge-engine": "first-row"}, pk: true, write: true, read: true},
+		{opts: map[string]string{"merge-engine": "first-row"}, pk: true, write: true},
 		{opts: map[string]string{"sequence.field": "name"}, pk: true, write: true, read: true},
 		{opts: map[string]string{"changelog-producer": "lookup"}, pk: true, write: true},
 		{opts: map[string]string{"changelog-producer": "input"}, pk: true, write: true},

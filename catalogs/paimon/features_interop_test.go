@@ -177,7 +177,7 @@ func TestJavaFeatureTables(t *testing.T) {
 		typed      bool       // append typeAppend instead
 		after      []string   // the rows after the append
 	}{
-		{name: "f_dv", java: kvRows(), readOption: "deletion-vectors.enabled", writeOpt: "deletion-vectors.enabled"},
+		{name: "f_dv", java: kvRows(), writeOpt: "deletion-vectors.enabled"},
 		{name: "f_dyn", java: kvRows(), writeOpt: "bucket"},
 		{name: "f_partial", java: tenRows(func(i int) string {
 			if i < 5 {
@@ -185,7 +185,7 @@ func TestJavaFeatureTables(t *testing.T) {
 			}
 			return fmt.Sprintf("id=%d,a=a%d,b=null", i, i)
 		}), readOption: "merge-engine", writeOpt: "merge-engine"},
-		{name: "f_first", java: tenRows(func(i int) string { return fmt.Sprintf("id=%d,name=n0-%d,p=p%d", i, i, i%2) }), readOption: "merge-engine", writeOpt: "merge-engine"},
+		{name: "f_first", java: tenRows(func(i int) string { return fmt.Sprintf("id=%d,name=n0-%d,p=p%d", i, i, i%2) }), writeOpt: "merge-engine"},
 		{name: "f_agg", java: tenRows(func(i int) string {
 			if i < 5 {
 				return fmt.Sprintf("id=%d,v=11", i)

@@ -19,8 +19,9 @@ var (
 // PlanFiles returns the live data files of the snapshot. The plan is
 // Plain, so that the SQL engine reads the Parquet files itself, only for
 // an append table on a local warehouse whose files are all Parquet written
-// with the current schema and no deletion vectors: then the files, read by
-// column name, are the table's rows. A primary-key table needs the merge on
+// with the current schema, without deletion vectors, INT96 timestamps or
+// BINARY(n) columns: then the files, read by column name, are the table's
+// rows. A primary-key table needs the merge on
 // read of Scan.
 func (p *Provider) PlanFiles(ctx context.Context, t catalogs.TableIdent, req catalogs.ScanRequest) (*catalogs.FilePlan, error) {
 	st, err := p.load(ctx, t)

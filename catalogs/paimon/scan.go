@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,6 +52,18 @@ func (p *Provider) scanEntries(ctx context.Context, st *tableState, req catalogs
 	t := st.ident
 	if err := p.checkReadableState(ctx, st); err != nil {
 		return nil, err
+	}
+	if dvEnabled(st.schema) {
+		d, err := p.loadDeletions(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		st.deletions = d
+	}
+	if (dvEnabled(st.schema) && len(st.schema.PrimaryKeys) > 0) || firstRow(st.schema) {
+		// Paimon's batch read skips level 0 here (batchScanSkipLevel0):
+		// its rows become visible once compacted.
+		es = slices.DeleteFunc(slices.Clone(es), func(e entry) bool { return e.file.Level == 0 })
 	}
 	full := st.schema.arrowSchema()
 	cols := req.Columns
@@ -284,7 +297,27 @@ func (p *Provider) readFile(ctx context.Context, st *tableState, e entry, want *
 		}
 		cols[i] = a
 	}
-	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rows), nil
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rows)
+	d, ok := st.deletions[dvKey(serializeRow(e.partition), e.bucket, e.file.FileName)]
+	if !ok {
+		return rec, nil
+	}
+	defer rec.Release()
+	bm, err := p.readDeletionVector(ctx, st, d)
+	if err != nil {
+		return nil, err
+	}
+	keep := make([]int, 0, rows)
+	for i := range int(rows) {
+		if !bm.Contains(uint32(i)) {
+			keep = append(keep, i)
+		}
+	}
+	out, err := take(ctx, rec, keep)
+	if err != nil {
+		return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: apply the deletion vector of %s", st.ident, e.file.FileName))
+	}
+	return out, nil
 }
 
 // julianUnixEpoch is the Julian day of 1970-01-01, INT96's day origin.
@@ -342,8 +375,9 @@ func readInt96(pr *file.Reader, leaf int) (arrow.Array, error) {
 }
 
 // mergeBucket merges the key-value files of one bucket of a primary-key
-// table: for each key the row with the highest sequence number wins, and
-// is dropped when it is a deletion (UPDATE_BEFORE or DELETE).
+// table: for each key the row with the highest sequence number wins (the
+// lowest with merge-engine first-row), and is dropped when it is a
+// deletion (UPDATE_BEFORE or DELETE).
 func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, want *arrow.Schema) (arrow.RecordBatch, error) {
 	keys := st.schema.layout().trimmedPrimary()
 	read := want
@@ -385,6 +419,8 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 		row int
 		seq int64
 	}
+	// The deduplicate engine keeps a key's last row, first-row its first.
+	first := firstRow(st.schema)
 	win := map[string]best{}
 	var order []string
 	for i := range int(all.NumRows()) {
@@ -402,7 +438,7 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 		if !ok {
 			order = append(order, k)
 		}
-		if !ok || seqs.Value(i) >= b.seq {
+		if !ok || (!first && seqs.Value(i) >= b.seq) || (first && seqs.Value(i) < b.seq) {
 			win[k] = best{row: i, seq: seqs.Value(i)}
 		}
 	}
