@@ -91,7 +91,11 @@ var writeRules = []optionRule{
 
 // readRules are the options a read must honour to return the rows Paimon
 // Java's readers return (deletion vectors are applied: dv.go).
-var readRules = []optionRule{ruleType, ruleReadMerge, ruleSeq, rulePostpone, ruleDir}
+var readRules = []optionRule{ruleType, ruleReadMerge, ruleReadSeq, rulePostpone, ruleDir}
+
+// ruleReadSeq: a read orders rows by the sequence fields (deduplicate).
+var ruleReadSeq = optionRule{optSequenceField, func(s *tableSchema, v string) bool { return v == "" || !firstRow(s) },
+	"first-row with sequence fields is not implemented here"}
 
 // ruleReadMerge: a read implements deduplicate and first-row (the lowest
 // sequence number of a key wins, level-0 files skipped, as Java's batch
@@ -110,6 +114,7 @@ const (
 	optDeletionVectors   = "deletion-vectors.enabled"
 	optMergeEngine       = "merge-engine"
 	optSequenceField     = "sequence.field"
+	optSequenceOrder     = "sequence.field.sort-order"
 	optDataFileDir       = "data-file.path-directory"
 	optBucketFunction    = "bucket-function.type"
 	optFormatPerLevel    = "file.format.per.level"

@@ -192,7 +192,7 @@ func TestJavaFeatureTables(t *testing.T) {
 			}
 			return fmt.Sprintf("id=%d,v=1", i)
 		}), readOption: "merge-engine", writeOpt: "merge-engine"},
-		{name: "f_seq", java: idRow("id=%d,name=n0-%d,ts=10"), readOption: "sequence.field", writeOpt: "sequence.field"},
+		{name: "f_seq", java: idRow("id=%d,name=n0-%d,ts=10"), writeOpt: "sequence.field"},
 		{name: "f_nul", java: []string{"a=x,b=\x00y,v=second", "a=x\x00,b=y,v=first"},
 			schema: []arrow.Field{{Name: "a", Type: arrow.BinaryTypes.String}, {Name: "b", Type: arrow.BinaryTypes.String}, {Name: "v", Type: arrow.BinaryTypes.String, Nullable: true}},
 			append: [][]string{{"x", "\x00y", "gateway"}, {"x\x00", "", "new"}},

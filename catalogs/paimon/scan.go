@@ -382,7 +382,16 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 	keys := st.schema.layout().trimmedPrimary()
 	read := want
 	full := st.schema.arrowSchema()
-	for _, k := range keys {
+	seqNames := splitList(st.schema.Options[optSequenceField])
+	need := slices.Clone(keys)
+	for _, n := range seqNames {
+		i := st.schema.index(n)
+		if i < 0 {
+			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: option %q names column %q, which is not in the table", st.ident, optSequenceField, n)
+		}
+		need = append(need, i)
+	}
+	for _, k := range need {
 		if len(read.FieldIndices(full.Field(k).Name)) == 0 {
 			read = arrow.NewSchema(append(read.Fields(), full.Field(k)), nil)
 		}
@@ -415,9 +424,33 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 	}
 	seqs := all.Column(0).(*array.Int64)
 	kinds := all.Column(1).(*array.Int8)
+	seqCols := make([]arrow.Array, len(seqNames))
+	for j, n := range seqNames {
+		seqCols[j] = all.Column(2 + read.FieldIndices(n)[0])
+	}
+	desc := strings.EqualFold(strings.TrimSpace(st.schema.Options[optSequenceOrder]), "descending")
+	// after reports whether row i sorts at or after row j in Paimon's
+	// merge order: by the sequence fields (sequence.field, in
+	// sequence.field.sort-order), then by the sequence number.
+	var nullSeq error
+	after := func(i, j int) bool {
+		for _, c := range seqCols {
+			if c.IsNull(i) || c.IsNull(j) {
+				nullSeq = catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: a row has a null %q (option %q): this backend does not order null sequence fields and refuses to read it", st.ident, seqNames, optSequenceField)
+				return false
+			}
+			r := compare(value(c, i), value(c, j))
+			if desc {
+				r = -r
+			}
+			if r != 0 {
+				return r > 0
+			}
+		}
+		return seqs.Value(i) >= seqs.Value(j)
+	}
 	type best struct {
 		row int
-		seq int64
 	}
 	// The deduplicate engine keeps a key's last row, first-row its first.
 	first := firstRow(st.schema)
@@ -438,9 +471,12 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 		if !ok {
 			order = append(order, k)
 		}
-		if !ok || (!first && seqs.Value(i) >= b.seq) || (first && seqs.Value(i) < b.seq) {
-			win[k] = best{row: i, seq: seqs.Value(i)}
+		if !ok || (!first && after(i, b.row)) || (first && seqs.Value(i) < seqs.Value(b.row)) {
+			win[k] = best{row: i}
 		}
+	}
+	if nullSeq != nil {
+		return nil, nullSeq
 	}
 	var rows []int
 	for _, k := range order {
