@@ -97,11 +97,12 @@ var readRules = []optionRule{ruleType, ruleReadMerge, ruleReadSeq, rulePostpone,
 var ruleReadSeq = optionRule{optSequenceField, func(s *tableSchema, v string) bool { return v == "" || !firstRow(s) },
 	"first-row with sequence fields is not implemented here"}
 
-// ruleReadMerge: a read implements deduplicate and first-row (the lowest
+// ruleReadMerge: a read implements deduplicate, first-row (the lowest
 // sequence number of a key wins, level-0 files skipped, as Java's batch
-// read does).
-var ruleReadMerge = optionRule{optMergeEngine, pkOnly(oneOf("deduplicate", "first-row")),
-	"only the deduplicate and first-row merge engines are implemented here"}
+// read does) and partial-update without per-field options (partial.go).
+var ruleReadMerge = optionRule{optMergeEngine, pkOnly(func(s *tableSchema, v string) bool {
+	return oneOf("deduplicate", "first-row")(s, v) || (strings.EqualFold(v, "partial-update") && partialFieldOption(s) == "")
+}), "only the deduplicate, first-row and partial-update (without per-field sequence groups or aggregate functions) merge engines are implemented here"}
 
 // firstRow reports a primary-key table of the first-row merge engine.
 func firstRow(s *tableSchema) bool {

@@ -184,7 +184,7 @@ func TestJavaFeatureTables(t *testing.T) {
 				return fmt.Sprintf("id=%d,a=a%d,b=b%d", i, i, i)
 			}
 			return fmt.Sprintf("id=%d,a=a%d,b=null", i, i)
-		}), readOption: "merge-engine", writeOpt: "merge-engine"},
+		}), writeOpt: "merge-engine"},
 		{name: "f_first", java: tenRows(func(i int) string { return fmt.Sprintf("id=%d,name=n0-%d,p=p%d", i, i, i%2) }), writeOpt: "merge-engine"},
 		{name: "f_agg", java: tenRows(func(i int) string {
 			if i < 5 {

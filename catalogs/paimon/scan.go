@@ -452,11 +452,7 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 	type best struct {
 		row int
 	}
-	// The deduplicate engine keeps a key's last row, first-row its first.
-	first := firstRow(st.schema)
-	win := map[string]best{}
-	var order []string
-	for i := range int(all.NumRows()) {
+	keyOf := func(i int) string {
 		// Each key value length-prefixed: a separator alone would make
 		// ("x\x00", "y") and ("x", "\x00y") one key.
 		var kb []byte
@@ -466,7 +462,22 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 			kb = append(kb, ':')
 			kb = append(kb, v...)
 		}
-		k := string(kb)
+		return string(kb)
+	}
+	if partialUpdate(st.schema) {
+		rec, err := p.mergePartial(ctx, st, all, read, want, keyOf, after)
+		if err == nil && nullSeq != nil {
+			rec.Release()
+			err = nullSeq
+		}
+		return rec, err
+	}
+	// The deduplicate engine keeps a key's last row, first-row its first.
+	first := firstRow(st.schema)
+	win := map[string]best{}
+	var order []string
+	for i := range int(all.NumRows()) {
+		k := keyOf(i)
 		b, ok := win[k]
 		if !ok {
 			order = append(order, k)
