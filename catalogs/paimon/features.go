@@ -99,10 +99,12 @@ var ruleReadSeq = optionRule{optSequenceField, func(s *tableSchema, v string) bo
 
 // ruleReadMerge: a read implements deduplicate, first-row (the lowest
 // sequence number of a key wins, level-0 files skipped, as Java's batch
-// read does) and partial-update without per-field options (partial.go).
+// read does), partial-update without per-field options (partial.go) and
+// aggregation by the functions aggregate.go implements.
 var ruleReadMerge = optionRule{optMergeEngine, pkOnly(func(s *tableSchema, v string) bool {
-	return oneOf("deduplicate", "first-row")(s, v) || (strings.EqualFold(v, "partial-update") && partialFieldOption(s) == "")
-}), "only the deduplicate, first-row and partial-update (without per-field sequence groups or aggregate functions) merge engines are implemented here"}
+	return oneOf("deduplicate", "first-row")(s, v) || (strings.EqualFold(v, "partial-update") && partialFieldOption(s) == "") ||
+		(strings.EqualFold(v, "aggregation") && aggregationUnsupported(s) == "")
+}), "only deduplicate, first-row, partial-update without per-field sequence groups or aggregate functions, and aggregation by sum, min, max, first/last(_non_null)_value are implemented here"}
 
 // firstRow reports a primary-key table of the first-row merge engine.
 func firstRow(s *tableSchema) bool {

@@ -188,10 +188,10 @@ func TestJavaFeatureTables(t *testing.T) {
 		{name: "f_first", java: tenRows(func(i int) string { return fmt.Sprintf("id=%d,name=n0-%d,p=p%d", i, i, i%2) }), writeOpt: "merge-engine"},
 		{name: "f_agg", java: tenRows(func(i int) string {
 			if i < 5 {
-				return fmt.Sprintf("id=%d,v=11", i)
+				return fmt.Sprintf("id=%d,v=11,mx=%d,fnn=f%d,lnn=a%d", i, i, i, i)
 			}
-			return fmt.Sprintf("id=%d,v=1", i)
-		}), readOption: "merge-engine", writeOpt: "merge-engine"},
+			return fmt.Sprintf("id=%d,v=1,mx=%d,fnn=null,lnn=a%d", i, i, i)
+		}), writeOpt: "merge-engine"},
 		{name: "f_seq", java: idRow("id=%d,name=n0-%d,ts=10"), writeOpt: "sequence.field"},
 		{name: "f_nul", java: []string{"a=x,b=\x00y,v=second", "a=x\x00,b=y,v=first"},
 			schema: []arrow.Field{{Name: "a", Type: arrow.BinaryTypes.String}, {Name: "b", Type: arrow.BinaryTypes.String}, {Name: "v", Type: arrow.BinaryTypes.String, Nullable: true}},
@@ -278,6 +278,8 @@ func catalogtestBatch(t *testing.T, sc *arrow.Schema) arrow.RecordBatch {
 	for i, f := range sc.Fields() {
 		switch bb := b.Field(i).(type) {
 		case *array.Int64Builder:
+			bb.Append(100)
+		case *array.Int32Builder:
 			bb.Append(100)
 		case *array.StringBuilder:
 			bb.Append("gw")

@@ -52,15 +52,7 @@ func (p *Provider) mergePartial(ctx context.Context, st *tableState, all arrow.R
 	ignoreDelete := strings.EqualFold(strings.TrimSpace(st.schema.Options[optIgnoreDelete]), "true")
 	removeOnDelete := strings.EqualFold(strings.TrimSpace(st.schema.Options[optPartialRemoveOnDel]), "true")
 	kinds := all.Column(1).(*array.Int8)
-	groups := map[string][]int{}
-	var order []string
-	for i := range int(all.NumRows()) {
-		k := keyOf(i)
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], i)
-	}
+	order, groups := mergeGroups(int(all.NumRows()), keyOf, after)
 	// src[c][n] is the row whose value column c of output row n takes
 	// (-1: null).
 	src := make([][]int, want.NumFields())
@@ -70,18 +62,6 @@ func (p *Provider) mergePartial(ctx context.Context, st *tableState, all arrow.R
 	}
 	for _, k := range order {
 		rows := groups[k]
-		// The merge order; equal rows keep file order (stable).
-		slices.SortStableFunc(rows, func(a, b int) int {
-			switch {
-			case a == b:
-				return 0
-			case !after(a, b):
-				return -1
-			case !after(b, a):
-				return 1
-			}
-			return 0
-		})
 		cur := make([]int, len(cols))
 		live := false
 		for _, r := range rows {
@@ -115,6 +95,39 @@ func (p *Provider) mergePartial(ctx context.Context, st *tableState, all arrow.R
 			src[c] = append(src[c], cur[c])
 		}
 	}
+	return takeColumns(ctx, st, want, cols, src)
+}
+
+// mergeGroups groups rows 0..n-1 by key, keys in order of first
+// appearance, each group's rows in merge order (after; equal rows keep
+// file order).
+func mergeGroups(n int, keyOf func(int) string, after func(i, j int) bool) ([]string, map[string][]int) {
+	groups := map[string][]int{}
+	var order []string
+	for i := range n {
+		k := keyOf(i)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	for _, rows := range groups {
+		slices.SortStableFunc(rows, func(a, b int) int {
+			switch {
+			case !after(a, b):
+				return -1
+			case !after(b, a):
+				return 1
+			}
+			return 0
+		})
+	}
+	return order, groups
+}
+
+// takeColumns builds a batch of schema want whose column c takes, for
+// output row n, row src[c][n] of cols[c] (null for -1).
+func takeColumns(ctx context.Context, st *tableState, want *arrow.Schema, cols []arrow.Array, src [][]int) (arrow.RecordBatch, error) {
 	n := 0
 	if len(src) > 0 {
 		n = len(src[0])

@@ -464,8 +464,12 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 		}
 		return string(kb)
 	}
-	if partialUpdate(st.schema) {
-		rec, err := p.mergePartial(ctx, st, all, read, want, keyOf, after)
+	if partialUpdate(st.schema) || aggregation(st.schema) {
+		merge := p.mergePartial
+		if aggregation(st.schema) {
+			merge = p.mergeAggregate
+		}
+		rec, err := merge(ctx, st, all, read, want, keyOf, after)
 		if err == nil && nullSeq != nil {
 			rec.Release()
 			err = nullSeq

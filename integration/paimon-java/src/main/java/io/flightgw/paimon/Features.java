@@ -32,7 +32,8 @@ import java.util.List;
  *   f_dyn       bucket -1 with a primary key: dynamic buckets, a hash index
  *   f_partial   merge-engine partial-update (a, then b, of the five keys)
  *   f_first     merge-engine first-row (the second commit loses)
- *   f_agg       merge-engine aggregation, fields.v.aggregate-function sum
+ *   f_agg       merge-engine aggregation: sum, max, first_non_null_value and the default
+ *               last_non_null_value
  *   f_seq       sequence.field ts (the second commit's smaller ts loses)
  *   f_nul       composite string key (a, b) whose values hold NUL bytes: ("x\0", "y") and
  *               ("x", "\0y") are two keys
@@ -59,10 +60,12 @@ final class Features {
             commit(c, "f_partial", rows(0, 5, i -> GenericRow.of((long) i, null, s("b" + i))));
             create(c, "f_agg", Schema.newBuilder()
                     .column("id", DataTypes.BIGINT().notNull()).column("v", DataTypes.BIGINT())
+                    .column("mx", DataTypes.INT()).column("fnn", DataTypes.STRING()).column("lnn", DataTypes.STRING())
                     .primaryKey("id").option("bucket", "2").option("merge-engine", "aggregation")
-                    .option("fields.v.aggregate-function", "sum").option("file.format", "parquet").build());
-            commit(c, "f_agg", rows(0, 10, i -> GenericRow.of((long) i, 1L)));
-            commit(c, "f_agg", rows(0, 5, i -> GenericRow.of((long) i, 10L)));
+                    .option("fields.v.aggregate-function", "sum").option("fields.mx.aggregate-function", "max")
+                    .option("fields.fnn.aggregate-function", "first_non_null_value").option("file.format", "parquet").build());
+            commit(c, "f_agg", rows(0, 10, i -> GenericRow.of((long) i, 1L, i, null, s("a" + i))));
+            commit(c, "f_agg", rows(0, 5, i -> GenericRow.of((long) i, 10L, i - 100, s("f" + i), null)));
             create(c, "f_seq", Schema.newBuilder()
                     .column("id", DataTypes.BIGINT().notNull()).column("name", DataTypes.STRING()).column("ts", DataTypes.BIGINT())
                     .primaryKey("id").option("bucket", "2").option("sequence.field", "ts").option("file.format", "parquet").build());
