@@ -16,11 +16,13 @@ import (
 // do: keep deletion vectors or a key-to-bucket hash index in the
 // snapshot's index manifest, merge rows by another engine, order them by
 // a field, produce changelog files, write another file format. This
-// backend writes and reads the plain case only: a table that asks more
-// is refused, FailedPrecondition naming the table and the option, rather
-// than written so that Paimon's readers see other rows than the writes
-// imply (or none), or read so that the gateway's SQL returns rows Paimon
-// would not. docs/paimon.md lists the options.
+// backend writes the plain case only, and reads what it implements as
+// Java does (deletion vectors: dv.go; the merge engines: scan.go,
+// partial.go, aggregate.go): a table that asks more is refused,
+// FailedPrecondition naming the table and the option, rather than
+// written so that Paimon's readers see other rows than the writes imply
+// (or none), or read so that the gateway's SQL returns rows Paimon would
+// not. docs/paimon.md lists the options.
 
 // optionRule is one option this backend checks before a write or a read:
 // the values it handles as Paimon Java does (ok), and why the others are
@@ -50,15 +52,15 @@ func pkOnly(ok func(*tableSchema, string) bool) func(*tableSchema, string) bool 
 	return func(s *tableSchema, v string) bool { return len(s.PrimaryKeys) == 0 || ok(s, v) }
 }
 
-// Rules common to reads and writes.
+// Rules of writes (ruleType, rulePostpone and ruleDir apply to reads too).
 var (
 	ruleType = optionRule{optType, oneOf("table"), "is not a Paimon file-store table"}
 	ruleDV   = optionRule{optDeletionVectors, isFalse,
 		"deletion vectors mark rows deleted in index files this backend does not maintain (and Paimon's readers skip the level-0 files it writes)"}
 	ruleMerge = optionRule{optMergeEngine, pkOnly(oneOf("deduplicate")),
-		"only the deduplicate merge engine is implemented here"}
+		"only the deduplicate merge engine is written here (another needs its own writer: level-0 files invisible to first-row readers, partial rows)"}
 	ruleSeq = optionRule{optSequenceField, pkOnly(unset),
-		"rows are ordered by that field before the sequence number; this backend orders by the sequence number only"}
+		"rows are ordered by that field before the sequence number; this backend's writer merges a batch's rows by arrival"}
 	rulePostpone = optionRule{optBucket, func(_ *tableSchema, v string) bool { return v != "-2" },
 		"postponed buckets (bucket -2) hold rows Paimon's readers do not see until a compaction assigns them"}
 	ruleDir = optionRule{optDataFileDir, unset, "data files live in another directory than this backend reads and writes"}
