@@ -108,7 +108,8 @@ paimon-dist-check:
 	$(GO) test -count=1 -run '^TestPaimonJavaCommitted$$' ./integration -args -paimon-dist=$(PAIMON_DIST)
 
 # Tables as Flink writes them (docs/paimon.md, "Table options"): Paimon Java 1.4.2 writes a
-# primary-key table with deletion vectors, one with dynamic buckets (its hash index), one of
+# primary-key table with deletion vectors, one with dynamic buckets (its hash index), one with
+# postponed buckets, one of
 # each merge engine (partial-update, first-row, aggregation), one with sequence.field, one
 # with a composite string key holding NUL bytes, and an ORC append table (write-features);
 # the backend reads each (or refuses, FailedPrecondition naming the option) and appends to

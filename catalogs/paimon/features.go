@@ -52,7 +52,7 @@ func pkOnly(ok func(*tableSchema, string) bool) func(*tableSchema, string) bool 
 	return func(s *tableSchema, v string) bool { return len(s.PrimaryKeys) == 0 || ok(s, v) }
 }
 
-// Rules of writes (ruleType, rulePostpone and ruleDir apply to reads too).
+// Rules of writes (ruleType and ruleDir apply to reads too).
 var (
 	ruleType = optionRule{optType, oneOf("table"), "is not a Paimon file-store table"}
 	ruleDV   = optionRule{optDeletionVectors, isFalse,
@@ -93,7 +93,7 @@ var writeRules = []optionRule{
 
 // readRules are the options a read must honour to return the rows Paimon
 // Java's readers return (deletion vectors are applied: dv.go).
-var readRules = []optionRule{ruleType, ruleReadMerge, ruleReadSeq, rulePostpone, ruleDir}
+var readRules = []optionRule{ruleType, ruleReadMerge, ruleReadSeq, ruleDir}
 
 // ruleReadSeq: a read orders rows by the sequence fields (deduplicate).
 var ruleReadSeq = optionRule{optSequenceField, func(s *tableSchema, v string) bool { return v == "" || !firstRow(s) },
@@ -107,6 +107,10 @@ var ruleReadMerge = optionRule{optMergeEngine, pkOnly(func(s *tableSchema, v str
 	return oneOf("deduplicate", "first-row")(s, v) || (strings.EqualFold(v, "partial-update") && partialFieldOption(s) == "") ||
 		(strings.EqualFold(v, "aggregation") && aggregationUnsupported(s) == "")
 }), "only deduplicate, first-row, partial-update without per-field sequence groups or aggregate functions, and aggregation by sum, min, max, first/last(_non_null)_value are implemented here"}
+
+// postponeBucket is BucketMode.POSTPONE_BUCKET, the bucket of the files a
+// postponed-bucket table holds until a compaction assigns them.
+const postponeBucket = -2
 
 // firstRow reports a primary-key table of the first-row merge engine.
 func firstRow(s *tableSchema) bool {

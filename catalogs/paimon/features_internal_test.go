@@ -155,7 +155,7 @@ func TestFeatureOptionsRefused(t *testing.T) {
 		{opts: map[string]string{"deletion-vectors.enabled": "true"}, pk: true, write: true},
 		{opts: map[string]string{"deletion-vectors.enabled": "true"}, write: true},
 		{opts: map[string]string{"bucket": "-1"}, pk: true, write: true},
-		{opts: map[string]string{"bucket": "-2"}, pk: true, write: true, read: true},
+		{opts: map[string]string{"bucket": "-2"}, pk: true, write: true},
 		{opts: map[string]string{"merge-engine": "partial-update"}, pk: true, write: true},
 		{opts: map[string]string{"merge-engine": "partial-update", "fields.name.sequence-group": "id"}, pk: true, write: true, read: true},
 		{opts: map[string]string{"merge-engine": "aggregation", "fields.name.aggregate-function": "max"}, pk: true, write: true},

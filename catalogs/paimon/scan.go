@@ -60,6 +60,11 @@ func (p *Provider) scanEntries(ctx context.Context, st *tableState, req catalogs
 		}
 		st.deletions = d
 	}
+	if strings.TrimSpace(st.schema.Options[optBucket]) == "-2" {
+		// Postponed buckets: Java's batch read takes the real buckets only
+		// (onlyReadRealBuckets); bucket-postpone's rows wait for a compaction.
+		es = slices.DeleteFunc(slices.Clone(es), func(e entry) bool { return e.bucket == postponeBucket })
+	}
 	if (dvEnabled(st.schema) && len(st.schema.PrimaryKeys) > 0) || firstRow(st.schema) {
 		// Paimon's batch read skips level 0 here (batchScanSkipLevel0):
 		// its rows become visible once compacted.

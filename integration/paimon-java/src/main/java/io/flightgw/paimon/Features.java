@@ -32,6 +32,7 @@ import java.util.List;
  *   f_dyn       bucket -1 with a primary key: dynamic buckets, a hash index
  *   f_partial   merge-engine partial-update (a, then b, of the five keys)
  *   f_first     merge-engine first-row (the second commit loses)
+ *   f_postpone  bucket -2 (postponed buckets; a batch write goes to real buckets)
  *   f_agg       merge-engine aggregation: sum, max, first_non_null_value and the default
  *               last_non_null_value
  *   f_seq       sequence.field ts (the second commit's smaller ts loses)
@@ -53,6 +54,7 @@ final class Features {
             kv(c, "f_dv", Schema.newBuilder().option("deletion-vectors.enabled", "true").option("bucket", "2"));
             kv(c, "f_dyn", Schema.newBuilder().option("bucket", "-1"));
             kv(c, "f_first", Schema.newBuilder().option("merge-engine", "first-row").option("bucket", "2"));
+            kv(c, "f_postpone", Schema.newBuilder().option("bucket", "-2"));
             create(c, "f_partial", Schema.newBuilder()
                     .column("id", DataTypes.BIGINT().notNull()).column("a", DataTypes.STRING()).column("b", DataTypes.STRING())
                     .primaryKey("id").option("bucket", "2").option("merge-engine", "partial-update").option("file.format", "parquet").build());
