@@ -8,6 +8,11 @@
 #   make paimon-s3-check    the same on S3 (integration/s3server): the sample tables the
 #                            gateway wrote, read by Paimon Java 1.4.2 (paimon-s3) and pypaimon
 #                            2.1.0; Java's tables read by the backend
+#   make paimon-features-check  tables with Flink's features (deletion vectors, dynamic
+#                            buckets, merge engines, sequence.field, NUL bytes in a
+#                            composite key, ORC) written by Paimon Java 1.4.2: the backend
+#                            reads or refuses each, appends or refuses, and Java and
+#                            pypaimon read what each then holds
 #   make paimon-dist-check   distributed commits both ways: Paimon Java writers' payloads
 #                            committed by the gateway, the gateway's committed by Java
 #   make paimon-jdbc-check   the JDBC catalog (metastore jdbc, SQLite) shared with Paimon Java
@@ -28,10 +33,10 @@ PAIMON_VENV   := .venv-paimon
 PAIMON_DIST   := $(CURDIR)/$(PAIMON_JAVA)/target/dist
 
 TEST_TARGETS  += paimon-java-check paimon-table-check paimon-pypaimon-check paimon-s3-check paimon-dist-check
-TEST_TARGETS  += paimon-jdbc-check paimon-jdbc-postgres-check
+TEST_TARGETS  += paimon-jdbc-check paimon-jdbc-postgres-check paimon-features-check
 BENCH_TARGETS += paimon-bench
 
-.PHONY: paimon-jdbc-check paimon-jdbc-postgres-check
+.PHONY: paimon-jdbc-check paimon-jdbc-postgres-check paimon-features-check
 .PHONY: paimon-java-check paimon-table-check paimon-dist-check paimon-pypaimon-check paimon-s3-check paimon-s3-steps paimon-fixtures paimon-go-payloads paimon-bench fuzz
 
 paimon-go-payloads:
@@ -101,6 +106,24 @@ paimon-dist-check:
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_DIST)/wh default"
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="commit-messages $(PAIMON_DIST)/wh default for_java $(PAIMON_DIST)/gateway"
 	$(GO) test -count=1 -run '^TestPaimonJavaCommitted$$' ./integration -args -paimon-dist=$(PAIMON_DIST)
+
+# Tables as Flink writes them (docs/paimon.md, "Table options"): Paimon Java 1.4.2 writes a
+# primary-key table with deletion vectors, one with dynamic buckets (its hash index), one with
+# postponed buckets, one of
+# each merge engine (partial-update, first-row, aggregation), one with sequence.field, one
+# with a composite string key holding NUL bytes, and an ORC append table (write-features);
+# the backend reads each (or refuses, FailedPrecondition naming the option) and appends to
+# each (or refuses, leaving the table as it was), writing the rows each must then hold
+# (TestJavaFeatureTables); Java (verify-tables) and pypaimon read exactly those.
+PAIMON_FEATURES := $(CURDIR)/$(PAIMON_JAVA)/target/features
+
+paimon-features-check: $(PAIMON_VENV)/.installed
+	rm -rf $(PAIMON_FEATURES) && mkdir -p $(PAIMON_FEATURES)
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-features $(PAIMON_FEATURES)/wh"
+	$(GO) test -count=1 -run '^TestJavaFeatureTables$$' -v ./catalogs/paimon -args -features-warehouse=$(PAIMON_FEATURES)/wh -samples-expected=$(PAIMON_FEATURES)/expected
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_FEATURES)/wh db $(PAIMON_FEATURES)/expected"
+	PAIMON_SAMPLES=$(PAIMON_FEATURES)/wh PAIMON_DB=db PAIMON_EXPECTED=$(PAIMON_FEATURES)/expected PAIMON_PYPAIMON_MICROS=f_types_pk \
+	  $(PAIMON_VENV)/bin/python -m pytest -q integration/pypaimon
 
 # Paimon's JDBC catalog (docs/paimon.md), one warehouse and one metastore shared by the
 # gateway's catalogs/paimon and Paimon Java 1.4.2's JdbcCatalog (catalog options as

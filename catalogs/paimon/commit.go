@@ -230,6 +230,11 @@ func (p *Provider) otherData(ctx context.Context, st *tableState, landed *snapsh
 // the manifest files written (for cleanup) and errExists when snapshot
 // N+1 exists already.
 func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msgs []pcodec.CommitMessage, overwrite bool) (*snapshot, []string, error) {
+	// The options of the table as this attempt reads it: another writer
+	// may have altered them since the files were staged.
+	if err := st.schema.checkWritable(st.ident); err != nil {
+		return nil, nil, err
+	}
 	var es []entry
 	var added, deletedRows int64
 	if overwrite {
@@ -301,13 +306,15 @@ func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msg
 	if overwrite {
 		kind = kindOverwrite
 	}
-	zero := int64(0)
 	s := &snapshot{Version: snapshotVersion, ID: next, SchemaID: st.schema.ID,
 		BaseManifestList: baseName, BaseManifestListSize: &baseSize,
 		DeltaManifestList: deltaName, DeltaManifestListSize: &deltaSize,
 		CommitUser: user, CommitIdentifier: batchCommitIdentifier, CommitKind: kind,
 		TimeMillis: p.now().UnixMilli(), TotalRecordCount: prevTotal + added - deletedRows,
-		DeltaRecordCount: added - deletedRows, NextRowID: &zero}
+		DeltaRecordCount: added - deletedRows}
+	if err := p.inherit(ctx, st, s, overwrite); err != nil {
+		return nil, written, err
+	}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return nil, written, err

@@ -35,6 +35,13 @@
 // fixed buckets (level-0 key-value files: _KEY_ fields, _SEQUENCE_NUMBER,
 // _VALUE_KIND, sorted by key, one row per key, sequence numbers
 // continuing the bucket's), and identity partitions on string, integer, date
-// and boolean columns. Scans merge primary-key tables on read
-// (deduplicate: the highest sequence number wins).
+// and boolean columns. Scans merge primary-key tables on read as Paimon
+// Java's batch read does: deduplicate (the highest sequence number wins,
+// or the sequence fields first), first-row, partial-update and
+// aggregation (partial.go, aggregate.go), with deletion vectors applied
+// (dv.go). A table whose options ask a writer or a reader for more than
+// this backend implements (features.go; docs/paimon.md lists them) is
+// refused FailedPrecondition naming the option, and a commit carries the
+// previous snapshot's index manifest, watermark, next row id and
+// statistics forward.
 package paimon

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/flightgw/flightgw/catalogs"
 )
 
@@ -17,8 +19,9 @@ var (
 // PlanFiles returns the live data files of the snapshot. The plan is
 // Plain, so that the SQL engine reads the Parquet files itself, only for
 // an append table on a local warehouse whose files are all Parquet written
-// with the current schema and no deletion vectors: then the files, read by
-// column name, are the table's rows. A primary-key table needs the merge on
+// with the current schema, without deletion vectors, INT96 timestamps or
+// BINARY(n) columns: then the files, read by column name, are the table's
+// rows. A primary-key table needs the merge on
 // read of Scan.
 func (p *Provider) PlanFiles(ctx context.Context, t catalogs.TableIdent, req catalogs.ScanRequest) (*catalogs.FilePlan, error) {
 	st, err := p.load(ctx, t)
@@ -31,6 +34,9 @@ func (p *Provider) PlanFiles(ctx context.Context, t catalogs.TableIdent, req cat
 			return nil, mapFSErr(err, fmt.Sprintf("table %s: snapshot %d", t, *req.SnapshotID))
 		}
 		st.snap = s
+	}
+	if err := p.checkReadableState(ctx, st); err != nil {
+		return nil, err
 	}
 	live, err := p.liveFiles(ctx, t, st.dir, st.snap)
 	if err != nil {
@@ -53,6 +59,9 @@ func (p *Provider) PlanFiles(ctx context.Context, t catalogs.TableIdent, req cat
 func (p *Provider) PlanStaged(ctx context.Context, t catalogs.TableIdent, _ catalogs.ScanRequest, staged []catalogs.WriteReceipt, overwrite bool) (*catalogs.FilePlan, error) {
 	st, err := p.load(ctx, t)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.checkReadableState(ctx, st); err != nil {
 		return nil, err
 	}
 	msgs, metas, err := decodeReceipts(t, staged)
@@ -92,6 +101,22 @@ func (p *Provider) planEntries(st *tableState, plan *catalogs.FilePlan, es []ent
 		plan.Reason = "a primary-key table is merged on read"
 	case strings.EqualFold(st.schema.Options["deletion-vectors.enabled"], "true"):
 		plan.Reason = "the table has deletion vectors"
+	}
+	for _, c := range st.schema.cols {
+		if plan.Reason != "" {
+			break
+		}
+		switch t := c.arrow.(type) {
+		case *arrow.TimestampType:
+			if t.Unit == arrow.Nanosecond {
+				// INT96 in Paimon's files, which engines read to microseconds
+				// (and the negative nanoseconds of day Java writes before 1970
+				// to another instant); readFile keeps every digit.
+				plan.Reason = fmt.Sprintf("column %q is %s (INT96 in the files)", c.name, c.sql)
+			}
+		case *arrow.FixedSizeBinaryType:
+			plan.Reason = fmt.Sprintf("column %q is %s (variable-length binary in the files)", c.name, c.sql)
+		}
 	}
 	if plan.Reason != "" {
 		return

@@ -133,6 +133,9 @@ type tableState struct {
 	dir    string
 	schema *tableSchema
 	snap   *snapshot // nil before the first commit
+	// deletions are the snapshot's deletion vectors by dvKey, loaded by
+	// a scan of a table with deletion vectors (dv.go).
+	deletions map[string]deletionFile
 }
 
 // load reads the table's latest schema and snapshot.

@@ -2,13 +2,18 @@ package paimon
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -45,6 +50,26 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 // of files the read chose from.
 func (p *Provider) scanEntries(ctx context.Context, st *tableState, req catalogs.ScanRequest, es []entry, total int) (*catalogs.ScanResult, error) {
 	t := st.ident
+	if err := p.checkReadableState(ctx, st); err != nil {
+		return nil, err
+	}
+	if dvEnabled(st.schema) {
+		d, err := p.loadDeletions(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		st.deletions = d
+	}
+	if strings.TrimSpace(st.schema.Options[optBucket]) == "-2" {
+		// Postponed buckets: Java's batch read takes the real buckets only
+		// (onlyReadRealBuckets); bucket-postpone's rows wait for a compaction.
+		es = slices.DeleteFunc(slices.Clone(es), func(e entry) bool { return e.bucket == postponeBucket })
+	}
+	if (dvEnabled(st.schema) && len(st.schema.PrimaryKeys) > 0) || firstRow(st.schema) {
+		// Paimon's batch read skips level 0 here (batchScanSkipLevel0):
+		// its rows become visible once compacted.
+		es = slices.DeleteFunc(slices.Clone(es), func(e entry) bool { return e.file.Level == 0 })
+	}
 	full := st.schema.arrowSchema()
 	cols := req.Columns
 	if cols == nil {
@@ -178,6 +203,11 @@ func (r *fileReader) Next() bool {
 // system columns of a key-value file) and converts them to the table's
 // types.
 func (p *Provider) readFile(ctx context.Context, st *tableState, e entry, want *arrow.Schema, extra []arrow.Field) (arrow.RecordBatch, error) {
+	if ext := fileFormat(e.file.FileName); ext != "parquet" {
+		// Paimon names a data file after its format (DataFilePathFactory);
+		// reading an ORC file as Parquet fails with a misleading error.
+		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: data file %s is %s (option %q): this backend reads Parquet data files only", st.ident, e.file.FileName, ext, optFileFormat)
+	}
 	path := st.filePath(e)
 	f, err := p.fs.open(ctx, path)
 	if err != nil {
@@ -198,11 +228,19 @@ func (p *Provider) readFile(ctx context.Context, st *tableState, e entry, want *
 		return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: data file %s schema", st.ident, e.file.FileName))
 	}
 	fields := append(append([]arrow.Field{}, extra...), want.Fields()...)
+	// Columns Paimon Java wrote as INT96 (TIMESTAMP(7..9)) are read here:
+	// arrow-go refuses the negative nanoseconds of day Java writes for an
+	// instant before 1970 (it splits epoch millis by truncating division).
 	var idx []int
-	for _, f := range fields {
+	int96 := map[int]int{} // field position → leaf column
+	for i, f := range fields {
 		is := fsch.FieldIndices(f.Name)
 		if len(is) != 1 {
 			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: data file %s has no column %q (schema evolution is not supported by this backend)", st.ident, e.file.FileName, f.Name)
+		}
+		if leaf := fr.Manifest.Fields[is[0]].ColIndex; leaf >= 0 && pr.MetaData().Schema.Column(leaf).PhysicalType() == parquet.Types.Int96 {
+			int96[i] = leaf
+			continue
 		}
 		idx = append(idx, is[0])
 	}
@@ -210,11 +248,15 @@ func (p *Provider) readFile(ctx context.Context, st *tableState, e entry, want *
 	for i := range rgs {
 		rgs[i] = i
 	}
-	tbl, err := fr.ReadRowGroups(ctx, idx, rgs)
-	if err != nil {
-		return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: read %s", st.ident, e.file.FileName))
+	rows := pr.NumRows()
+	var tbl arrow.Table
+	if len(idx) > 0 {
+		if tbl, err = fr.ReadRowGroups(ctx, idx, rgs); err != nil {
+			return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: read %s", st.ident, e.file.FileName))
+		}
+		defer tbl.Release()
+		rows = tbl.NumRows()
 	}
-	defer tbl.Release()
 	cols := make([]arrow.Array, len(fields))
 	defer func() {
 		for _, c := range cols {
@@ -223,14 +265,32 @@ func (p *Provider) readFile(ctx context.Context, st *tableState, e entry, want *
 			}
 		}
 	}()
+	next := 0 // the next column of tbl
 	for i, f := range fields {
-		ch := tbl.Column(i).Data()
-		a, err := array.Concatenate(ch.Chunks(), memory.DefaultAllocator)
-		if len(ch.Chunks()) == 0 {
-			a, err = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, 0), nil
+		var a arrow.Array
+		var err error
+		if leaf, ok := int96[i]; ok {
+			a, err = readInt96(pr, leaf)
+		} else {
+			ch := tbl.Column(next).Data()
+			next++
+			a, err = array.Concatenate(ch.Chunks(), memory.DefaultAllocator)
+			if len(ch.Chunks()) == 0 {
+				a, err = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, 0), nil
+			}
 		}
 		if err != nil {
 			return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: read %s", st.ident, e.file.FileName))
+		}
+		if fb, ok := f.Type.(*arrow.FixedSizeBinaryType); ok && a.DataType().ID() == arrow.BINARY {
+			// Paimon Java writes BINARY(n) as a Parquet BYTE_ARRAY; arrow-go
+			// has no cast kernel from binary to fixed_size_binary.
+			c, err := toFixedSize(a.(*array.Binary), fb)
+			a.Release()
+			if err != nil {
+				return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: data file %s: column %q: %v", st.ident, e.file.FileName, f.Name, err)
+			}
+			a = c
 		}
 		if !arrow.TypeEqual(a.DataType(), f.Type) {
 			c, err := compute.CastArray(ctx, a, compute.UnsafeCastOptions(f.Type))
@@ -242,17 +302,101 @@ func (p *Provider) readFile(ctx context.Context, st *tableState, e entry, want *
 		}
 		cols[i] = a
 	}
-	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, tbl.NumRows()), nil
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rows)
+	d, ok := st.deletions[dvKey(serializeRow(e.partition), e.bucket, e.file.FileName)]
+	if !ok {
+		return rec, nil
+	}
+	defer rec.Release()
+	bm, err := p.readDeletionVector(ctx, st, d)
+	if err != nil {
+		return nil, err
+	}
+	keep := make([]int, 0, rows)
+	for i := range int(rows) {
+		if !bm.Contains(uint32(i)) {
+			keep = append(keep, i)
+		}
+	}
+	out, err := take(ctx, rec, keep)
+	if err != nil {
+		return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: apply the deletion vector of %s", st.ident, e.file.FileName))
+	}
+	return out, nil
+}
+
+// julianUnixEpoch is the Julian day of 1970-01-01, INT96's day origin.
+const julianUnixEpoch = 2440588
+
+// int96Nanos is the instant of an INT96 timestamp as Paimon Java reads
+// it: Julian day and nanoseconds of day, the latter signed, for Java
+// writes julianDay = millis / day and nanosOfDay = millis % day × 10⁶ +
+// nanos with truncating division, so an instant before 1970 has a
+// negative one.
+func int96Nanos(v parquet.Int96) int64 {
+	nanos := int64(binary.LittleEndian.Uint64(v[:8]))
+	days := int64(binary.LittleEndian.Uint32(v[8:])) - julianUnixEpoch
+	return days*86_400_000_000_000 + nanos
+}
+
+// readInt96 reads an INT96 leaf column of every row group as a
+// nanosecond timestamp array (a flat, optional or required column).
+func readInt96(pr *file.Reader, leaf int) (arrow.Array, error) {
+	b := array.NewTimestampBuilder(memory.DefaultAllocator, &arrow.TimestampType{Unit: arrow.Nanosecond})
+	defer b.Release()
+	maxDef := pr.MetaData().Schema.Column(leaf).MaxDefinitionLevel()
+	const batch = 4096
+	vals := make([]parquet.Int96, batch)
+	defs := make([]int16, batch)
+	for rg := range pr.NumRowGroups() {
+		cr, err := pr.RowGroup(rg).Column(leaf)
+		if err != nil {
+			return nil, err
+		}
+		r, ok := cr.(*file.Int96ColumnChunkReader)
+		if !ok {
+			return nil, fmt.Errorf("column %d is not INT96", leaf)
+		}
+		for r.HasNext() {
+			total, _, err := r.ReadBatch(batch, vals, defs, nil)
+			if err != nil {
+				return nil, err
+			}
+			if total == 0 {
+				break
+			}
+			v := 0
+			for i := range int(total) {
+				if maxDef > 0 && defs[i] < maxDef {
+					b.AppendNull()
+					continue
+				}
+				b.Append(arrow.Timestamp(int96Nanos(vals[v])))
+				v++
+			}
+		}
+	}
+	return b.NewArray(), nil
 }
 
 // mergeBucket merges the key-value files of one bucket of a primary-key
-// table: for each key the row with the highest sequence number wins, and
-// is dropped when it is a deletion (UPDATE_BEFORE or DELETE).
+// table: for each key the row with the highest sequence number wins (the
+// lowest with merge-engine first-row), and is dropped when it is a
+// deletion (UPDATE_BEFORE or DELETE).
 func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, want *arrow.Schema) (arrow.RecordBatch, error) {
 	keys := st.schema.layout().trimmedPrimary()
 	read := want
 	full := st.schema.arrowSchema()
-	for _, k := range keys {
+	seqNames := splitList(st.schema.Options[optSequenceField])
+	need := slices.Clone(keys)
+	for _, n := range seqNames {
+		i := st.schema.index(n)
+		if i < 0 {
+			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: option %q names column %q, which is not in the table", st.ident, optSequenceField, n)
+		}
+		need = append(need, i)
+	}
+	for _, k := range need {
 		if len(read.FieldIndices(full.Field(k).Name)) == 0 {
 			read = arrow.NewSchema(append(read.Fields(), full.Field(k)), nil)
 		}
@@ -285,25 +429,74 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 	}
 	seqs := all.Column(0).(*array.Int64)
 	kinds := all.Column(1).(*array.Int8)
+	seqCols := make([]arrow.Array, len(seqNames))
+	for j, n := range seqNames {
+		seqCols[j] = all.Column(2 + read.FieldIndices(n)[0])
+	}
+	desc := strings.EqualFold(strings.TrimSpace(st.schema.Options[optSequenceOrder]), "descending")
+	// after reports whether row i sorts at or after row j in Paimon's
+	// merge order: by the sequence fields (sequence.field, in
+	// sequence.field.sort-order), then by the sequence number.
+	var nullSeq error
+	after := func(i, j int) bool {
+		for _, c := range seqCols {
+			if c.IsNull(i) || c.IsNull(j) {
+				nullSeq = catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: a row has a null %q (option %q): this backend does not order null sequence fields and refuses to read it", st.ident, seqNames, optSequenceField)
+				return false
+			}
+			r := compare(value(c, i), value(c, j))
+			if desc {
+				r = -r
+			}
+			if r != 0 {
+				return r > 0
+			}
+		}
+		return seqs.Value(i) >= seqs.Value(j)
+	}
 	type best struct {
 		row int
-		seq int64
 	}
+	keyOf := func(i int) string {
+		// Each key value length-prefixed: a separator alone would make
+		// ("x\x00", "y") and ("x", "\x00y") one key.
+		var kb []byte
+		for _, c := range keyCols {
+			v := fmt.Sprint(value(c, i))
+			kb = strconv.AppendInt(kb, int64(len(v)), 10)
+			kb = append(kb, ':')
+			kb = append(kb, v...)
+		}
+		return string(kb)
+	}
+	if partialUpdate(st.schema) || aggregation(st.schema) {
+		merge := p.mergePartial
+		if aggregation(st.schema) {
+			merge = p.mergeAggregate
+		}
+		rec, err := merge(ctx, st, all, read, want, keyOf, after)
+		if err == nil && nullSeq != nil {
+			rec.Release()
+			err = nullSeq
+		}
+		return rec, err
+	}
+	// The deduplicate engine keeps a key's last row, first-row its first.
+	first := firstRow(st.schema)
 	win := map[string]best{}
 	var order []string
 	for i := range int(all.NumRows()) {
-		var kb []byte
-		for _, c := range keyCols {
-			kb = fmt.Appendf(kb, "%v\x00", value(c, i))
-		}
-		k := string(kb)
+		k := keyOf(i)
 		b, ok := win[k]
 		if !ok {
 			order = append(order, k)
 		}
-		if !ok || seqs.Value(i) >= b.seq {
-			win[k] = best{row: i, seq: seqs.Value(i)}
+		if !ok || (!first && after(i, b.row)) || (first && seqs.Value(i) < seqs.Value(b.row)) {
+			win[k] = best{row: i}
 		}
+	}
+	if nullSeq != nil {
+		return nil, nullSeq
 	}
 	var rows []int
 	for _, k := range order {
@@ -323,4 +516,36 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 		cols[i] = picked.Column(2 + read.FieldIndices(f.Name)[0])
 	}
 	return array.NewRecordBatch(want, cols, picked.NumRows()), nil
+}
+
+// fileFormat is the format a data file's name says (its extension, before
+// a compression suffix Paimon may add: data-….orc.zstd), lowercase.
+func fileFormat(name string) string {
+	parts := strings.Split(strings.ToLower(name), ".")
+	for i := len(parts) - 1; i > 0; i-- {
+		switch parts[i] {
+		case "parquet", "orc", "avro", "csv", "json", "lance", "blob":
+			return parts[i]
+		}
+	}
+	return "of an unknown format"
+}
+
+// toFixedSize converts a binary array whose values are all n bytes long
+// to fixed_size_binary(n).
+func toFixedSize(a *array.Binary, dt *arrow.FixedSizeBinaryType) (arrow.Array, error) {
+	b := array.NewFixedSizeBinaryBuilder(memory.DefaultAllocator, dt)
+	defer b.Release()
+	for i := range a.Len() {
+		if a.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		v := a.Value(i)
+		if len(v) != dt.ByteWidth {
+			return nil, fmt.Errorf("a value of %d bytes in a BINARY(%d) column", len(v), dt.ByteWidth)
+		}
+		b.Append(v)
+	}
+	return b.NewArray(), nil
 }

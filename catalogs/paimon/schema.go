@@ -194,11 +194,13 @@ func paimonCodecSpelling(up string) string {
 // The mapping: bool → BOOLEAN; int8 → TINYINT; int16, uint8 → SMALLINT;
 // int32, uint16 → INT; int64, uint32 → BIGINT; float32 → FLOAT; float64
 // → DOUBLE; utf8, large_utf8, utf8_view → STRING; binary, large_binary,
-// binary_view → BYTES; fixed_size_binary(n) → BINARY(n); decimal with
-// precision ≤ 38 → DECIMAL(p, s); date32, date64 → DATE; timestamp in s,
-// ms → TIMESTAMP(3), in us and ns → TIMESTAMP(6) (sub-microsecond digits
-// are truncated on write, as Paimon's Parquet files keep micros), with a
-// zone → TIMESTAMP(p) WITH LOCAL TIME ZONE. The rest (uint64, float16,
+// binary_view → BYTES; fixed_size_binary(n) → BINARY(n); decimal32,
+// decimal64, decimal128, decimal256 with precision ≤ 38 → DECIMAL(p, s)
+// (written as decimal128, conform.go); date32, date64 → DATE; timestamp
+// in s, ms → TIMESTAMP(3), in us and ns → TIMESTAMP(6) (sub-microsecond
+// digits round down on write, as Paimon's Timestamp.toMicros does), with
+// a zone → TIMESTAMP(p) WITH LOCAL TIME ZONE. docs/paimon.md has the
+// table. The rest (uint64, float16,
 // time of day, durations, intervals, lists, maps, structs, unions,
 // dictionaries, null) is refused.
 func paimonType(name string, dt arrow.DataType) (string, error) {
@@ -319,6 +321,11 @@ func newSchema(table string, sc *arrow.Schema, opts map[string]string, now int64
 		return nil, err
 	}
 	if err := back.checkOptions(table); err != nil {
+		return nil, err
+	}
+	// A table this backend would then refuse to write (the catalog's
+	// table-default.* may ask for deletion vectors, another merge engine…).
+	if err := back.checkWritable(tableName(table)); err != nil {
 		return nil, err
 	}
 	return back, nil

@@ -88,6 +88,9 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stre
 	if err != nil {
 		return nil, err
 	}
+	if err := p.checkWritableState(ctx, st); err != nil {
+		return nil, err
+	}
 	s := &stream{p: p, st: st, target: st.schema.arrowSchema(), lay: st.schema.layout(), open: map[string]*fileWriter{},
 		nextSeq: map[string]int64{}, pk: map[string]*pkBuffer{}, id: uuid.NewString(), mem: pqwrite.NewAlloc(),
 		bufLimit: p.cfg.writeBuffer, maxOpen: p.cfg.maxOpenFiles}
@@ -400,7 +403,11 @@ func (s *stream) newFile(ctx context.Context, g *group, first arrow.RecordBatch,
 	// pqarrow writes page headers and pages separately: buffering saves
 	// most of the system calls of a local file.
 	buf := bufio.NewWriterSize(cnt, 1<<20)
-	fw, err := pqarrow.NewFileWriter(first.Schema(), buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
+	// Nanosecond timestamps (TIMESTAMP(7..9)) as INT96, as Paimon Java's
+	// ParquetRowDataWriter writes them: Java reads an INT64 there as
+	// milliseconds.
+	fw, err := pqarrow.NewFileWriter(first.Schema(), buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem),
+		pqarrow.WithDeprecatedInt96Timestamps(true)))
 	if err != nil {
 		_ = out.Close()
 		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: parquet writer", s.st.ident))

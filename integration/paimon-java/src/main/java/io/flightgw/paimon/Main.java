@@ -39,6 +39,8 @@ import java.util.stream.Stream;
  *   compact-manifests WH DB   fully compact the manifests of those tables with Paimon's own
  *                         merger (see {@link Tables})
  *   write-sample WH       write sample tables for the gateway to read (see {@link Tables})
+ *   write-features WH     write tables with deletion vectors, dynamic buckets, merge engines,
+ *                         a sequence field, NUL bytes in a composite key, ORC (see {@link Features})
  *   write-messages WH DB T DIR   stage payloads with two Java writers (see {@link Dist})
  *   commit-messages WH DB T DIR  commit the gateway's payloads with BatchTableCommit (see {@link Dist})
  *   jdbc-list WH DB T,T...       the JDBC catalog lists DB and the tables (see {@link Jdbc})
@@ -87,6 +89,9 @@ public final class Main {
                 break;
             case "write-sample":
                 Tables.writeSample(args[1]);
+                break;
+            case "write-features":
+                Features.write(args[1]);
                 break;
             case "write-messages":
                 Dist.writeMessages(args[1], args[2], args[3], args[4]);
