@@ -209,15 +209,9 @@ func (a *Authenticator) authenticate(ctx context.Context) (p Principal, issued s
 		p, err := a.VerifyToken(cred)
 		return p, "", err
 	case basicScheme:
-		raw, err := base64.StdEncoding.DecodeString(cred)
+		user, pass, err := basicCredentials(cred)
 		if err != nil {
-			if raw, err = base64.RawStdEncoding.DecodeString(cred); err != nil {
-				return Principal{}, "", status.Error(codes.Unauthenticated, "basic credentials are not valid base64")
-			}
-		}
-		user, pass, ok := strings.Cut(string(raw), ":")
-		if !ok {
-			return Principal{}, "", status.Error(codes.Unauthenticated, "basic credentials lack a ':'")
+			return Principal{}, "", err
 		}
 		p, err := a.login(ctx, clientAddr(ctx), user, pass)
 		if err != nil {
