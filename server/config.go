@@ -34,6 +34,8 @@ const (
 	DefaultMaxConcurrentQueries = 16
 	DefaultQueryQueueWait       = 30 * time.Second
 	DefaultQueueWait            = 30 * time.Second
+	DefaultMaxQueuedStreams     = 256
+	DefaultMinStreamRate        = 16 << 10
 	DefaultGCPercent            = 30
 	DefaultGCMinHeap            = 144 << 20
 	DefaultReclaimInterval      = time.Hour
@@ -204,13 +206,21 @@ type Limits struct {
 	// stream waits for a slot (docs/configuration.md, "Admission"), at
 	// most: the client's deadline ends the wait as well.
 	QueueWait duration.Duration `yaml:"queue_wait"`
+	// MaxQueuedStreams bounds the DoPut streams, and the DoGet streams,
+	// waiting for a slot; one more is refused ResourceExhausted.
+	MaxQueuedStreams int `yaml:"max_queued_streams"`
+	// MinStreamRate is the minimum progress of a DoPut or DoGet stream,
+	// in bytes per second: one below it over 3s while waiting for its
+	// client gives its slot up to a principal waiting with fewer
+	// (server/limits.go). -1 turns that off.
+	MinStreamRate int64 `yaml:"min_stream_rate"`
 	// PerPrincipalWrites bounds the DoPut streams one principal (an
-	// anonymous caller: one client address) runs at once; one more is
-	// refused ResourceExhausted. Default: half of MaxConcurrentWrites.
+	// anonymous caller: one client address) runs at once; more wait for
+	// a slot of its share. Default: half of MaxConcurrentWrites.
 	PerPrincipalWrites int `yaml:"per_principal_writes"`
 	// PerPrincipalQueries bounds the DoGet streams (query results, each
-	// endpoint counting) one principal runs at once. Default: half of
-	// MaxConcurrentQueries.
+	// endpoint counting) one principal runs at once; more wait. Default:
+	// half of MaxConcurrentQueries.
 	PerPrincipalQueries int `yaml:"per_principal_queries"`
 	// PreparedPerSession bounds the prepared statements one session (a
 	// connection, or a session cookie) keeps open; they are closed when the
@@ -440,6 +450,12 @@ func (c *Config) applyDefaults() {
 	if c.Limits.PreparedPerSession == 0 {
 		c.Limits.PreparedPerSession = DefaultPreparedPerSession
 	}
+	if c.Limits.MaxQueuedStreams == 0 {
+		c.Limits.MaxQueuedStreams = DefaultMaxQueuedStreams
+	}
+	if c.Limits.MinStreamRate == 0 {
+		c.Limits.MinStreamRate = DefaultMinStreamRate
+	}
 	if c.Limits.QueueWait == (duration.Duration{}) {
 		c.Limits.QueueWait = duration.Of(DefaultQueueWait)
 	}
@@ -569,6 +585,12 @@ func (c *Config) Validate() error {
 	}
 	if n := c.Limits.PreparedPerSession; n < 1 || n > handlers.MaxPreparedStatements {
 		errs = append(errs, fmt.Errorf("limits.prepared_per_session: %d is outside 1 .. %d", n, handlers.MaxPreparedStatements))
+	}
+	if c.Limits.MaxQueuedStreams < 1 {
+		errs = append(errs, fmt.Errorf("limits.max_queued_streams: %d is below 1", c.Limits.MaxQueuedStreams))
+	}
+	if c.Limits.MinStreamRate < -1 {
+		errs = append(errs, fmt.Errorf("limits.min_stream_rate: %d is below -1 (off)", c.Limits.MinStreamRate))
 	}
 	if err := c.Limits.QueueWait.Check("limits.queue_wait"); err != nil {
 		errs = append(errs, err)

@@ -164,9 +164,12 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		grpc.ChainUnaryInterceptor(s.metrics.unary(), recoverUnary(log), logUnary(log), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
 		grpc.ChainStreamInterceptor(recvLimits(maxMsg, int(cfg.Limits.MaxActionBytes)), s.metrics.stream(), recoverStream(log), logStream(log), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
 			authn.StreamInterceptor(), reserveActionBodies(h, cfg.Limits.QueueWait.Duration), rt.stream(),
-			newPrincipalLimits(share(cfg.Limits.PerPrincipalWrites, cfg.Limits.MaxConcurrentWrites),
-				share(cfg.Limits.PerPrincipalQueries, cfg.Limits.MaxConcurrentQueries)).stream(),
-			limitStreams("/DoPut", cfg.Limits.MaxConcurrentWrites)),
+			newAdmission("DoPut", admissionLimits{capacity: cfg.Limits.MaxConcurrentWrites, share: cfg.Limits.PerPrincipalWrites,
+				capKey: "max_concurrent_writes", shareKey: "per_principal_writes", waitKey: "queue_wait",
+				maxQueue: cfg.Limits.MaxQueuedStreams, wait: cfg.Limits.QueueWait.Duration, minRate: cfg.Limits.MinStreamRate}).stream(),
+			newAdmission("DoGet", admissionLimits{capacity: cfg.Limits.MaxConcurrentQueries, share: cfg.Limits.PerPrincipalQueries,
+				capKey: "max_concurrent_queries", shareKey: "per_principal_queries", waitKey: "query_queue_wait",
+				maxQueue: cfg.Limits.MaxQueuedStreams, wait: cfg.Limits.QueryQueueWait.Duration, minRate: cfg.Limits.MinStreamRate}).stream()),
 	)...)
 	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{h.WithActions(flightsql.NewFlightServer(checkedHandler{h}))}, h})
 	s.health = health.NewServer()
