@@ -117,19 +117,21 @@ func (a *Authenticator) Login(username, password string) (Principal, error) {
 }
 
 // login is Login for a caller at addr, throttled (see throttle.go): a
-// username or address with too many recent failures is refused
-// ResourceExhausted before any password check.
+// username, a username at addr, or addr for a username that failed, with
+// too many recent failures is refused ResourceExhausted before any
+// password check.
 func (a *Authenticator) login(ctx context.Context, addr, username, password string) (Principal, error) {
-	if err := a.throttle.check(username, addr); err != nil {
+	addrLocked, err := a.throttle.check(username, addr)
+	if err != nil {
 		return Principal{}, err
 	}
-	release, err := a.throttle.acquire(ctx)
+	release, err := a.throttle.acquire(ctx, addr, addrLocked)
 	if err != nil {
 		return Principal{}, err
 	}
 	defer release()
 	// Failures may have landed while this login waited for its turn.
-	if err := a.throttle.check(username, addr); err != nil {
+	if _, err := a.throttle.check(username, addr); err != nil {
 		return Principal{}, err
 	}
 	p, err := a.Login(username, password)

@@ -44,7 +44,7 @@ func (a *Authenticator) Tap(ctx context.Context, info *tap.Info) (context.Contex
 		if err != nil {
 			return nil, err
 		}
-		if err := a.throttle.check(user, clientAddr(ctx)); err != nil {
+		if _, err := a.throttle.check(user, clientAddr(ctx)); err != nil {
 			return nil, err
 		}
 		return ctx, nil
