@@ -121,8 +121,15 @@ type HealthConfig struct {
 	// Listen serves /healthz and /readyz over plain HTTP on this address
 	// (e.g. :8081), for probes that cannot call the gRPC health service
 	// over TLS; empty serves nothing. The gRPC health service is always
-	// served on the main listener.
+	// served on the main listener. It follows the gRPC listener's rule
+	// (a non-loopback address needs auth or --insecure), and since
+	// /metrics is for operators (it names every realm's catalogs), a
+	// non-loopback address needs Public as well.
 	Listen string `yaml:"listen"`
+	// Public allows a non-loopback Listen: the operator says the address
+	// is reachable by the operators' scrapers and probes only (a pod
+	// network, a firewall).
+	Public bool `yaml:"public"`
 }
 
 // DebugConfig holds operator diagnostics, off by default.
@@ -325,6 +332,7 @@ var EnvVars = []string{
 	"FLIGHTGW_RECLAIM_INTERVAL", "FLIGHTGW_RECLAIM_MIN_AGE",
 	"FLIGHTGW_STREAM_IDLE_TIMEOUT", "FLIGHTGW_PER_PRINCIPAL_WRITES", "FLIGHTGW_PER_PRINCIPAL_QUERIES",
 	"FLIGHTGW_PREPARED_PER_SESSION", "FLIGHTGW_MAX_ACTION_BYTES", "FLIGHTGW_ACTION_MEMORY", "FLIGHTGW_MAX_REQUEST_BYTES",
+	"FLIGHTGW_HEALTH_PUBLIC",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -343,12 +351,14 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 			*p = v
 		}
 	}
-	if v, ok := lookup("FLIGHTGW_INSECURE"); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("FLIGHTGW_INSECURE: %q is not a boolean", v)
+	for k, p := range map[string]*bool{"FLIGHTGW_INSECURE": &c.Insecure, "FLIGHTGW_HEALTH_PUBLIC": &c.Health.Public} {
+		if v, ok := lookup(k); ok {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a boolean", k, v)
+			}
+			*p = b
 		}
-		c.Insecure = b
 	}
 	for k, p := range map[string]*int64{"FLIGHTGW_MAX_BATCH_BYTES": &c.Limits.MaxBatchBytes, "FLIGHTGW_MEMORY_LIMIT": &c.Limits.MemoryLimit,
 		"FLIGHTGW_GC_MIN_HEAP":      &c.Limits.GCMinHeap,
