@@ -117,19 +117,21 @@ func (a *Authenticator) Login(username, password string) (Principal, error) {
 }
 
 // login is Login for a caller at addr, throttled (see throttle.go): a
-// username or address with too many recent failures is refused
-// ResourceExhausted before any password check.
+// username, a username at addr, or addr for a username that failed, with
+// too many recent failures is refused ResourceExhausted before any
+// password check.
 func (a *Authenticator) login(ctx context.Context, addr, username, password string) (Principal, error) {
-	if err := a.throttle.check(username, addr); err != nil {
+	addrLocked, err := a.throttle.check(username, addr)
+	if err != nil {
 		return Principal{}, err
 	}
-	release, err := a.throttle.acquire(ctx)
+	release, err := a.throttle.acquire(ctx, addr, addrLocked)
 	if err != nil {
 		return Principal{}, err
 	}
 	defer release()
 	// Failures may have landed while this login waited for its turn.
-	if err := a.throttle.check(username, addr); err != nil {
+	if _, err := a.throttle.check(username, addr); err != nil {
 		return Principal{}, err
 	}
 	p, err := a.Login(username, password)
@@ -209,15 +211,9 @@ func (a *Authenticator) authenticate(ctx context.Context) (p Principal, issued s
 		p, err := a.VerifyToken(cred)
 		return p, "", err
 	case basicScheme:
-		raw, err := base64.StdEncoding.DecodeString(cred)
+		user, pass, err := basicCredentials(cred)
 		if err != nil {
-			if raw, err = base64.RawStdEncoding.DecodeString(cred); err != nil {
-				return Principal{}, "", status.Error(codes.Unauthenticated, "basic credentials are not valid base64")
-			}
-		}
-		user, pass, ok := strings.Cut(string(raw), ":")
-		if !ok {
-			return Principal{}, "", status.Error(codes.Unauthenticated, "basic credentials lack a ':'")
+			return Principal{}, "", err
 		}
 		p, err := a.login(ctx, clientAddr(ctx), user, pass)
 		if err != nil {

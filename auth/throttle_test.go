@@ -88,12 +88,53 @@ func TestFailedLoginThrottle(t *testing.T) {
 	if err := basicFrom(a, "10.0.0.1", "alice", "wrong"); status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("count not cleared by the success: %v", err)
 	}
-	// One address trying many names is locked out as a whole.
+	// One address trying many names is locked out for the names that
+	// failed; a user who has not failed still logs in from it.
 	for i := range 20 {
 		_ = basicFrom(a, "10.0.0.4", fmt.Sprint("user", i), "wrong")
 	}
-	if err := basicFrom(a, "10.0.0.4", "bob", "pw-bob"); !strings.Contains(fmt.Sprint(err), "too many failed logins from this address") {
+	if err := basicFrom(a, "10.0.0.4", "user3", "again"); !strings.Contains(fmt.Sprint(err), "too many failed logins from this address") {
 		t.Fatalf("address lockout: %v", err)
+	}
+	if err := basicFrom(a, "10.0.0.4", "bob", "pw-bob"); err != nil {
+		t.Fatalf("bob, who has not failed, from the locked address: %v", err)
+	}
+}
+
+// TestLoginThrottleAcrossAddresses: failures of one username from many
+// addresses lock the username out everywhere after accountFailures; the
+// right password of another user is still accepted from a locked
+// address, while a fresh name's wrong guess from it is checked (once) and
+// its next one refused. Before, each address had its own count for a
+// username, and an address lock refused every user.
+func TestLoginThrottleAcrossAddresses(t *testing.T) {
+	a := throttledAuth(t, bcrypt.MinCost)
+	now := time.Unix(1_700_000_000, 0)
+	a.now = func() time.Time { return now }
+	for i := range accountFailures {
+		if err := basicFrom(a, fmt.Sprintf("10.1.0.%d", i+1), "alice", "wrong"); status.Code(err) != codes.Unauthenticated {
+			t.Fatalf("wrong password %d: %v", i, err)
+		}
+	}
+	err := basicFrom(a, "10.1.1.1", "alice", "pw-alice")
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), `too many failed logins for user "alice"; retry after 1s`) {
+		t.Fatalf("alice from a new address after %d failures elsewhere: %v", accountFailures, err)
+	}
+	// A shared address locked by its clients' typos, under many names.
+	for i := range addrFailures {
+		_ = basicFrom(a, "10.2.0.1", fmt.Sprint("typo", i), "x")
+	}
+	if err := basicFrom(a, "10.2.0.1", "typo1", "y"); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "from this address") {
+		t.Fatalf("a name that failed, from the locked address: %v", err)
+	}
+	if err := basicFrom(a, "10.2.0.1", "bob", "pw-bob"); err != nil {
+		t.Fatalf("bob, who has not failed, from the locked shared address: %v", err)
+	}
+	if err := basicFrom(a, "10.2.0.1", "carol", "guess"); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("a fresh name's guess from the locked address: %v, want it checked", err)
+	}
+	if err := basicFrom(a, "10.2.0.1", "carol", "guess2"); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "from this address") {
+		t.Fatalf("its second guess: %v, want the address lockout", err)
 	}
 }
 

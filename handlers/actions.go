@@ -82,7 +82,7 @@ func (s actionServer) DoAction(a *flight.Action, stream flight.FlightService_DoA
 	default:
 		return s.FlightServer.DoAction(a, stream)
 	}
-	release, err := s.h.admitAction(a.GetType(), a.GetBody())
+	release, err := s.h.admitAction(stream.Context(), a.GetType(), a.GetBody())
 	if err != nil {
 		s.h.log.Info("action refused", "action", a.GetType(), "bytes", len(a.GetBody()), "err", err)
 		return err

@@ -359,7 +359,7 @@ func TestQueryConcurrencyLimit(t *testing.T) {
 		err = rdr.Err()
 		rdr.Release()
 	}
-	assertStatus(t, err, codes.ResourceExhausted, "limits.max_concurrent_queries = 1): no slot freed within 200ms")
+	assertStatus(t, err, codes.ResourceExhausted, "no DoGet slot within 200ms (limits.query_queue_wait): limits.max_concurrent_queries = 1")
 	// The slot frees once the first query's call is gone.
 	stop()
 	first.Release()

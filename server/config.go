@@ -27,11 +27,15 @@ const (
 	DefaultCatalogName          = "lake"
 	DefaultSchema               = "default"
 	DefaultMaxBatchBytes        = 256 << 20
+	DefaultMaxRequestBytes      = 4 << 20
 	DefaultShutdownGrace        = 30 * time.Second
 	DefaultTxnIdleTimeout       = 10 * time.Minute
 	DefaultMaxConcurrentWrites  = 8
 	DefaultMaxConcurrentQueries = 16
 	DefaultQueryQueueWait       = 30 * time.Second
+	DefaultQueueWait            = 30 * time.Second
+	DefaultMaxQueuedStreams     = 256
+	DefaultMinStreamRate        = 16 << 10
 	DefaultGCPercent            = 30
 	DefaultGCMinHeap            = 144 << 20
 	DefaultReclaimInterval      = time.Hour
@@ -117,8 +121,15 @@ type HealthConfig struct {
 	// Listen serves /healthz and /readyz over plain HTTP on this address
 	// (e.g. :8081), for probes that cannot call the gRPC health service
 	// over TLS; empty serves nothing. The gRPC health service is always
-	// served on the main listener.
+	// served on the main listener. It follows the gRPC listener's rule
+	// (a non-loopback address needs auth or --insecure), and since
+	// /metrics is for operators (it names every realm's catalogs), a
+	// non-loopback address needs Public as well.
 	Listen string `yaml:"listen"`
+	// Public allows a non-loopback Listen: the operator says the address
+	// is reachable by the operators' scrapers and probes only (a pod
+	// network, a firewall).
+	Public bool `yaml:"public"`
 }
 
 // DebugConfig holds operator diagnostics, off by default.
@@ -179,8 +190,14 @@ type CatalogConfig struct {
 
 // Limits bound what one request may use.
 type Limits struct {
-	// MaxBatchBytes is the largest gRPC message (one Arrow batch) accepted.
+	// MaxBatchBytes is the largest message of a DoPut stream (one Arrow
+	// batch) accepted.
 	MaxBatchBytes int64 `yaml:"max_batch_bytes"`
+	// MaxRequestBytes is the largest message of every other call (a
+	// unary request such as GetFlightInfo's, a Handshake message) but a
+	// DoAction body (MaxActionBytes). Each limit is checked against the
+	// message's length before its body is read (server/recvlimits.go).
+	MaxRequestBytes int64 `yaml:"max_request_bytes"`
 	// MaxConcurrentWrites bounds the DoPut streams (ingests, updates)
 	// running at once; more wait for a slot.
 	MaxConcurrentWrites int `yaml:"max_concurrent_writes"`
@@ -191,22 +208,36 @@ type Limits struct {
 	// QueryQueueWait is how long a query waits for a slot before it fails
 	// with ResourceExhausted.
 	QueryQueueWait duration.Duration `yaml:"query_queue_wait"`
+	// QueueWait is how long a DoAction body waits for room in
+	// ActionMemory before it is received, and how long a DoPut or DoGet
+	// stream waits for a slot (docs/configuration.md, "Admission"), at
+	// most: the client's deadline ends the wait as well.
+	QueueWait duration.Duration `yaml:"queue_wait"`
+	// MaxQueuedStreams bounds the DoPut streams, and the DoGet streams,
+	// waiting for a slot; one more is refused ResourceExhausted.
+	MaxQueuedStreams int `yaml:"max_queued_streams"`
+	// MinStreamRate is the minimum progress of a DoPut or DoGet stream,
+	// in bytes per second: one below it over 3s while waiting for its
+	// client gives its slot up to a principal waiting with fewer
+	// (server/limits.go). -1 turns that off.
+	MinStreamRate int64 `yaml:"min_stream_rate"`
 	// PerPrincipalWrites bounds the DoPut streams one principal (an
-	// anonymous caller: one client address) runs at once; one more is
-	// refused ResourceExhausted. Default: half of MaxConcurrentWrites.
+	// anonymous caller: one client address) runs at once; more wait for
+	// a slot of its share. Default: half of MaxConcurrentWrites.
 	PerPrincipalWrites int `yaml:"per_principal_writes"`
 	// PerPrincipalQueries bounds the DoGet streams (query results, each
-	// endpoint counting) one principal runs at once. Default: half of
-	// MaxConcurrentQueries.
+	// endpoint counting) one principal runs at once; more wait. Default:
+	// half of MaxConcurrentQueries.
 	PerPrincipalQueries int `yaml:"per_principal_queries"`
 	// PreparedPerSession bounds the prepared statements one session (a
 	// connection, or a session cookie) keeps open; they are closed when the
 	// session ends.
 	PreparedPerSession int `yaml:"prepared_per_session"`
 	// MaxActionBytes is the largest body of a distributed-commit action
-	// (PrepareCommit, CommitMessages, AbortMessages, GetCommitStatus);
-	// a larger one is refused ResourceExhausted before it is decoded.
-	// Default: 64 MiB, or max_batch_bytes when smaller.
+	// (PrepareCommit, CommitMessages, AbortMessages, GetCommitStatus),
+	// and of any DoAction; a larger one is refused ResourceExhausted from
+	// its length, before its body is received. Default: 64 MiB, or
+	// max_batch_bytes when smaller.
 	MaxActionBytes int64 `yaml:"max_action_bytes"`
 	// ActionMemory is what the distributed-commit actions running at once
 	// may hold while they decode their bodies, counted as
@@ -300,7 +331,8 @@ var EnvVars = []string{
 	"FLIGHTGW_TLS_CLIENT_CA_FILE", "FLIGHTGW_CLUSTER_ADVERTISE", "FLIGHTGW_HEALTH_LISTEN",
 	"FLIGHTGW_RECLAIM_INTERVAL", "FLIGHTGW_RECLAIM_MIN_AGE",
 	"FLIGHTGW_STREAM_IDLE_TIMEOUT", "FLIGHTGW_PER_PRINCIPAL_WRITES", "FLIGHTGW_PER_PRINCIPAL_QUERIES",
-	"FLIGHTGW_PREPARED_PER_SESSION", "FLIGHTGW_MAX_ACTION_BYTES", "FLIGHTGW_ACTION_MEMORY",
+	"FLIGHTGW_PREPARED_PER_SESSION", "FLIGHTGW_MAX_ACTION_BYTES", "FLIGHTGW_ACTION_MEMORY", "FLIGHTGW_MAX_REQUEST_BYTES",
+	"FLIGHTGW_HEALTH_PUBLIC",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -319,16 +351,19 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 			*p = v
 		}
 	}
-	if v, ok := lookup("FLIGHTGW_INSECURE"); ok {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("FLIGHTGW_INSECURE: %q is not a boolean", v)
+	for k, p := range map[string]*bool{"FLIGHTGW_INSECURE": &c.Insecure, "FLIGHTGW_HEALTH_PUBLIC": &c.Health.Public} {
+		if v, ok := lookup(k); ok {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a boolean", k, v)
+			}
+			*p = b
 		}
-		c.Insecure = b
 	}
 	for k, p := range map[string]*int64{"FLIGHTGW_MAX_BATCH_BYTES": &c.Limits.MaxBatchBytes, "FLIGHTGW_MEMORY_LIMIT": &c.Limits.MemoryLimit,
 		"FLIGHTGW_GC_MIN_HEAP":      &c.Limits.GCMinHeap,
-		"FLIGHTGW_MAX_ACTION_BYTES": &c.Limits.MaxActionBytes, "FLIGHTGW_ACTION_MEMORY": &c.Limits.ActionMemory} {
+		"FLIGHTGW_MAX_ACTION_BYTES": &c.Limits.MaxActionBytes, "FLIGHTGW_ACTION_MEMORY": &c.Limits.ActionMemory,
+		"FLIGHTGW_MAX_REQUEST_BYTES": &c.Limits.MaxRequestBytes} {
 		if v, ok := lookup(k); ok {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
@@ -395,6 +430,9 @@ func (c *Config) applyDefaults() {
 	if c.Limits.MaxBatchBytes == 0 {
 		c.Limits.MaxBatchBytes = DefaultMaxBatchBytes
 	}
+	if c.Limits.MaxRequestBytes == 0 {
+		c.Limits.MaxRequestBytes = min(DefaultMaxRequestBytes, c.Limits.MaxBatchBytes)
+	}
 	if c.Limits.MaxActionBytes == 0 {
 		c.Limits.MaxActionBytes = min(handlers.DefaultMaxActionBytes, c.Limits.MaxBatchBytes)
 	}
@@ -421,6 +459,15 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Limits.PreparedPerSession == 0 {
 		c.Limits.PreparedPerSession = DefaultPreparedPerSession
+	}
+	if c.Limits.MaxQueuedStreams == 0 {
+		c.Limits.MaxQueuedStreams = DefaultMaxQueuedStreams
+	}
+	if c.Limits.MinStreamRate == 0 {
+		c.Limits.MinStreamRate = DefaultMinStreamRate
+	}
+	if c.Limits.QueueWait == (duration.Duration{}) {
+		c.Limits.QueueWait = duration.Of(DefaultQueueWait)
 	}
 	if c.Limits.QueryQueueWait == (duration.Duration{}) {
 		c.Limits.QueryQueueWait = duration.Of(DefaultQueryQueueWait)
@@ -524,6 +571,9 @@ func (c *Config) Validate() error {
 	if c.Limits.MaxBatchBytes < 1<<20 || c.Limits.MaxBatchBytes > 2<<30-1 {
 		errs = append(errs, fmt.Errorf("limits.max_batch_bytes: %d is outside 1 MiB .. 2 GiB", c.Limits.MaxBatchBytes))
 	}
+	if n := c.Limits.MaxRequestBytes; n < 64<<10 || n > c.Limits.MaxBatchBytes {
+		errs = append(errs, fmt.Errorf("limits.max_request_bytes: %d is outside 64 KiB .. limits.max_batch_bytes (%d)", n, c.Limits.MaxBatchBytes))
+	}
 	if n := c.Limits.MaxActionBytes; n < 1<<10 || n > c.Limits.MaxBatchBytes {
 		errs = append(errs, fmt.Errorf("limits.max_action_bytes: %d is outside 1 KiB .. limits.max_batch_bytes (%d)", n, c.Limits.MaxBatchBytes))
 	}
@@ -545,6 +595,15 @@ func (c *Config) Validate() error {
 	}
 	if n := c.Limits.PreparedPerSession; n < 1 || n > handlers.MaxPreparedStatements {
 		errs = append(errs, fmt.Errorf("limits.prepared_per_session: %d is outside 1 .. %d", n, handlers.MaxPreparedStatements))
+	}
+	if c.Limits.MaxQueuedStreams < 1 {
+		errs = append(errs, fmt.Errorf("limits.max_queued_streams: %d is below 1", c.Limits.MaxQueuedStreams))
+	}
+	if c.Limits.MinStreamRate < -1 {
+		errs = append(errs, fmt.Errorf("limits.min_stream_rate: %d is below -1 (off)", c.Limits.MinStreamRate))
+	}
+	if err := c.Limits.QueueWait.Check("limits.queue_wait"); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Limits.QueryQueueWait.Check("limits.query_queue_wait"); err != nil {
 		errs = append(errs, err)

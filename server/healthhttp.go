@@ -21,6 +21,9 @@ import (
 // in-flight ones finish), and /metrics the gateway's Prometheus metrics
 // (metrics.go). Nothing else is served there.
 func (s *Server) serveHealthHTTP(addr string) (stop func(), bound string, err error) {
+	if err := checkHealthExposure(addr, s.auth.Enabled(), s.cfg.Insecure, s.cfg.Health.Public); err != nil {
+		return nil, "", err
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -49,4 +52,18 @@ func (s *Server) serveHealthHTTP(addr string) (stop func(), bound string, err er
 	}()
 	s.log.Info("health HTTP serving", "addr", lis.Addr().String())
 	return func() { _ = srv.Close() }, lis.Addr().String(), nil
+}
+
+// checkHealthExposure is the rule of health.listen: the gRPC listener's
+// (a non-loopback address needs auth or --insecure), and, since /metrics
+// is for operators (it names the catalogs of every realm and their
+// traffic), health.public for a non-loopback address.
+func checkHealthExposure(addr string, authEnabled, insecure, public bool) error {
+	if err := checkExposure(addr, authEnabled, insecure); err != nil {
+		return err
+	}
+	if !loopback(addr) && !public {
+		return fmt.Errorf("refusing to serve health and metrics on %s: /metrics is for operators (it names every realm's catalogs); set health.public: true if only they reach that address, or listen on 127.0.0.1", addr)
+	}
+	return nil
 }

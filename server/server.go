@@ -151,18 +151,25 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 	bad := &badMessages{}
 	s.grpc = grpc.NewServer(append(creds,
 		grpc.StatsHandler(connWatcher{ended: []func(string){s.txns.SessionEnded, h.SessionEnded}}),
-		grpc.MaxRecvMsgSize(maxMsg),
+		// Credentials are checked when a call's headers arrive, before
+		// its request is read (auth/tap.go); DoPut and DoAction raise
+		// their streams' receive limit over this one (recvlimits.go).
+		grpc.InTapHandle(observeTap(authn.Tap, s.metrics, log)),
+		grpc.MaxRecvMsgSize(int(cfg.Limits.MaxRequestBytes)),
 		grpc.MaxSendMsgSize(maxMsg),
 		// Clients and peer replicas may ping a connection with a call open
 		// every 10s (peers ping every 30s) to notice a dead one.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
 		grpc.ForceServerCodecV2(newFrameCodec(bad)),
 		grpc.ChainUnaryInterceptor(s.metrics.unary(), recoverUnary(log), logUnary(log), clientGoneUnary(), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
-		grpc.ChainStreamInterceptor(s.metrics.stream(), recoverStream(log), logStream(log), clientGoneStream(), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
-			authn.StreamInterceptor(), rt.stream(),
-			newPrincipalLimits(share(cfg.Limits.PerPrincipalWrites, cfg.Limits.MaxConcurrentWrites),
-				share(cfg.Limits.PerPrincipalQueries, cfg.Limits.MaxConcurrentQueries)).stream(),
-			limitStreams("/DoPut", cfg.Limits.MaxConcurrentWrites)),
+		grpc.ChainStreamInterceptor(recvLimits(maxMsg, int(cfg.Limits.MaxActionBytes)), s.metrics.stream(), recoverStream(log), logStream(log), clientGoneStream(), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
+			authn.StreamInterceptor(), reserveActionBodies(h, cfg.Limits.QueueWait.Duration), rt.stream(),
+			newAdmission("DoPut", admissionLimits{capacity: cfg.Limits.MaxConcurrentWrites, share: cfg.Limits.PerPrincipalWrites,
+				capKey: "max_concurrent_writes", shareKey: "per_principal_writes", waitKey: "queue_wait",
+				maxQueue: cfg.Limits.MaxQueuedStreams, wait: cfg.Limits.QueueWait.Duration, minRate: cfg.Limits.MinStreamRate}).stream(),
+			newAdmission("DoGet", admissionLimits{capacity: cfg.Limits.MaxConcurrentQueries, share: cfg.Limits.PerPrincipalQueries,
+				capKey: "max_concurrent_queries", shareKey: "per_principal_queries", waitKey: "query_queue_wait",
+				maxQueue: cfg.Limits.MaxQueuedStreams, wait: cfg.Limits.QueryQueueWait.Duration, minRate: cfg.Limits.MinStreamRate}).stream()),
 	)...)
 	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{h.WithActions(flightsql.NewFlightServer(checkedHandler{h}))}, h})
 	s.health = health.NewServer()

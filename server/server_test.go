@@ -13,9 +13,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/flightgw/flightgw/auth"
 	_ "github.com/flightgw/flightgw/catalogs/iceberg"
 )
 
@@ -143,5 +145,47 @@ func TestListenRefusesExposureWithoutAuth(t *testing.T) {
 	defer s.Shutdown()
 	if _, err := s.Listen(); err == nil || !strings.Contains(err.Error(), "--insecure") {
 		t.Fatalf("listen on 0.0.0.0 without auth: %v", err)
+	}
+}
+
+// TestHealthListenerExposure: health.listen follows the gRPC listener's
+// rule (a non-loopback address needs auth or --insecure) and, its
+// /metrics being for operators, needs health.public as well. Before, a
+// non-loopback address was served whatever the configuration.
+func TestHealthListenerExposure(t *testing.T) {
+	hash, _ := auth.HashPassword("pw")
+	authOn, err := auth.New(auth.Config{Enabled: true, Users: []auth.User{{Name: "alice", PasswordHash: hash}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	authOff, _ := auth.New(auth.Config{})
+	for _, tc := range []struct {
+		name             string
+		addr             string
+		auth             *auth.Authenticator
+		insecure, public bool
+		refused          string // "" when served
+	}{
+		{"loopback", "127.0.0.1:0", authOff, false, false, ""},
+		{"any address, auth off", "0.0.0.0:0", authOff, false, true, "--insecure"},
+		{"any address, insecure, not public", "0.0.0.0:0", authOff, true, false, "health.public"},
+		{"any address, auth on, not public", ":0", authOn, false, false, "health.public"},
+		{"any address, auth on, public", "0.0.0.0:0", authOn, false, true, ""},
+		{"any address, insecure, public", "0.0.0.0:0", authOff, true, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Server{cfg: &Config{Insecure: tc.insecure, Health: HealthConfig{Listen: tc.addr, Public: tc.public}},
+				auth: tc.auth, log: slog.New(slog.NewTextHandler(io.Discard, nil)), metrics: newMetrics(nil), health: health.NewServer()}
+			stop, _, err := s.serveHealthHTTP(tc.addr)
+			if err == nil {
+				stop()
+			}
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)):
+				t.Fatalf("err = %v, want a refusal naming %s", err, tc.refused)
+			}
+		})
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -29,6 +31,8 @@ func guardStreams(idle time.Duration, bad *badMessages) grpc.StreamServerInterce
 		}
 		var cancel context.CancelCauseFunc
 		gs.ctx, cancel = context.WithCancelCause(ss.Context())
+		// Admission (limits.go) finds the stream's progress here.
+		gs.ctx = context.WithValue(gs.ctx, guardedKey{}, gs)
 		gs.cancel = cancel
 		defer cancel(nil)
 		err := handler(srv, gs)
@@ -36,8 +40,8 @@ func guardStreams(idle time.Duration, bad *badMessages) grpc.StreamServerInterce
 		// call a stalled pump is in), after this returns.
 		gs.recv.close()
 		gs.send.close()
-		if gs.stalled != nil {
-			return gs.stalled
+		if cut := gs.cutErr(); cut != nil {
+			return cut
 		}
 		return err
 	}
@@ -50,14 +54,35 @@ func guardStreams(idle time.Duration, bad *badMessages) grpc.StreamServerInterce
 // but ending the stream, which only the handler's return does.
 type guardedStream struct {
 	grpc.ServerStream
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	bad     *badMessages
-	method  string
-	idle    time.Duration // 0: not bounded
-	recv    pump
-	send    pump
-	stalled error // set when the idle timeout cut the stream
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	bad    *badMessages
+	method string
+	idle   time.Duration // 0: not bounded
+	recv   pump
+	send   pump
+	// cut is why the stream was cut: the idle timeout, or its slot
+	// given up to waiting callers (yield).
+	cut      atomic.Pointer[error]
+	progress progress
+}
+
+// guardedKey is the context key of a stream's guardedStream.
+type guardedKey struct{}
+
+func (s *guardedStream) cutErr() error {
+	if p := s.cut.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// yield cuts the stream with err, from any goroutine: its context is
+// cancelled, and its blocked receive or send, and every later one, fails
+// with err.
+func (s *guardedStream) yield(err error) {
+	s.cut.CompareAndSwap(nil, &err)
+	s.cancel(s.cutErr())
 }
 
 func (s *guardedStream) Context() context.Context { return s.ctx }
@@ -71,6 +96,7 @@ func (s *guardedStream) RecvMsg(m any) error {
 		if derr := s.bad.take(m); derr != nil {
 			return malformed(s.method, m, derr)
 		}
+		s.progress.moved(time.Now(), messageSize(m))
 	}
 	return err
 }
@@ -78,14 +104,35 @@ func (s *guardedStream) RecvMsg(m any) error {
 // SendMsg sends m; m belongs to gRPC once passed, whether or not the
 // send completes in time.
 func (s *guardedStream) SendMsg(m any) error {
-	return s.bounded(&s.send, "the client accepted no message", func() error { return s.ServerStream.SendMsg(m) })
+	n := messageSize(m) // before gRPC frees an encodedFrame's buffers
+	err := s.bounded(&s.send, "the client accepted no message", func() error { return s.ServerStream.SendMsg(m) })
+	if err == nil {
+		s.progress.moved(time.Now(), n)
+	}
+	return err
 }
 
-// bounded runs call on p, waiting at most the idle timeout.
-func (s *guardedStream) bounded(p *pump, what string, call func() error) error {
-	if s.stalled != nil {
-		return s.stalled
+// messageSize is about what m weighs on the wire.
+func messageSize(m any) int64 {
+	switch m := m.(type) {
+	case *encodedFrame:
+		return int64(m.data.Len())
+	case *flight.FlightData:
+		return int64(len(m.DataHeader) + len(m.DataBody) + len(m.AppMetadata))
+	case proto.Message:
+		return int64(proto.Size(m))
 	}
+	return 0
+}
+
+// bounded runs call on p, waiting at most the idle timeout, while the
+// stream waits for its client (progress.blocked).
+func (s *guardedStream) bounded(p *pump, what string, call func() error) error {
+	if err := s.cutErr(); err != nil {
+		return err
+	}
+	s.progress.setBlocked(true)
+	defer s.progress.setBlocked(false)
 	if s.idle <= 0 {
 		return call()
 	}
@@ -96,11 +143,20 @@ func (s *guardedStream) bounded(p *pump, what string, call func() error) error {
 	select {
 	case err := <-p.results:
 		return err
+	case <-s.ctx.Done():
+		if err := s.cutErr(); err != nil {
+			return err
+		}
+		// The client's end: the call itself ends with it.
+		select {
+		case err := <-p.results:
+			return err
+		case <-timer.C:
+		}
 	case <-timer.C:
-		s.stalled = status.Errorf(codes.DeadlineExceeded, "%s stream idle for %s (%s): cut by timeouts.stream_idle", s.method, s.idle, what)
-		s.cancel(s.stalled)
-		return s.stalled
 	}
+	s.yield(status.Errorf(codes.DeadlineExceeded, "%s stream idle for %s (%s): cut by timeouts.stream_idle", s.method, s.idle, what))
+	return s.cutErr()
 }
 
 // pump runs one stream direction's blocking calls, one at a time, on a

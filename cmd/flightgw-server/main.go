@@ -40,7 +40,7 @@ func runServe(args []string, stderr io.Writer) int {
 	listen := fs.String("listen", "", "address to listen on (default "+server.DefaultListen+"; env FLIGHTGW_LISTEN)")
 	dataDir := fs.String("data-dir", "", "directory of the embedded catalog (default "+server.DefaultDataDir+"; env FLIGHTGW_DATA_DIR)")
 	configPath := fs.String("config", "", "YAML configuration file (see docs/configuration.md)")
-	insecure := fs.Bool("insecure", false, "allow listening on a non-loopback address without authentication")
+	insecure := fs.Bool("insecure", false, "allow listening on a non-loopback address without authentication (the gRPC listener, and health.listen with health.public)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: flightgw serve [flags]\n\nFlags override the configuration file and the environment (%s).\n\n",
 			strings.Join(server.EnvVars, ", "))
