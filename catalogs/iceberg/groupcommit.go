@@ -318,7 +318,7 @@ func (r *round) prepare(ctx context.Context, tbl *table.Table) {
 		}
 		cands = append(cands, m)
 	}
-	var inTable map[string]bool
+	var inTable map[string]int64
 	if !r.overwrite && len(cands) > 0 {
 		var err error
 		if inTable, err = referenced(ctx, tbl, cands); err != nil {
@@ -332,9 +332,13 @@ func (r *round) prepare(ctx context.Context, tbl *table.Table) {
 	ids := map[string]bool{}
 	claimed := map[string]bool{}
 	for _, m := range cands {
+		// Another commit id (another replica's commit of the same payload,
+		// a plain Commit repeated) added the file: a second snapshot would
+		// add its rows twice.
 		if path := firstIn(m.dfs, inTable); path != "" {
-			m.finish(catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrAlreadyExists,
-				"table %s: commit %s: data file %s is already in the table", r.t, m.id, path))
+			m.finish(catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrFailedPrecondition,
+				"table %s: commit %s: data file %s is already in the table (added by snapshot %d): nothing committed",
+				r.t, m.id, path, inTable[path]))
 			continue
 		}
 		if ids[m.id] {
@@ -342,7 +346,7 @@ func (r *round) prepare(ctx context.Context, tbl *table.Table) {
 			continue
 		}
 		if path := firstIn(m.dfs, claimed); path != "" {
-			m.finish(catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrAlreadyExists,
+			m.finish(catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrFailedPrecondition,
 				"table %s: commit %s: data file %s is in another commit of the same round", r.t, m.id, path))
 			continue
 		}
@@ -354,9 +358,9 @@ func (r *round) prepare(ctx context.Context, tbl *table.Table) {
 	}
 }
 
-func firstIn(dfs []ice.DataFile, set map[string]bool) string {
+func firstIn[V any](dfs []ice.DataFile, set map[string]V) string {
 	for _, df := range dfs {
-		if set[df.FilePath()] {
+		if _, ok := set[df.FilePath()]; ok {
 			return df.FilePath()
 		}
 	}
@@ -485,10 +489,12 @@ func addedFiles(ctx context.Context, tbl *table.Table, s *table.Snapshot) (map[s
 }
 
 // referenced returns which of the members' files the table's current
-// snapshot already holds (a plain Commit repeated with the same receipts),
+// snapshot already holds, each with the snapshot that added it (a plain
+// Commit repeated with the same receipts, or another process's commit of
+// the same files that won the compare-and-swap this round lost),
 // so that such a member fails alone instead of failing its round: one
 // read of the current manifests, as iceberg-go's own check makes.
-func referenced(ctx context.Context, tbl *table.Table, ms []*member) (map[string]bool, error) {
+func referenced(ctx context.Context, tbl *table.Table, ms []*member) (map[string]int64, error) {
 	cur := tbl.CurrentSnapshot()
 	if cur == nil {
 		return nil, nil
@@ -503,7 +509,7 @@ func referenced(ctx context.Context, tbl *table.Table, ms []*member) (map[string
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]bool{}
+	out := map[string]int64{}
 	err = protect(catalogs.ErrUnavailable, "read manifests", func() error {
 		manifests, err := cur.Manifests(fsys)
 		if err != nil {
@@ -519,7 +525,7 @@ func referenced(ctx context.Context, tbl *table.Table, ms []*member) (map[string
 			}
 			for _, e := range entries {
 				if p := e.DataFile().FilePath(); want[p] {
-					out[p] = true
+					out[p] = e.SnapshotID()
 				}
 			}
 		}

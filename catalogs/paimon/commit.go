@@ -117,7 +117,7 @@ func (p *Provider) deltaFiles(ctx context.Context, st *tableState, s *snapshot) 
 // first, the written manifests are deleted and the loop starts again
 // from the new latest snapshot.
 func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID string, receipts []catalogs.WriteReceipt, overwrite bool) (catalogs.CommitOutcome, error) {
-	msgs, _, err := decodeReceipts(t, receipts)
+	msgs, metas, err := decodeReceipts(t, receipts)
 	if err != nil {
 		return catalogs.CommitOutcome{}, err
 	}
@@ -127,6 +127,9 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 	}
 	var retried uint32
 	wait := p.cfg.minWait
+	// base is the snapshot the last attempt was built on (-1 before the
+	// first): the snapshots after it landed while that attempt lost.
+	base := int64(-1)
 	for {
 		if err := ctx.Err(); err != nil {
 			return catalogs.CommitOutcome{}, err
@@ -146,6 +149,12 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 				return out, err
 			}
 		}
+		if err := p.refuseClaimed(ctx, st, user, base, msgs, metas); err != nil {
+			return catalogs.CommitOutcome{}, err
+		}
+		if p.beforeAttempt != nil {
+			p.beforeAttempt()
+		}
 		s, written, err := p.attempt(ctx, st, user, msgs, overwrite)
 		if err == nil {
 			p.writeHints(ctx, st, s.ID)
@@ -156,6 +165,10 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 		}
 		if !errors.Is(err, errExists) {
 			return catalogs.CommitOutcome{}, err
+		}
+		base = 0
+		if st.snap != nil {
+			base = st.snap.ID
 		}
 		if int(retried) >= p.cfg.retries {
 			return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrConflict, "table %s: commit lost %d compare-and-swap races in a row", t, retried+1)
@@ -169,6 +182,74 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 		case <-time.After(d):
 		}
 	}
+}
+
+// refuseClaimed refuses a commit one of whose data files a snapshot that
+// landed meanwhile already adds: another process (a replica sharing the
+// warehouse) committed the same payload under another commit id, and a
+// second snapshot would add every row twice. After a lost race (base >=
+// 0) it reads the deltas of the snapshots after base; before the first
+// attempt it asks the reference index when this process keeps one of the
+// table (CheckUnreferenced ran, as CommitMessages' replay check does), so
+// that a snapshot landed between that check and this load is seen too.
+func (p *Provider) refuseClaimed(ctx context.Context, st *tableState, user string, base int64, msgs []pcodec.CommitMessage, metas []receiptMeta) error {
+	if st.snap == nil {
+		return nil
+	}
+	mine := map[string]bool{}
+	for _, m := range msgs {
+		for _, f := range m.Data.NewFiles {
+			mine[f.FileName] = true
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	if base < 0 {
+		return p.refuseIndexed(ctx, st, user, metas)
+	}
+	for id := st.snap.ID; id > base; id-- {
+		s := st.snap
+		if id != st.snap.ID {
+			var err error
+			if s, err = p.readSnapshot(ctx, st.ident, st.dir, id); err != nil {
+				if isNotExist(err) {
+					break // expired meanwhile: older ones are gone too
+				}
+				return mapFSErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, id))
+			}
+		}
+		added, _, err := p.deltaFiles(ctx, st, s)
+		if err != nil {
+			return err
+		}
+		for _, e := range added {
+			if mine[e.file.FileName] {
+				return catalogs.Errorf(catalogs.ErrFailedPrecondition,
+					"table %s: commit %s: data file %s landed meanwhile in snapshot %d (commit user %s): nothing committed",
+					st.ident, user, e.file.FileName, s.ID, s.CommitUser)
+			}
+		}
+	}
+	return nil
+}
+
+// refuseIndexed is refuseClaimed's check before the first attempt, when
+// the provider keeps a reference index of the table.
+func (p *Provider) refuseIndexed(ctx context.Context, st *tableState, user string, metas []receiptMeta) error {
+	if !p.refs.get().Holds(st.dir) {
+		return nil
+	}
+	var files []string
+	for _, m := range metas {
+		files = append(files, m.Files...)
+	}
+	f, err := p.indexed(ctx, st, files)
+	if err != nil || f == "" {
+		return err
+	}
+	return catalogs.Errorf(catalogs.ErrFailedPrecondition,
+		"table %s: commit %s: data file %s is already referenced by snapshot %d or an earlier one: nothing committed", st.ident, user, f, st.snap.ID)
 }
 
 // otherData reports whether the landed snapshot of a commit id holds

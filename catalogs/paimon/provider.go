@@ -42,6 +42,10 @@ type Provider struct {
 	now  func() time.Time
 	refs refCache // the reference indexes of CheckUnreferenced (refcheck.go)
 	seqs seqAlloc // primary-key sequence numbers handed out (seqalloc.go)
+	// beforeAttempt, when set (by tests), runs after a commit attempt
+	// loaded the table and before it writes, so that a test can land
+	// another process's commit in between.
+	beforeAttempt func()
 }
 
 // Interfaces the provider implements.

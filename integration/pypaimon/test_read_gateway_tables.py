@@ -35,8 +35,9 @@ def catalog_options():
 
 
 def render(row):
-    name = "null" if row["name"] is None else row["name"]
-    return f"id={row['id']},name={name},p={row['p']}"
+    # Every column in table order, as Paimon Java's Tables.render prints it
+    # (the samples' id, name, p; the people rows of integration's tests).
+    return ",".join(f"{k}={'null' if v is None else v}" for k, v in row.items())
 
 
 @pytest.mark.skipif(not TABLES, reason="PAIMON_SAMPLES names no warehouse with samples")
