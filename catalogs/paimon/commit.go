@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	pcodec "github.com/flightgw/flightgw/codec/paimon"
 )
 
@@ -76,10 +77,10 @@ func (p *Provider) findSnapshot(ctx context.Context, st *tableState, user string
 		if id != st.snap.ID {
 			var err error
 			if s, err = p.readSnapshot(ctx, st.ident, st.dir, id); err != nil {
-				if isNotExist(err) {
+				if lake.IsNotExist(err) {
 					break // expired meanwhile
 				}
-				return nil, mapFSErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, id))
+				return nil, lake.MapErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, id))
 			}
 		}
 		if s.CommitUser == user && s.CommitIdentifier == batchCommitIdentifier {
@@ -161,9 +162,9 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 			return outcome(s, retried), nil
 		}
 		for _, f := range written {
-			_ = p.fs.remove(context.WithoutCancel(ctx), st.dir+"/manifest/"+f)
+			_ = p.fs.Remove(context.WithoutCancel(ctx), st.dir+"/manifest/"+f)
 		}
-		if !errors.Is(err, errExists) {
+		if !errors.Is(err, lake.ErrExists) {
 			return catalogs.CommitOutcome{}, err
 		}
 		base = 0
@@ -213,10 +214,10 @@ func (p *Provider) refuseClaimed(ctx context.Context, st *tableState, user strin
 		if id != st.snap.ID {
 			var err error
 			if s, err = p.readSnapshot(ctx, st.ident, st.dir, id); err != nil {
-				if isNotExist(err) {
+				if lake.IsNotExist(err) {
 					break // expired meanwhile: older ones are gone too
 				}
-				return mapFSErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, id))
+				return lake.MapErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, id))
 			}
 		}
 		added, _, err := p.deltaFiles(ctx, st, s)
@@ -275,7 +276,7 @@ func (p *Provider) otherData(ctx context.Context, st *tableState, landed *snapsh
 
 // attempt writes the manifests (the previous snapshot's, merged, and this
 // commit's), the manifest lists and snapshot N+1. It returns the names of
-// the manifest files written (for cleanup) and errExists when snapshot
+// the manifest files written (for cleanup) and lake.ErrExists when snapshot
 // N+1 exists already.
 func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msgs []pcodec.CommitMessage, overwrite bool) (*snapshot, []string, error) {
 	var es []entry
@@ -362,10 +363,10 @@ func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msg
 	}
 	// createLocked: under Paimon's JDBC lock when the catalog has one (jdbc_lock.go).
 	if err := p.createLocked(ctx, st.ident, snapshotPath(st.dir, next), b); err != nil {
-		if errors.Is(err, errExists) {
-			return nil, written, errExists
+		if errors.Is(err, lake.ErrExists) {
+			return nil, written, lake.ErrExists
 		}
-		return nil, written, mapFSErr(err, fmt.Sprintf("table %s: write snapshot-%d", st.ident, next))
+		return nil, written, lake.MapErr(err, fmt.Sprintf("table %s: write snapshot-%d", st.ident, next))
 	}
 	return s, nil, nil
 }
@@ -375,11 +376,11 @@ func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msg
 // the hinted one, so a failed or stale write loses nothing.
 func (p *Provider) writeHints(ctx context.Context, st *tableState, id int64) {
 	ctx = context.WithoutCancel(ctx)
-	if err := p.fs.put(ctx, st.dir+"/snapshot/"+hintLatest, []byte(strconv.FormatInt(id, 10))); err != nil {
+	if err := p.fs.Put(ctx, st.dir+"/snapshot/"+hintLatest, []byte(strconv.FormatInt(id, 10))); err != nil {
 		p.log.Warn("write LATEST hint", "table", st.ident.String(), "err", err)
 	}
 	if id == 1 {
-		if err := p.fs.put(ctx, st.dir+"/snapshot/"+hintEarliest, []byte("1")); err != nil {
+		if err := p.fs.Put(ctx, st.dir+"/snapshot/"+hintEarliest, []byte("1")); err != nil {
 			p.log.Warn("write EARLIEST hint", "table", st.ident.String(), "err", err)
 		}
 	}
@@ -391,8 +392,8 @@ func (p *Provider) writeList(ctx context.Context, st *tableState, name string, m
 	if err != nil {
 		return 0, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: encode manifest list", st.ident))
 	}
-	if err := p.fs.create(ctx, st.dir+"/manifest/"+name, b); err != nil {
-		return 0, mapFSErr(err, fmt.Sprintf("table %s: write manifest list %s", st.ident, name))
+	if err := p.fs.Create(ctx, st.dir+"/manifest/"+name, b); err != nil {
+		return 0, lake.MapErr(err, fmt.Sprintf("table %s: write manifest list %s", st.ident, name))
 	}
 	return int64(len(b)), nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // Property keys understood by the backend.
@@ -43,15 +44,15 @@ const (
 
 	// S3 properties, spelled as the Iceberg backend (and iceberg-go)
 	// spells them, for a warehouse s3://bucket/prefix.
-	PropS3Endpoint        = "s3.endpoint"
-	PropS3Region          = "s3.region"
-	PropS3AccessKeyID     = "s3.access-key-id"
-	PropS3SecretAccessKey = "s3.secret-access-key"
-	PropS3SessionToken    = "s3.session-token"
+	PropS3Endpoint        = lake.PropS3Endpoint
+	PropS3Region          = lake.PropS3Region
+	PropS3AccessKeyID     = lake.PropS3AccessKeyID
+	PropS3SecretAccessKey = lake.PropS3SecretAccessKey
+	PropS3SessionToken    = lake.PropS3SessionToken
 	// PropS3ForceVirtualAddressing: "true" addresses the bucket as a host
 	// name (bucket.endpoint), "false" as a path (endpoint/bucket). The
 	// default is path style with s3.endpoint set, virtual without.
-	PropS3ForceVirtualAddressing = "s3.force-virtual-addressing"
+	PropS3ForceVirtualAddressing = lake.PropS3ForceVirtualAddressing
 
 	// PropRemoteTimeout bounds one call to object storage, in ms.
 	PropRemoteTimeout = "remote.timeout-ms"
@@ -63,10 +64,14 @@ const (
 	PropBreakerOpen = "remote.breaker.open-ms"
 )
 
+// s3PartSize is the multipart part size of the S3 data files (0: the
+// store's default); a variable for the tests only (SetS3PartSize).
+var s3PartSize int
+
 // config is the validated form of the properties.
 type config struct {
-	root             string    // local directory of the warehouse (local only)
-	s3               *s3Config // the bucket and client of an s3:// warehouse
+	root             string         // local directory of the warehouse (local only)
+	s3               *lake.S3Config // the bucket and client of an s3:// warehouse
 	remote           catalogs.RemotePolicy
 	createNamespaces []string
 	targetFileSize   int64
@@ -93,7 +98,7 @@ func parseConfig(props map[string]string) (config, error) {
 	for k, v := range props {
 		switch {
 		case k == PropWarehouse || k == PropCreateNamespaces || k == "type" || k == "catalog-type" || k == PropMetastore:
-		case s3Keys[k], jdbcKeys[k]:
+		case lake.S3Keys[k], jdbcKeys[k]:
 		case k == PropRemoteTimeout || k == PropRemoteAttempts || k == PropBreakerFailures || k == PropBreakerOpen:
 		case strings.HasPrefix(k, PropTableDefaultPrefix):
 			cfg.tableDefaults[strings.TrimPrefix(k, PropTableDefaultPrefix)] = v
@@ -109,10 +114,11 @@ func parseConfig(props map[string]string) (config, error) {
 	case strings.HasPrefix(w, "/"):
 		cfg.root = w
 	case strings.HasPrefix(w, "s3://") || strings.HasPrefix(w, "s3a://"):
-		s3c, err := parseS3Config(w, props)
+		s3c, err := lake.ParseS3(PropWarehouse, w, props)
 		if err != nil {
 			return cfg, err
 		}
+		s3c.PartSize = s3PartSize
 		cfg.s3 = s3c
 	default:
 		u, err := url.Parse(w)
@@ -123,7 +129,7 @@ func parseConfig(props map[string]string) (config, error) {
 	}
 	if cfg.s3 == nil {
 		for k := range props {
-			if s3Keys[k] {
+			if lake.S3Keys[k] {
 				return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: the warehouse is not on s3", k)
 			}
 		}

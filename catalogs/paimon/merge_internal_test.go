@@ -319,7 +319,7 @@ func TestManifestCompactionRaces(t *testing.T) {
 			}
 		}
 	}
-	names, err := p.fs.list(ctx, st.dir+"/manifest")
+	names, err := p.fs.List(ctx, st.dir+"/manifest")
 	if err != nil {
 		t.Fatal(err)
 	}

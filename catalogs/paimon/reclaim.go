@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 var _ catalogs.Reclaimer = (*Provider)(nil)
@@ -38,10 +39,7 @@ func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (c
 	if opts.MinAge <= 0 {
 		return rep, catalogs.Errorf(catalogs.ErrInvalidArgument, "catalog %q: reclaim: min age %v is not positive", p.name, opts.MinAge)
 	}
-	w, ok := p.fs.(walker)
-	if !ok {
-		return rep, catalogs.Errorf(catalogs.ErrFailedPrecondition, "catalog %q: reclaim: storage cannot list files with their age", p.name)
-	}
+	w := p.fs
 	cutoff := time.Now().Add(-opts.MinAge)
 	tables, err := catalogs.AllTables(ctx, p)
 	if err != nil {
@@ -83,15 +81,15 @@ const (
 )
 
 // reclaimTable reclaims one table's orphans.
-func (p *Provider) reclaimTable(ctx context.Context, w walker, t catalogs.TableIdent, opts catalogs.ReclaimOptions, cutoff time.Time) (catalogs.ReclaimReport, error) {
+func (p *Provider) reclaimTable(ctx context.Context, w lake.Store, t catalogs.TableIdent, opts catalogs.ReclaimOptions, cutoff time.Time) (catalogs.ReclaimReport, error) {
 	var rep catalogs.ReclaimReport
 	st, err := p.load(ctx, t)
 	if err != nil {
 		return rep, err
 	}
-	if branches, err := p.fs.list(ctx, st.dir+"/branch"); err != nil || len(branches) > 0 {
+	if branches, err := p.fs.List(ctx, st.dir+"/branch"); err != nil || len(branches) > 0 {
 		if err != nil {
-			return rep, mapFSErr(err, fmt.Sprintf("table %s: reclaim: list branches", t))
+			return rep, lake.MapErr(err, fmt.Sprintf("table %s: reclaim: list branches", t))
 		}
 		return rep, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: reclaim skipped: the table has branches (%s), whose snapshots this reclaimer does not read", t, strings.Join(branches, ", "))
 	}
@@ -104,7 +102,7 @@ func (p *Provider) reclaimTable(ctx context.Context, w walker, t catalogs.TableI
 		return rep, err
 	}
 	var found []orphan
-	werr := w.walk(ctx, st.dir, func(rel string, size int64, mod time.Time) error {
+	werr := w.Walk(ctx, st.dir, func(rel string, size int64, mod time.Time) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -120,7 +118,7 @@ func (p *Provider) reclaimTable(ctx context.Context, w walker, t catalogs.TableI
 		return nil
 	})
 	if werr != nil {
-		return rep, mapFSErr(werr, fmt.Sprintf("table %s: reclaim: list files", t))
+		return rep, lake.MapErr(werr, fmt.Sprintf("table %s: reclaim: list files", t))
 	}
 	if len(found) == 0 {
 		return rep, nil
@@ -144,7 +142,7 @@ func (p *Provider) reclaimTable(ctx context.Context, w walker, t catalogs.TableI
 		}
 		if opts.DryRun {
 			rep.Orphans = append(rep.Orphans, st.dir+"/"+o.rel)
-		} else if err := p.fs.remove(ctx, st.dir+"/"+o.rel); err != nil {
+		} else if err := p.fs.Remove(ctx, st.dir+"/"+o.rel); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", o.rel, err))
 			continue
 		}
@@ -234,9 +232,9 @@ func (r *reclaimRefs) has(rel string) bool {
 func (r *reclaimRefs) collect(ctx context.Context) error {
 	p, st := r.walk.p, r.walk.st
 	for _, d := range []struct{ dir, prefix string }{{"snapshot", "snapshot-"}, {"tag", "tag-"}, {"changelog", "changelog-"}} {
-		names, err := p.fs.list(ctx, st.dir+"/"+d.dir)
+		names, err := p.fs.List(ctx, st.dir+"/"+d.dir)
 		if err != nil {
-			return mapFSErr(err, fmt.Sprintf("table %s: reclaim: list %s", st.ident, d.dir))
+			return lake.MapErr(err, fmt.Sprintf("table %s: reclaim: list %s", st.ident, d.dir))
 		}
 		for _, n := range names {
 			rest, ok := strings.CutPrefix(n, d.prefix)
@@ -252,12 +250,12 @@ func (r *reclaimRefs) collect(ctx context.Context) error {
 			if r.seen[f] {
 				continue
 			}
-			b, err := p.fs.read(ctx, st.dir+"/"+f)
-			if isNotExist(err) {
+			b, err := p.fs.Read(ctx, st.dir+"/"+f)
+			if lake.IsNotExist(err) {
 				continue // expired meanwhile
 			}
 			if err != nil {
-				return mapFSErr(err, fmt.Sprintf("table %s: reclaim: read %s", st.ident, f))
+				return lake.MapErr(err, fmt.Sprintf("table %s: reclaim: read %s", st.ident, f))
 			}
 			var s snapshot
 			if err := json.Unmarshal(b, &s); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	pcodec "github.com/flightgw/flightgw/codec/paimon"
 	"github.com/flightgw/flightgw/internal/pqwrite"
 )
@@ -375,9 +376,9 @@ func (s *stream) newFile(ctx context.Context, g *group, first arrow.RecordBatch,
 	rel := g.partPath + "bucket-" + strconv.Itoa(int(g.bucket)) + "/" + name
 	s.files = append(s.files, rel) // before the create: cleanup deletes a partial file too
 	s.mu.Unlock()
-	out, err := s.p.fs.writer(ctx, s.st.dir+"/"+rel)
+	out, err := s.p.fs.Writer(ctx, s.st.dir+"/"+rel)
 	if err != nil {
-		return nil, mapFSErr(err, fmt.Sprintf("table %s: create data file %s", s.st.ident, rel))
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: create data file %s", s.st.ident, rel))
 	}
 	cnt := &countingWriter{w: out}
 	rg := min(max(s.p.cfg.targetFileSize/4, 1<<10), 32<<20)
@@ -530,7 +531,7 @@ func (s *stream) cleanup(ctx context.Context) {
 	}
 	s.pk = nil
 	for _, f := range s.files {
-		if err := s.p.fs.remove(ctx, s.st.dir+"/"+f); err != nil {
+		if err := s.p.fs.Remove(ctx, s.st.dir+"/"+f); err != nil {
 			s.p.log.Warn("delete staged data file", "table", s.st.ident.String(), "file", f, "err", err)
 		}
 	}
@@ -585,7 +586,7 @@ func decodeReceipts(t catalogs.TableIdent, receipts []catalogs.WriteReceipt) ([]
 			return nil, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: %v", t, i, err)
 		}
 		for _, rel := range m.Files {
-			if _, err := join("x", rel); err != nil {
+			if _, err := lake.Join("x", rel); err != nil {
 				return nil, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: file %q: %v", t, i, rel, err)
 			}
 		}
@@ -607,8 +608,8 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 	}
 	for _, m := range metas {
 		for _, rel := range m.Files {
-			if err := p.fs.remove(ctx, dir+"/"+rel); err != nil {
-				return mapFSErr(err, fmt.Sprintf("table %s: delete staged file %s", t, rel))
+			if err := p.fs.Remove(ctx, dir+"/"+rel); err != nil {
+				return lake.MapErr(err, fmt.Sprintf("table %s: delete staged file %s", t, rel))
 			}
 		}
 	}

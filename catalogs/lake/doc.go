@@ -1,0 +1,17 @@
+// Package lake is the floor the table formats stand on: what a backend
+// that keeps a table as files in an object store (Paimon, Iceberg, and a
+// Delta Lake to come) needs beyond its own metadata mapping.
+//
+//   - Store: the object store, local files or an S3 bucket, with the one
+//     primitive a compare-and-swap commit needs, put-if-absent (Create:
+//     link(2) of a temporary file locally, a PUT with If-None-Match: * on
+//     S3, where 412 is an existing object and 409 ConditionalRequestConflict
+//     a race tried again), streamed writes (multipart on S3), ranged reads
+//     and a listing with sizes and modification times for the reclaimer.
+//     Every S3 call goes through a catalogs.Remote (timeout, retries of
+//     idempotent calls, the storage breaker), and only the storage's own
+//     failures count.
+//
+// A backend supplies what is its format's: how a snapshot is written and
+// found, which files it references. It never reimplements the floor.
+package lake
