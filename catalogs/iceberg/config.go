@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // Property keys understood by the backend. Keys that iceberg-go already
@@ -109,19 +110,11 @@ type config struct {
 	warehouse        string
 	createNamespaces [][]string
 	targetFileSize   int64
-	commit           retryPolicy
+	commit           lake.Retry
 	group            groupPolicy
 	remote           catalogs.RemotePolicy
 	// passthrough is handed to iceberg-go (catalog and FileIO properties).
 	passthrough map[string]string
-}
-
-// retryPolicy bounds the commit loop.
-type retryPolicy struct {
-	retries      int
-	minWait      time.Duration
-	maxWait      time.Duration
-	totalTimeout time.Duration
 }
 
 // groupPolicy configures group commit.
@@ -152,7 +145,7 @@ func parseConfig(props map[string]string) (config, error) {
 	cfg := config{
 		catalogType:    TypeSQL,
 		targetFileSize: defaultTargetFileSize,
-		commit:         retryPolicy{retries: 10, minWait: 50 * time.Millisecond, maxWait: 5 * time.Second, totalTimeout: time.Minute},
+		commit:         lake.DefaultRetry,
 		group:          groupPolicy{enabled: true, maxMembers: 1000},
 		remote:         catalogs.RemotePolicy{Timeout: 30 * time.Second, Attempts: 3, BreakerFailures: 5, BreakerOpen: 30 * time.Second},
 		passthrough:    map[string]string{},
@@ -214,10 +207,10 @@ func parseConfig(props map[string]string) (config, error) {
 		dst func(int64)
 	}{
 		{PropTargetFileSize, 1 << 10, func(v int64) { cfg.targetFileSize = v }},
-		{PropCommitRetries, 0, func(v int64) { cfg.commit.retries = int(v) }},
-		{PropCommitMinWait, 1, func(v int64) { cfg.commit.minWait = ms(v) }},
-		{PropCommitMaxWait, 1, func(v int64) { cfg.commit.maxWait = ms(v) }},
-		{PropCommitTotalTimeout, 1, func(v int64) { cfg.commit.totalTimeout = ms(v) }},
+		{PropCommitRetries, 0, func(v int64) { cfg.commit.Retries = int(v) }},
+		{PropCommitMinWait, 1, func(v int64) { cfg.commit.MinWait = ms(v) }},
+		{PropCommitMaxWait, 1, func(v int64) { cfg.commit.MaxWait = ms(v) }},
+		{PropCommitTotalTimeout, 1, func(v int64) { cfg.commit.TotalTimeout = ms(v) }},
 		{PropCommitGroupMaxMembers, 1, func(v int64) { cfg.group.maxMembers = int(v) }},
 		{PropRemoteTimeout, 1, func(v int64) { cfg.remote.Timeout = ms(v) }},
 		{PropRemoteAttempts, 1, func(v int64) { cfg.remote.Attempts = int(v) }},
@@ -242,7 +235,7 @@ func parseConfig(props map[string]string) (config, error) {
 		}
 		cfg.group.enabled = b
 	}
-	if cfg.commit.minWait > cfg.commit.maxWait {
+	if cfg.commit.MinWait > cfg.commit.MaxWait {
 		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: exceeds %q", PropCommitMinWait, PropCommitMaxWait)
 	}
 	for k, v := range props {

@@ -77,8 +77,8 @@ func TestParseConfigRESTAndWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.commit.minWait != 5*time.Millisecond || cfg.commit.maxWait != 50*time.Millisecond {
-		t.Errorf("waits = %v, %v", cfg.commit.minWait, cfg.commit.maxWait)
+	if cfg.commit.MinWait != 5*time.Millisecond || cfg.commit.MaxWait != 50*time.Millisecond {
+		t.Errorf("waits = %v, %v", cfg.commit.MinWait, cfg.commit.MaxWait)
 	}
 	if cfg.passthrough["s3.region"] != "eu-west-1" || cfg.passthrough[PropToken] != "t" {
 		t.Errorf("passthrough = %v", cfg.passthrough)

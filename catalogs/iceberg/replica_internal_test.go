@@ -52,8 +52,8 @@ func TestReplicasCommitAFileOnce(t *testing.T) {
 			switch {
 			case r.err == nil:
 				landed = append(landed, i)
-			case !errors.Is(r.err, catalogs.ErrFailedPrecondition) || !strings.Contains(r.err.Error(), "already in the table"):
-				t.Errorf("trial %d: replica %d: %v; want ErrFailedPrecondition (the file is in the table)", trial, i, r.err)
+			case !errors.Is(r.err, catalogs.ErrFailedPrecondition) || !strings.Contains(r.err.Error(), "already in snapshot"):
+				t.Errorf("trial %d: replica %d: %v; want ErrFailedPrecondition (the file is in a snapshot)", trial, i, r.err)
 			}
 		}
 		if len(landed) != 1 {

@@ -77,8 +77,7 @@ type config struct {
 	targetFileSize   int64
 	writeBuffer      int64
 	maxOpenFiles     int
-	retries          int
-	minWait, maxWait time.Duration
+	commit           lake.Retry // the compare-and-swap loop's bounds (commit.retry.*)
 	tableDefaults    map[string]string
 	jdbc             *jdbcConfig // the JDBC metastore; nil for the filesystem catalog
 }
@@ -92,9 +91,9 @@ const (
 )
 
 func parseConfig(props map[string]string) (config, error) {
-	cfg := config{targetFileSize: defaultTargetFileSize, writeBuffer: defaultWriteBuffer, maxOpenFiles: defaultMaxOpenFiles, retries: 50, minWait: 5 * time.Millisecond,
-		maxWait: 500 * time.Millisecond, tableDefaults: map[string]string{},
-		remote: catalogs.RemotePolicy{Timeout: 30 * time.Second, Attempts: 3, BreakerFailures: 5, BreakerOpen: 30 * time.Second}}
+	cfg := config{targetFileSize: defaultTargetFileSize, writeBuffer: defaultWriteBuffer, maxOpenFiles: defaultMaxOpenFiles, commit: lake.DefaultRetry,
+		tableDefaults: map[string]string{},
+		remote:        catalogs.RemotePolicy{Timeout: 30 * time.Second, Attempts: 3, BreakerFailures: 5, BreakerOpen: 30 * time.Second}}
 	for k, v := range props {
 		switch {
 		case k == PropWarehouse || k == PropCreateNamespaces || k == "type" || k == "catalog-type" || k == PropMetastore:
@@ -154,9 +153,9 @@ func parseConfig(props map[string]string) (config, error) {
 		{PropTargetFileSize, 1 << 10, func(v int64) { cfg.targetFileSize = v }},
 		{PropWriteBufferSize, 1 << 10, func(v int64) { cfg.writeBuffer = v }},
 		{PropMaxOpenFiles, 1, func(v int64) { cfg.maxOpenFiles = int(min(v, 1<<20)) }},
-		{PropCommitRetries, 0, func(v int64) { cfg.retries = int(v) }},
-		{PropCommitMinWait, 1, func(v int64) { cfg.minWait = time.Duration(v) * time.Millisecond }},
-		{PropCommitMaxWait, 1, func(v int64) { cfg.maxWait = time.Duration(v) * time.Millisecond }},
+		{PropCommitRetries, 0, func(v int64) { cfg.commit.Retries = int(v) }},
+		{PropCommitMinWait, 1, func(v int64) { cfg.commit.MinWait = time.Duration(v) * time.Millisecond }},
+		{PropCommitMaxWait, 1, func(v int64) { cfg.commit.MaxWait = time.Duration(v) * time.Millisecond }},
 		{PropRemoteTimeout, 1, func(v int64) { cfg.remote.Timeout = time.Duration(v) * time.Millisecond }},
 		{PropRemoteAttempts, 1, func(v int64) { cfg.remote.Attempts = int(v) }},
 		{PropBreakerFailures, 1, func(v int64) { cfg.remote.BreakerFailures = uint32(min(v, 1<<31)) }},
@@ -173,7 +172,7 @@ func parseConfig(props map[string]string) (config, error) {
 		}
 		p.dst(v)
 	}
-	if cfg.minWait > cfg.maxWait {
+	if cfg.commit.MinWait > cfg.commit.MaxWait {
 		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: exceeds %q", PropCommitMinWait, PropCommitMaxWait)
 	}
 	return cfg, nil
