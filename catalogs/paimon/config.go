@@ -2,9 +2,7 @@ package paimon
 
 import (
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/lake"
@@ -31,12 +29,13 @@ const (
 	// keeps open (one per partition and bucket it writes); opening one
 	// more first closes the least recently written.
 	PropMaxOpenFiles = "write.max-open-files"
-	// PropCommitRetries bounds the commit attempts after the first.
-	PropCommitRetries = "commit.retry.num-retries"
-	// PropCommitMinWait and PropCommitMaxWait bound the backoff between
-	// commit attempts, in milliseconds.
-	PropCommitMinWait = "commit.retry.min-wait-ms"
-	PropCommitMaxWait = "commit.retry.max-wait-ms"
+	// The commit loop's and the remote calls' properties, the floor's
+	// (catalogs/lake): the same names, bounds and defaults for every
+	// table format.
+	PropCommitRetries      = lake.PropCommitRetries
+	PropCommitMinWait      = lake.PropCommitMinWait
+	PropCommitMaxWait      = lake.PropCommitMaxWait
+	PropCommitTotalTimeout = lake.PropCommitTotalTimeout
 	// PropTableDefaultPrefix prefixes table options every new table gets
 	// unless the create names them (table-default.bucket=4), as Paimon's
 	// catalog option of the same name does.
@@ -54,14 +53,10 @@ const (
 	// default is path style with s3.endpoint set, virtual without.
 	PropS3ForceVirtualAddressing = lake.PropS3ForceVirtualAddressing
 
-	// PropRemoteTimeout bounds one call to object storage, in ms.
-	PropRemoteTimeout = "remote.timeout-ms"
-	// PropRemoteAttempts bounds the attempts of an idempotent call.
-	PropRemoteAttempts = "remote.max-attempts"
-	// PropBreakerFailures consecutive failures open the circuit breaker.
-	PropBreakerFailures = "remote.breaker.failures"
-	// PropBreakerOpen is how long the open breaker refuses calls, in ms.
-	PropBreakerOpen = "remote.breaker.open-ms"
+	PropRemoteTimeout   = lake.PropRemoteTimeout
+	PropRemoteAttempts  = lake.PropRemoteAttempts
+	PropBreakerFailures = lake.PropBreakerFailures
+	PropBreakerOpen     = lake.PropBreakerOpen
 )
 
 // s3PartSize is the multipart part size of the S3 data files (0: the
@@ -91,17 +86,16 @@ const (
 )
 
 func parseConfig(props map[string]string) (config, error) {
-	cfg := config{targetFileSize: defaultTargetFileSize, writeBuffer: defaultWriteBuffer, maxOpenFiles: defaultMaxOpenFiles, commit: lake.DefaultRetry,
-		tableDefaults: map[string]string{},
-		remote:        catalogs.RemotePolicy{Timeout: 30 * time.Second, Attempts: 3, BreakerFailures: 5, BreakerOpen: 30 * time.Second}}
+	cfg := config{targetFileSize: defaultTargetFileSize, writeBuffer: defaultWriteBuffer, maxOpenFiles: defaultMaxOpenFiles,
+		tableDefaults: map[string]string{}}
 	for k, v := range props {
 		switch {
 		case k == PropWarehouse || k == PropCreateNamespaces || k == "type" || k == "catalog-type" || k == PropMetastore:
 		case lake.S3Keys[k], jdbcKeys[k]:
-		case k == PropRemoteTimeout || k == PropRemoteAttempts || k == PropBreakerFailures || k == PropBreakerOpen:
+		case lake.CommonKeys[k]:
 		case strings.HasPrefix(k, PropTableDefaultPrefix):
 			cfg.tableDefaults[strings.TrimPrefix(k, PropTableDefaultPrefix)] = v
-		case k == PropTargetFileSize || k == PropWriteBufferSize || k == PropMaxOpenFiles || k == PropCommitRetries || k == PropCommitMinWait || k == PropCommitMaxWait:
+		case k == PropTargetFileSize || k == PropWriteBufferSize || k == PropMaxOpenFiles:
 		default:
 			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: unknown key", k)
 		}
@@ -145,37 +139,15 @@ func parseConfig(props map[string]string) (config, error) {
 			cfg.createNamespaces = append(cfg.createNamespaces, n)
 		}
 	}
-	ints := []struct {
-		key string
-		min int64
-		dst func(int64)
-	}{
-		{PropTargetFileSize, 1 << 10, func(v int64) { cfg.targetFileSize = v }},
-		{PropWriteBufferSize, 1 << 10, func(v int64) { cfg.writeBuffer = v }},
-		{PropMaxOpenFiles, 1, func(v int64) { cfg.maxOpenFiles = int(min(v, 1<<20)) }},
-		{PropCommitRetries, 0, func(v int64) { cfg.commit.Retries = int(v) }},
-		{PropCommitMinWait, 1, func(v int64) { cfg.commit.MinWait = time.Duration(v) * time.Millisecond }},
-		{PropCommitMaxWait, 1, func(v int64) { cfg.commit.MaxWait = time.Duration(v) * time.Millisecond }},
-		{PropRemoteTimeout, 1, func(v int64) { cfg.remote.Timeout = time.Duration(v) * time.Millisecond }},
-		{PropRemoteAttempts, 1, func(v int64) { cfg.remote.Attempts = int(v) }},
-		{PropBreakerFailures, 1, func(v int64) { cfg.remote.BreakerFailures = uint32(min(v, 1<<31)) }},
-		{PropBreakerOpen, 1, func(v int64) { cfg.remote.BreakerOpen = time.Duration(v) * time.Millisecond }},
+	var err error
+	if cfg.commit, cfg.remote, err = lake.ParseCommon(props); err != nil {
+		return cfg, err
 	}
-	for _, p := range ints {
-		s, ok := props[p.key]
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || v < p.min || v > 1<<40 {
-			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not an integer in [%d, 2^40]", p.key, s, p.min)
-		}
-		p.dst(v)
-	}
-	if cfg.commit.MinWait > cfg.commit.MaxWait {
-		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: exceeds %q", PropCommitMinWait, PropCommitMaxWait)
-	}
-	return cfg, nil
+	err = lake.ParseInts(props,
+		lake.IntProp{Key: PropTargetFileSize, Min: 1 << 10, Set: func(v int64) { cfg.targetFileSize = v }},
+		lake.IntProp{Key: PropWriteBufferSize, Min: 1 << 10, Set: func(v int64) { cfg.writeBuffer = v }},
+		lake.IntProp{Key: PropMaxOpenFiles, Min: 1, Set: func(v int64) { cfg.maxOpenFiles = int(min(v, 1<<20)) }})
+	return cfg, err
 }
 
 // parseMetastore reads metastore (or its older spelling catalog-type):
