@@ -18,7 +18,9 @@ func TestParseCommon(t *testing.T) {
 		check   func(lake.Retry, catalogs.RemotePolicy) bool
 		wantErr string
 	}{
-		{nil, func(r lake.Retry, p catalogs.RemotePolicy) bool { return r == lake.DefaultRetry && p == lake.DefaultRemote }, ""},
+		{nil, func(r lake.Retry, p catalogs.RemotePolicy) bool {
+			return r == lake.DefaultRetry && p == lake.DefaultRemote
+		}, ""},
 		{map[string]string{lake.PropCommitRetries: "0", lake.PropCommitMinWait: "7", lake.PropCommitMaxWait: "70", lake.PropCommitTotalTimeout: "700"},
 			func(r lake.Retry, _ catalogs.RemotePolicy) bool {
 				return r == lake.Retry{Retries: 0, MinWait: 7 * time.Millisecond, MaxWait: 70 * time.Millisecond, TotalTimeout: 700 * time.Millisecond}
