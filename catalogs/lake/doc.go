@@ -11,6 +11,18 @@
 //     Every S3 call goes through a catalogs.Remote (timeout, retries of
 //     idempotent calls, the storage breaker), and only the storage's own
 //     failures count.
+//   - Run: the compare-and-swap commit loop (a total timeout, reload,
+//     "did it land?", the file check, attempt, backoff with jitter) with
+//     one set of defaults, DefaultRetry. The file check refuses a commit
+//     one of whose data files a snapshot landed meanwhile adds (another
+//     replica committing the same payload under another id): a data file
+//     lands once per table, across processes.
+//   - Reclaimer: the orphan reclaimer's skeleton. A backend lists its
+//     layout's candidates and reads its references (Table); the floor
+//     owns the age, the second read of the references before deleting,
+//     the deletion and the report.
+//   - ParseCommon, ParseInts, ParseBool: one property dialect for the
+//     commit loop (commit.retry.*) and remote calls (remote.*).
 //
 // A backend supplies what is its format's: how a snapshot is written and
 // found, which files it references. It never reimplements the floor.
