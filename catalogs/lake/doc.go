@@ -21,6 +21,11 @@
 //     layout's candidates and reads its references (Table); the floor
 //     owns the age, the second read of the references before deleting,
 //     the deletion and the report.
+//   - ParquetFile: the rolling data file writer of both backends' lanes
+//     (buffered pqarrow, row groups closed by encoded size, high-cardinality
+//     columns without a dictionary), with an Observer that accumulates the
+//     column statistics a format records (Paimon's value stats, Iceberg's
+//     NaN counts).
 //   - ParseCommon, ParseInts, ParseBool: one property dialect for the
 //     commit loop (commit.retry.*) and remote calls (remote.*).
 //
