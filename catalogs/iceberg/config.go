@@ -37,23 +37,12 @@ const (
 	PropCreateNamespaces = "create-namespaces"
 	// PropTargetFileSize is the data file size a stream rolls at, in bytes.
 	PropTargetFileSize = "write.target-file-size-bytes"
-	// The commit loop's and the remote calls' properties, the floor's
-	// (catalogs/lake): the same names, bounds and defaults for every
-	// table format.
-	PropCommitRetries      = lake.PropCommitRetries
-	PropCommitMinWait      = lake.PropCommitMinWait
-	PropCommitMaxWait      = lake.PropCommitMaxWait
-	PropCommitTotalTimeout = lake.PropCommitTotalTimeout
 	// PropCommitGroupEnabled turns group commit on (default) or off:
 	// concurrent commits to one table from this gateway are merged into
 	// one snapshot per round.
 	PropCommitGroupEnabled = "commit.group.enabled"
 	// PropCommitGroupMaxMembers bounds the commits one round merges.
 	PropCommitGroupMaxMembers = "commit.group.max-members"
-	PropRemoteTimeout         = lake.PropRemoteTimeout
-	PropRemoteAttempts        = lake.PropRemoteAttempts
-	PropBreakerFailures       = lake.PropBreakerFailures
-	PropBreakerOpen           = lake.PropBreakerOpen
 
 	// S3 properties, as iceberg-go names them.
 	PropS3Endpoint        = "s3.endpoint"

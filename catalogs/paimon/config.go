@@ -29,13 +29,6 @@ const (
 	// keeps open (one per partition and bucket it writes); opening one
 	// more first closes the least recently written.
 	PropMaxOpenFiles = "write.max-open-files"
-	// The commit loop's and the remote calls' properties, the floor's
-	// (catalogs/lake): the same names, bounds and defaults for every
-	// table format.
-	PropCommitRetries      = lake.PropCommitRetries
-	PropCommitMinWait      = lake.PropCommitMinWait
-	PropCommitMaxWait      = lake.PropCommitMaxWait
-	PropCommitTotalTimeout = lake.PropCommitTotalTimeout
 	// PropTableDefaultPrefix prefixes table options every new table gets
 	// unless the create names them (table-default.bucket=4), as Paimon's
 	// catalog option of the same name does.
@@ -52,11 +45,6 @@ const (
 	// name (bucket.endpoint), "false" as a path (endpoint/bucket). The
 	// default is path style with s3.endpoint set, virtual without.
 	PropS3ForceVirtualAddressing = lake.PropS3ForceVirtualAddressing
-
-	PropRemoteTimeout   = lake.PropRemoteTimeout
-	PropRemoteAttempts  = lake.PropRemoteAttempts
-	PropBreakerFailures = lake.PropBreakerFailures
-	PropBreakerOpen     = lake.PropBreakerOpen
 )
 
 // s3PartSize is the multipart part size of the S3 data files (0: the

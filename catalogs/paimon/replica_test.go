@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	"github.com/flightgw/flightgw/catalogs/paimon"
 )
 
@@ -16,7 +17,7 @@ import (
 func openReplica(t *testing.T, wh string) *paimon.Provider {
 	t.Helper()
 	p, err := paimon.Open(context.Background(), "lake", map[string]string{paimon.PropWarehouse: wh,
-		paimon.PropCommitMinWait: "1", paimon.PropCommitMaxWait: "20"})
+		lake.PropCommitMinWait: "1", lake.PropCommitMaxWait: "20"})
 	if err != nil {
 		t.Fatal(err)
 	}
