@@ -105,7 +105,6 @@ type groupPolicy struct {
 	maxMembers int
 }
 
-const defaultTargetFileSize = 128 << 20
 
 // exactKeys are the keys accepted as they are; passPrefixes are families of
 // iceberg-go properties passed through unchanged.
@@ -126,7 +125,7 @@ var (
 func parseConfig(props map[string]string) (config, error) {
 	cfg := config{
 		catalogType:    TypeSQL,
-		targetFileSize: defaultTargetFileSize,
+		targetFileSize: lake.DefaultTargetFileSize,
 		group:          groupPolicy{enabled: true, maxMembers: 1000},
 		passthrough:    map[string]string{},
 	}

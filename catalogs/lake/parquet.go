@@ -12,6 +12,10 @@ import (
 	"github.com/flightgw/flightgw/internal/pqwrite"
 )
 
+// DefaultTargetFileSize is the size at which a lane rolls to a new data
+// file (write.target-file-size-bytes) unless the catalog says otherwise.
+const DefaultTargetFileSize = 128 << 20
+
 // Observer accumulates what a table format records of a data file's
 // columns from the batches written to it: Paimon's minimum, maximum and
 // null count of each column, Iceberg's NaN counts (the footer carries the

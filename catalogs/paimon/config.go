@@ -65,7 +65,6 @@ type config struct {
 	jdbc             *jdbcConfig // the JDBC metastore; nil for the filesystem catalog
 }
 
-const defaultTargetFileSize = 128 << 20
 
 // Defaults of PropWriteBufferSize and PropMaxOpenFiles.
 const (
@@ -74,7 +73,7 @@ const (
 )
 
 func parseConfig(props map[string]string) (config, error) {
-	cfg := config{targetFileSize: defaultTargetFileSize, writeBuffer: defaultWriteBuffer, maxOpenFiles: defaultMaxOpenFiles,
+	cfg := config{targetFileSize: lake.DefaultTargetFileSize, writeBuffer: defaultWriteBuffer, maxOpenFiles: defaultMaxOpenFiles,
 		tableDefaults: map[string]string{}}
 	for k, v := range props {
 		switch {
