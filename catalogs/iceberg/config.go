@@ -105,7 +105,6 @@ type groupPolicy struct {
 	maxMembers int
 }
 
-
 // exactKeys are the keys accepted as they are; passPrefixes are families of
 // iceberg-go properties passed through unchanged.
 var (

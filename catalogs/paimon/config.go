@@ -65,7 +65,6 @@ type config struct {
 	jdbc             *jdbcConfig // the JDBC metastore; nil for the filesystem catalog
 }
 
-
 // Defaults of PropWriteBufferSize and PropMaxOpenFiles.
 const (
 	defaultWriteBuffer  = 64 << 20
