@@ -19,7 +19,7 @@ var Contract = []Capability{
 	{"Lister", false, "handlers: catalogs' metadata, information_schema, name resolution",
 		"the catalog lists nothing; a table is found only by its full name", "Lister"},
 	{"IdempotentCommitter", false, "txn (commits with the landed-commit check), CommitMessages' replay refusal",
-		"the outcome of a commit whose reply was lost stays unknown; CommitMessages is refused", "CommitOnce, txn, messages"},
+		"the outcome of a commit whose reply was lost stays unknown; CommitMessages is refused", "CommitOnce, Replicas (with Instance.Replica), txn, messages"},
 	{"Overwriter", false, "txn: replace-mode ingest and INSERT OVERWRITE",
 		"a replace is InvalidArgument", "Overwrite, messages"},
 	{"Closer", false, "server: shutdown", "nothing is closed", "none (no observable contract)"},

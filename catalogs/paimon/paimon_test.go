@@ -71,6 +71,7 @@ func TestConformanceLocal(t *testing.T) {
 		return &catalogtest.Instance{
 			Provider: p, Catalog: "lake", Namespace: []string{"default"},
 			ListFiles: func(context.Context) ([]string, error) { return listDir(wh) },
+			Replica:   func(t *testing.T) catalogs.Provider { return openReplica(t, wh) },
 		}
 	}}, cfg)
 }
