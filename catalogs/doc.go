@@ -6,12 +6,11 @@
 //
 // What a gateway needs beyond the reference lives in small optional
 // interfaces that callers discover by type assertion, in the manner of
-// database/sql/driver: Discarder (roll back staged receipts), TableManager
-// (create and drop tables for ingest modes), Lister (namespaces and tables),
-// IdempotentCommitter (exactly-once commits keyed by a commit id) and
-// Overwriter (replace a table's data in one snapshot). A backend implements
-// only what it really supports; nothing has a method that merely answers
-// "not supported".
+// database/sql/driver, listed once with their callers, fallbacks and
+// catalogtest checks in Contract (contract.go). A backend implements only
+// what it really supports; nothing has a method that merely answers "not
+// supported". The table formats' shared floor (object store, commit loop,
+// reclaimer, Parquet writer) is catalogs/lake.
 //
 // Backends register themselves by type name (Register) and are built from
 // plain string properties (Open), as iceberg-go's catalog registry does.

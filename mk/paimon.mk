@@ -32,12 +32,12 @@ PAIMON_TABLES := $(CURDIR)/$(PAIMON_JAVA)/target/tables
 PAIMON_VENV   := .venv-paimon
 PAIMON_DIST   := $(CURDIR)/$(PAIMON_JAVA)/target/dist
 
-TEST_TARGETS  += paimon-java-check paimon-table-check paimon-pypaimon-check paimon-s3-check paimon-dist-check
+TEST_TARGETS  += paimon-java-check paimon-table-check paimon-pypaimon-check paimon-s3-check paimon-dist-check paimon-replica-check
 TEST_TARGETS  += paimon-jdbc-check paimon-jdbc-postgres-check paimon-features-check
 BENCH_TARGETS += paimon-bench
 
 .PHONY: paimon-jdbc-check paimon-jdbc-postgres-check paimon-features-check
-.PHONY: paimon-java-check paimon-table-check paimon-dist-check paimon-pypaimon-check paimon-s3-check paimon-s3-steps paimon-fixtures paimon-go-payloads paimon-bench fuzz
+.PHONY: paimon-java-check paimon-table-check paimon-dist-check paimon-pypaimon-check paimon-replica-check paimon-s3-check paimon-s3-steps paimon-fixtures paimon-go-payloads paimon-bench fuzz
 
 paimon-go-payloads:
 	rm -rf $(PAIMON_OUT) && mkdir -p $(PAIMON_OUT)
@@ -102,7 +102,7 @@ paimon-s3-steps:
 paimon-dist-check:
 	rm -rf $(PAIMON_DIST) && mkdir -p $(PAIMON_DIST)
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-messages $(PAIMON_DIST)/wh default from_java $(PAIMON_DIST)/java"
-	$(GO) test -count=1 -run '^TestPaimon(JavaPayloads|CommitMessages)$$' ./integration -args -paimon-dist=$(PAIMON_DIST)
+	$(GO) test -count=1 -run '^TestPaimon(JavaPayloads|CommitMessages)$$|^TestReplicasCommitOnce$$/^paimon$$' ./integration -args -paimon-dist=$(PAIMON_DIST)
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_DIST)/wh default"
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="commit-messages $(PAIMON_DIST)/wh default for_java $(PAIMON_DIST)/gateway"
 	$(GO) test -count=1 -run '^TestPaimonJavaCommitted$$' ./integration -args -paimon-dist=$(PAIMON_DIST)
@@ -167,6 +167,12 @@ paimon-pypaimon-check: $(PAIMON_VENV)/.installed
 	rm -rf $(PAIMON_TABLES)/pypaimon
 	$(GO) test -count=1 -run '^TestWriteSamples$$' ./catalogs/paimon -args -samples-out=$(PAIMON_TABLES)/pypaimon
 	PAIMON_SAMPLES=$(PAIMON_TABLES)/pypaimon $(PAIMON_VENV)/bin/python -m pytest -q integration/pypaimon
+
+# Two gateway processes sharing a warehouse are sent one payload under two commit ids at
+# the same instant: one lands, the other is FailedPrecondition, and pypaimon reads every
+# row once (TestReplicasCommitOnce; Iceberg too, read by SQL).
+paimon-replica-check: $(PAIMON_VENV)/.installed
+	FLIGHTGW_PYPAIMON=$(CURDIR)/$(PAIMON_VENV)/bin/python $(GO) test -count=1 -run '^TestReplicasCommitOnce$$' ./integration
 
 paimon-fixtures:
 	$(PAIMON_MVN) compile exec:java -Dexec.args="generate $(PAIMON_FIXTURES)"

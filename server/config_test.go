@@ -223,3 +223,26 @@ func TestActionLimitsDefaults(t *testing.T) {
 		t.Errorf("from the environment: %d, %d", cfg.Limits.MaxActionBytes, cfg.Limits.ActionMemory)
 	}
 }
+
+// TestEnvVarsListed: every environment variable the config reads is in
+// EnvVars (what flightgw serve --help lists), and EnvVars names none it
+// does not read.
+func TestEnvVarsListed(t *testing.T) {
+	read := map[string]bool{}
+	var c Config
+	if err := c.applyEnv(func(k string) (string, bool) { read[k] = true; return "", false }); err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, k := range EnvVars {
+		listed[k] = true
+		if !read[k] {
+			t.Errorf("EnvVars lists %s, which the config does not read", k)
+		}
+	}
+	for k := range read {
+		if !listed[k] {
+			t.Errorf("the config reads %s, which EnvVars (serve --help) does not list", k)
+		}
+	}
+}

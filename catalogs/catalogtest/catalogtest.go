@@ -104,6 +104,11 @@ type Instance struct {
 	// Now is the backend's clock, by which credentials expire (nil: the
 	// wall clock).
 	Now func() time.Time
+	// Replica, when set, opens a second provider on the same storage and
+	// catalog, as another gateway process sharing them does (nothing in
+	// memory shared with Provider); the suite then checks that a data
+	// file lands once per table across the two (Replicas).
+	Replica func(t *testing.T) catalogs.Provider
 	// Advance moves the backend's clock forward by d, so that the suite
 	// can see an expiring credential replaced; nil when the clock cannot
 	// be moved (the refresh is then not checked).
@@ -136,6 +141,7 @@ func Run(t *testing.T, h Harness, cfg Config) {
 		{"ConcurrentCommitters", s.testConcurrentCommitters},
 		{"Discard", s.testDiscard},
 		{"CommitOnce", s.testCommitOnce},
+		{"Replicas", s.testReplicas},
 		{"Overwrite", s.testOverwrite},
 		{"Stream", s.testStream},
 		{"Scan", s.testScan},

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // Property keys understood by the backend. Keys that iceberg-go already
@@ -37,29 +37,12 @@ const (
 	PropCreateNamespaces = "create-namespaces"
 	// PropTargetFileSize is the data file size a stream rolls at, in bytes.
 	PropTargetFileSize = "write.target-file-size-bytes"
-	// PropCommitRetries bounds the commit attempts after the first.
-	PropCommitRetries = "commit.retry.num-retries"
-	// PropCommitMinWait and PropCommitMaxWait bound the backoff between
-	// commit attempts, in milliseconds.
-	PropCommitMinWait = "commit.retry.min-wait-ms"
-	PropCommitMaxWait = "commit.retry.max-wait-ms"
-	// PropCommitTotalTimeout bounds the whole commit retry loop, in ms.
-	PropCommitTotalTimeout = "commit.retry.total-timeout-ms"
 	// PropCommitGroupEnabled turns group commit on (default) or off:
 	// concurrent commits to one table from this gateway are merged into
 	// one snapshot per round.
 	PropCommitGroupEnabled = "commit.group.enabled"
 	// PropCommitGroupMaxMembers bounds the commits one round merges.
 	PropCommitGroupMaxMembers = "commit.group.max-members"
-	// PropRemoteTimeout bounds one call to the catalog service, in ms.
-	PropRemoteTimeout = "remote.timeout-ms"
-	// PropRemoteAttempts bounds the attempts of an idempotent remote call.
-	PropRemoteAttempts = "remote.max-attempts"
-	// PropBreakerFailures is the number of consecutive remote failures that
-	// opens the circuit breaker.
-	PropBreakerFailures = "remote.breaker.failures"
-	// PropBreakerOpen is how long the open breaker rejects calls, in ms.
-	PropBreakerOpen = "remote.breaker.open-ms"
 
 	// S3 properties, as iceberg-go names them.
 	PropS3Endpoint        = "s3.endpoint"
@@ -109,19 +92,11 @@ type config struct {
 	warehouse        string
 	createNamespaces [][]string
 	targetFileSize   int64
-	commit           retryPolicy
+	commit           lake.Retry
 	group            groupPolicy
 	remote           catalogs.RemotePolicy
 	// passthrough is handed to iceberg-go (catalog and FileIO properties).
 	passthrough map[string]string
-}
-
-// retryPolicy bounds the commit loop.
-type retryPolicy struct {
-	retries      int
-	minWait      time.Duration
-	maxWait      time.Duration
-	totalTimeout time.Duration
 }
 
 // groupPolicy configures group commit.
@@ -129,8 +104,6 @@ type groupPolicy struct {
 	enabled    bool
 	maxMembers int
 }
-
-const defaultTargetFileSize = 128 << 20
 
 // exactKeys are the keys accepted as they are; passPrefixes are families of
 // iceberg-go properties passed through unchanged.
@@ -151,18 +124,16 @@ var (
 func parseConfig(props map[string]string) (config, error) {
 	cfg := config{
 		catalogType:    TypeSQL,
-		targetFileSize: defaultTargetFileSize,
-		commit:         retryPolicy{retries: 10, minWait: 50 * time.Millisecond, maxWait: 5 * time.Second, totalTimeout: time.Minute},
+		targetFileSize: lake.DefaultTargetFileSize,
 		group:          groupPolicy{enabled: true, maxMembers: 1000},
-		remote:         catalogs.RemotePolicy{Timeout: 30 * time.Second, Attempts: 3, BreakerFailures: 5, BreakerOpen: 30 * time.Second},
 		passthrough:    map[string]string{},
 	}
-	own := map[string]bool{PropTargetFileSize: true, PropCommitRetries: true, PropCommitMinWait: true,
-		PropCommitMaxWait: true, PropCommitTotalTimeout: true, PropRemoteTimeout: true,
-		PropRemoteAttempts: true, PropBreakerFailures: true, PropBreakerOpen: true,
-		PropCommitGroupEnabled: true, PropCommitGroupMaxMembers: true}
+	own := map[string]bool{PropTargetFileSize: true, PropCommitGroupEnabled: true, PropCommitGroupMaxMembers: true}
 	for k := range props {
 		ours := strings.HasPrefix(k, "remote.") || strings.HasPrefix(k, "commit.retry.") || strings.HasPrefix(k, "commit.group.")
+		if lake.CommonKeys[k] {
+			continue
+		}
 		if (ours && !own[k]) || (!exactKeys[k] && !own[k] && !hasAnyPrefix(k, passPrefixes)) {
 			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: unknown key", k)
 		}
@@ -208,42 +179,17 @@ func parseConfig(props map[string]string) (config, error) {
 		}
 	}
 	var err error
-	ints := []struct {
-		key string
-		min int64
-		dst func(int64)
-	}{
-		{PropTargetFileSize, 1 << 10, func(v int64) { cfg.targetFileSize = v }},
-		{PropCommitRetries, 0, func(v int64) { cfg.commit.retries = int(v) }},
-		{PropCommitMinWait, 1, func(v int64) { cfg.commit.minWait = ms(v) }},
-		{PropCommitMaxWait, 1, func(v int64) { cfg.commit.maxWait = ms(v) }},
-		{PropCommitTotalTimeout, 1, func(v int64) { cfg.commit.totalTimeout = ms(v) }},
-		{PropCommitGroupMaxMembers, 1, func(v int64) { cfg.group.maxMembers = int(v) }},
-		{PropRemoteTimeout, 1, func(v int64) { cfg.remote.Timeout = ms(v) }},
-		{PropRemoteAttempts, 1, func(v int64) { cfg.remote.Attempts = int(v) }},
-		{PropBreakerFailures, 1, func(v int64) { cfg.remote.BreakerFailures = uint32(v) }},
-		{PropBreakerOpen, 1, func(v int64) { cfg.remote.BreakerOpen = ms(v) }},
+	if cfg.commit, cfg.remote, err = lake.ParseCommon(props); err != nil {
+		return cfg, err
 	}
-	for _, p := range ints {
-		s, ok := props[p.key]
-		if !ok {
-			continue
-		}
-		v, perr := strconv.ParseInt(s, 10, 64)
-		if perr != nil || v < p.min || v > 1<<40 {
-			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not an integer in [%d, 2^40]", p.key, s, p.min)
-		}
-		p.dst(v)
+	err = lake.ParseInts(props,
+		lake.IntProp{Key: PropTargetFileSize, Min: 1 << 10, Set: func(v int64) { cfg.targetFileSize = v }},
+		lake.IntProp{Key: PropCommitGroupMaxMembers, Min: 1, Set: func(v int64) { cfg.group.maxMembers = int(v) }})
+	if err != nil {
+		return cfg, err
 	}
-	if s, ok := props[PropCommitGroupEnabled]; ok {
-		b, perr := strconv.ParseBool(s)
-		if perr != nil {
-			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not true or false", PropCommitGroupEnabled, s)
-		}
-		cfg.group.enabled = b
-	}
-	if cfg.commit.minWait > cfg.commit.maxWait {
-		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: exceeds %q", PropCommitMinWait, PropCommitMaxWait)
+	if err := lake.ParseBool(props, PropCommitGroupEnabled, &cfg.group.enabled); err != nil {
+		return cfg, err
 	}
 	for k, v := range props {
 		switch {

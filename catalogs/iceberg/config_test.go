@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 func TestParseConfigRejectsBadKeys(t *testing.T) {
@@ -24,8 +25,8 @@ func TestParseConfigRejectsBadKeys(t *testing.T) {
 		{"warehouse scheme", PropWarehouse, "gs://bucket/x"},
 		{"target size", PropTargetFileSize, "big"},
 		{"tiny target size", PropTargetFileSize, "10"},
-		{"retries", PropCommitRetries, "-1"},
-		{"timeout", PropRemoteTimeout, "0"},
+		{"retries", lake.PropCommitRetries, "-1"},
+		{"timeout", lake.PropRemoteTimeout, "0"},
 		{"namespace", PropCreateNamespaces, "a..b"},
 		{"uri", PropURI, ""},
 		{"group enabled", PropCommitGroupEnabled, "sometimes"},
@@ -73,23 +74,23 @@ func TestParseConfigRESTAndWaits(t *testing.T) {
 		t.Errorf("credential without colon: %v", err)
 	}
 	cfg, err := parseConfig(map[string]string{PropCatalogType: "rest", PropURI: "https://cat:8181", PropToken: "t",
-		PropCommitMinWait: "5", PropCommitMaxWait: "50", "s3.region": "eu-west-1", PropCreateNamespaces: "a, b.c"})
+		lake.PropCommitMinWait: "5", lake.PropCommitMaxWait: "50", "s3.region": "eu-west-1", PropCreateNamespaces: "a, b.c"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.commit.minWait != 5*time.Millisecond || cfg.commit.maxWait != 50*time.Millisecond {
-		t.Errorf("waits = %v, %v", cfg.commit.minWait, cfg.commit.maxWait)
+	if cfg.commit.MinWait != 5*time.Millisecond || cfg.commit.MaxWait != 50*time.Millisecond {
+		t.Errorf("waits = %v, %v", cfg.commit.MinWait, cfg.commit.MaxWait)
 	}
 	if cfg.passthrough["s3.region"] != "eu-west-1" || cfg.passthrough[PropToken] != "t" {
 		t.Errorf("passthrough = %v", cfg.passthrough)
 	}
-	if _, ok := cfg.passthrough[PropCommitMinWait]; ok {
+	if _, ok := cfg.passthrough[lake.PropCommitMinWait]; ok {
 		t.Errorf("commit retry keys leak into iceberg-go properties: %v", cfg.passthrough)
 	}
 	if len(cfg.createNamespaces) != 2 || strings.Join(cfg.createNamespaces[1], ".") != "b.c" {
 		t.Errorf("namespaces = %v", cfg.createNamespaces)
 	}
-	_, err = parseConfig(map[string]string{PropURI: "sqlite:///x", PropWarehouse: "/x", PropCommitMinWait: "100", PropCommitMaxWait: "10"})
+	_, err = parseConfig(map[string]string{PropURI: "sqlite:///x", PropWarehouse: "/x", lake.PropCommitMinWait: "100", lake.PropCommitMaxWait: "10"})
 	if !errors.Is(err, catalogs.ErrInvalidArgument) {
 		t.Errorf("min wait above max wait: %v", err)
 	}

@@ -17,9 +17,9 @@
 //	oauth2-server-uri, scope       REST OAuth2 token endpoint and scope
 //	create-namespaces              namespaces created at Open, comma separated, levels dot separated
 //	write.target-file-size-bytes   data file size a stream rolls at (default 128 MiB)
-//	commit.retry.num-retries       conflict retries after the first attempt (default 10)
-//	commit.retry.min-wait-ms       backoff floor (default 50)
-//	commit.retry.max-wait-ms       backoff ceiling, with jitter (default 5000)
+//	commit.retry.num-retries       conflict retries after the first attempt (default 50)
+//	commit.retry.min-wait-ms       backoff floor (default 5)
+//	commit.retry.max-wait-ms       backoff ceiling, with jitter (default 2000)
 //	commit.retry.total-timeout-ms  give up retrying after (default 60000)
 //	commit.group.enabled           merge concurrent commits of one table into one snapshot (default true)
 //	commit.group.max-members       most commits one round merges (default 1000)

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	"github.com/flightgw/flightgw/internal/recovered"
 )
 
@@ -214,14 +215,13 @@ type round struct {
 }
 
 // runRound commits ms (appends, or one overwrite) as one snapshot and
-// answers every member. Each attempt reloads the table, answers the
-// members whose commit id has already landed from that snapshot, fails
-// alone a member whose receipts do not fit the table, and commits the
-// rest; a lost compare-and-swap is retried with backoff, bounded by
-// commit.retry.*.
+// answers every member, through the floor's compare-and-swap loop
+// (lake.Run): each attempt reloads the table, answers the members whose
+// commit id has already landed from that snapshot, fails alone a member
+// whose receipts do not fit the table or whose files the table already
+// holds, and commits the rest; a lost compare-and-swap is retried with
+// backoff, bounded by commit.retry.*.
 func (p *Provider) runRound(ctx context.Context, t catalogs.TableIdent, ms []*member) {
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.commit.totalTimeout)
-	defer cancel()
 	r := &round{p: p, t: t, overwrite: ms[0].overwrite, ms: ms}
 	// The round runs on the queue's goroutine: a panic answers the
 	// members still waiting (their commits' outcome is then resolved by
@@ -233,61 +233,71 @@ func (p *Provider) runRound(ctx context.Context, t catalogs.TableIdent, ms []*me
 		}
 	}()
 	defer recovered.Catch(&perr, "commit of table "+t.String())
-	for attempt := 0; ; attempt++ {
-		tbl, err := p.load(cctx, t)
-		if err != nil {
-			r.fail(err)
-			return
-		}
-		r.prepare(cctx, tbl)
-		if len(r.live) == 0 {
-			return // every member is answered
-		}
-		files := r.files()
-		var change *schemaChange
-		if r.overwrite {
-			// A replace's receipts may carry a new schema (replace.go),
-			// built anew on each attempt's table.
-			if change, err = schemaChangeFor(t, tbl, r.live[0].rms, true); err != nil {
-				r.fail(err)
-				return
-			}
-		}
-		snap, err := p.attempt(cctx, tbl, r.summary(), files, r.overwrite, change)
-		if err == nil {
-			if snap == nil { // an overwrite of an empty table with nothing
-				r.land(catalogs.CommitOutcome{CommittedAt: time.Now().UTC(), Retried: r.retried}, files)
-				return
-			}
-			p.log.DebugContext(ctx, "iceberg commit", "table", t.String(), "snapshot", snap.SnapshotID,
-				"members", len(r.live), "files", len(files), "retried", r.retried)
-			r.land(outcome(snap, r.retried), files)
-			return
-		}
-		if !isConflict(err) {
-			// The catalog may have applied a commit whose reply was lost:
-			// the commit id tells.
-			if tbl, lerr := p.load(context.WithoutCancel(ctx), t); lerr == nil {
-				if s := findSnapshot(tbl.Metadata(), r.live[0].id); s != nil {
-					r.land(outcome(s, r.retried), files)
-					return
-				}
-			}
-			r.fail(mapErr(err, fmt.Sprintf("table %s: commit", t)))
-			return
-		}
-		r.retried++
-		if attempt >= p.cfg.commit.retries {
-			r.fail(catalogs.Wrap(catalogs.ErrConflict, err,
-				fmt.Sprintf("table %s: commit gave up after %d conflicting attempts", t, r.retried)))
-			return
-		}
-		if err := catalogs.Sleep(cctx, catalogs.Backoff(attempt, p.cfg.commit.minWait, p.cfg.commit.maxWait)); err != nil {
-			r.fail(catalogs.Wrap(catalogs.ErrConflict, err,
-				fmt.Sprintf("table %s: commit ran out of time after %d conflicting attempts", t, r.retried)))
-			return
+	if _, err := lake.Run(ctx, p.cfg.commit, "table "+t.String(), ms[0].id, r); err != nil {
+		r.fail(mapErr(err, fmt.Sprintf("table %s: commit", t)))
+	}
+}
+
+// Load reads the table for the next attempt.
+func (r *round) Load(ctx context.Context) (*table.Table, error) { return r.p.load(ctx, r.t) }
+
+// Landed answers the members that need no commit against tbl (prepare):
+// the round is done when none is left.
+func (r *round) Landed(ctx context.Context, tbl *table.Table) (bool, error) {
+	r.prepare(ctx, tbl)
+	return len(r.live) == 0, nil
+}
+
+// Claimed has nothing left to find: prepare fails alone each member one of
+// whose files the current snapshot holds, however it got there (another
+// replica's commit that won the race this round lost, a repeated Commit),
+// so that one member's refusal does not fail the others of its round.
+func (r *round) Claimed(context.Context, *table.Table, *table.Table, bool) (string, int64, error) {
+	return "", 0, nil
+}
+
+// Attempt commits the live members' files as one snapshot on tbl.
+func (r *round) Attempt(ctx context.Context, tbl *table.Table) error {
+	files := r.files()
+	var change *schemaChange
+	if r.overwrite {
+		// A replace's receipts may carry a new schema (replace.go), built
+		// anew on each attempt's table.
+		var err error
+		if change, err = schemaChangeFor(r.t, tbl, r.live[0].rms, true); err != nil {
+			return err
 		}
 	}
+	snap, err := r.p.attempt(ctx, tbl, r.summary(), files, r.overwrite, change)
+	switch {
+	case err != nil && isConflict(err):
+		r.retried++
+		return fmt.Errorf("table %s: %w: %w", r.t, lake.ErrLost, err)
+	case err != nil:
+		return err
+	case snap == nil: // an overwrite of an empty table with nothing
+		r.land(catalogs.CommitOutcome{CommittedAt: time.Now().UTC(), Retried: r.retried}, files)
+	default:
+		r.p.log.DebugContext(ctx, "iceberg commit", "table", r.t.String(), "snapshot", snap.SnapshotID,
+			"members", len(r.live), "files", len(files), "retried", r.retried)
+		r.land(outcome(snap, r.retried), files)
+	}
+	return nil
+}
+
+// Recover: the catalog may have applied a commit whose reply was lost;
+// the commit id tells.
+func (r *round) Recover(ctx context.Context, _ error) bool {
+	tbl, err := r.p.load(context.WithoutCancel(ctx), r.t)
+	if err != nil {
+		return false
+	}
+	s := findSnapshot(tbl.Metadata(), r.live[0].id)
+	if s == nil {
+		return false
+	}
+	r.land(outcome(s, r.retried), r.files())
+	return true
 }
 
 // prepare answers the members that need no commit against tbl (their id
@@ -329,7 +339,7 @@ func (r *round) prepare(ctx context.Context, tbl *table.Table) {
 		}
 		cands = append(cands, m)
 	}
-	var inTable map[string]bool
+	var inTable map[string]int64
 	if !r.overwrite && len(cands) > 0 {
 		var err error
 		if inTable, err = referenced(ctx, tbl, cands); err != nil {
@@ -343,9 +353,11 @@ func (r *round) prepare(ctx context.Context, tbl *table.Table) {
 	ids := map[string]bool{}
 	claimed := map[string]bool{}
 	for _, m := range cands {
+		// Another commit id (another replica's commit of the same payload,
+		// a plain Commit repeated) added the file: a second snapshot would
+		// add its rows twice.
 		if path := firstIn(m.dfs, inTable); path != "" {
-			m.finish(catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrAlreadyExists,
-				"table %s: commit %s: data file %s is already in the table", r.t, m.id, path))
+			m.finish(catalogs.CommitOutcome{}, lake.Claimed("table "+r.t.String(), m.id, path, inTable[path]))
 			continue
 		}
 		if ids[m.id] {
@@ -353,7 +365,7 @@ func (r *round) prepare(ctx context.Context, tbl *table.Table) {
 			continue
 		}
 		if path := firstIn(m.dfs, claimed); path != "" {
-			m.finish(catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrAlreadyExists,
+			m.finish(catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrFailedPrecondition,
 				"table %s: commit %s: data file %s is in another commit of the same round", r.t, m.id, path))
 			continue
 		}
@@ -365,9 +377,9 @@ func (r *round) prepare(ctx context.Context, tbl *table.Table) {
 	}
 }
 
-func firstIn(dfs []ice.DataFile, set map[string]bool) string {
+func firstIn[V any](dfs []ice.DataFile, set map[string]V) string {
 	for _, df := range dfs {
-		if set[df.FilePath()] {
+		if _, ok := set[df.FilePath()]; ok {
 			return df.FilePath()
 		}
 	}
@@ -496,10 +508,12 @@ func addedFiles(ctx context.Context, tbl *table.Table, s *table.Snapshot) (map[s
 }
 
 // referenced returns which of the members' files the table's current
-// snapshot already holds (a plain Commit repeated with the same receipts),
+// snapshot already holds, each with the snapshot that added it (a plain
+// Commit repeated with the same receipts, or another process's commit of
+// the same files that won the compare-and-swap this round lost),
 // so that such a member fails alone instead of failing its round: one
 // read of the current manifests, as iceberg-go's own check makes.
-func referenced(ctx context.Context, tbl *table.Table, ms []*member) (map[string]bool, error) {
+func referenced(ctx context.Context, tbl *table.Table, ms []*member) (map[string]int64, error) {
 	cur := tbl.CurrentSnapshot()
 	if cur == nil {
 		return nil, nil
@@ -514,7 +528,7 @@ func referenced(ctx context.Context, tbl *table.Table, ms []*member) (map[string
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]bool{}
+	out := map[string]int64{}
 	err = protect(catalogs.ErrUnavailable, "read manifests", func() error {
 		manifests, err := cur.Manifests(fsys)
 		if err != nil {
@@ -530,7 +544,7 @@ func referenced(ctx context.Context, tbl *table.Table, ms []*member) (map[string
 			}
 			for _, e := range entries {
 				if p := e.DataFile().FilePath(); want[p] {
-					out[p] = true
+					out[p] = e.SnapshotID()
 				}
 			}
 		}

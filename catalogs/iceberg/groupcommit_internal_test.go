@@ -290,8 +290,8 @@ func TestGroupCommitAlreadyInTable(t *testing.T) {
 	if res := recv(t, x); res.err != nil {
 		t.Fatal(res.err)
 	}
-	if res := recv(t, again); !errors.Is(res.err, catalogs.ErrAlreadyExists) {
-		t.Errorf("repeated Commit = %+v, %v; want ErrAlreadyExists", res.out, res.err)
+	if res := recv(t, again); !errors.Is(res.err, catalogs.ErrFailedPrecondition) {
+		t.Errorf("repeated Commit = %+v, %v; want ErrFailedPrecondition", res.out, res.err)
 	}
 	if res := recv(t, other); res.err != nil {
 		t.Errorf("other member: %v", res.err)

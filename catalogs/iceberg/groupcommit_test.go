@@ -18,6 +18,7 @@ import (
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
 	"github.com/flightgw/flightgw/catalogs/iceberg"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // newTable creates a table of catalogtest.Schema in the provider's
@@ -312,9 +313,9 @@ func TestGroupCommitTwoGateways(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	props[iceberg.PropCommitMinWait] = "1"
-	props[iceberg.PropCommitMaxWait] = "20"
-	props[iceberg.PropCommitRetries] = "100"
+	props[lake.PropCommitMinWait] = "1"
+	props[lake.PropCommitMaxWait] = "20"
+	props[lake.PropCommitRetries] = "100"
 	var gws [2]*iceberg.Provider
 	for i := range gws {
 		if gws[i], err = iceberg.Open(context.Background(), iceberg.EmbeddedCatalogName, props); err != nil {

@@ -40,6 +40,22 @@ func openLocal(t testing.TB, extra map[string]string) (*iceberg.Provider, string
 	return p, filepath.Join(dir, "warehouse")
 }
 
+// openReplica opens a second provider on the embedded catalog whose
+// warehouse is wh, as another gateway process sharing it does.
+func openReplica(t *testing.T, wh string) *iceberg.Provider {
+	t.Helper()
+	props, err := iceberg.EmbeddedProperties(filepath.Dir(wh))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := iceberg.Open(context.Background(), iceberg.EmbeddedCatalogName, props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
 func listDir(root string) ([]string, error) {
 	var out []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -76,6 +92,7 @@ func TestConformanceSQLiteLocal(t *testing.T) {
 		return &catalogtest.Instance{
 			Provider: p, Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"},
 			ListFiles: func(context.Context) ([]string, error) { return listDir(wh) },
+			Replica:   func(t *testing.T) catalogs.Provider { return openReplica(t, wh) },
 		}
 	}}, conformance(true))
 }

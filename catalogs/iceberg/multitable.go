@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // restProvider is the Provider of a REST catalog that offers the
@@ -88,65 +89,98 @@ func (r restProvider) CommitTables(ctx context.Context, commitID string, tables 
 	if len(tables) == 0 {
 		return []catalogs.CommitOutcome{}, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, p.cfg.commit.totalTimeout)
-	defer cancel()
-	var retried uint32
-	for attempt := 0; ; attempt++ {
-		tbls, err := p.loadAll(cctx, tables)
-		if err != nil {
-			return nil, err
-		}
-		if out, done, err := p.landed(cctx, commitID, tables, tbls, rms, retried); done || err != nil {
-			return out, err
-		}
-		staged, err := p.stageAll(cctx, commitID, tables, tbls, rms)
-		if err != nil {
-			return nil, err
-		}
-		if len(staged) == 0 {
-			return p.committed(cctx, commitID, tables, retried)
-		}
-		commits := make([]table.TableCommit, len(staged))
-		for i, s := range staged {
-			commits[i] = s.commit
-		}
-		_, err = catalogs.Guard(cctx, p.remote, false, func(ctx context.Context) (struct{}, error) {
-			var err error
-			perr := protect(catalogs.ErrInvalidArgument, "commit transaction", func() error {
-				err = tc.CommitTransaction(ctx, commits)
-				return nil
-			})
-			return struct{}{}, errors.Join(err, perr)
+	mt := &multiRound{p: p, tc: tc, commitID: commitID, tables: tables, rms: rms}
+	if _, err := lake.Run(ctx, p.cfg.commit, "tables "+tableNames(tables), commitID, mt); err != nil {
+		return nil, err
+	}
+	return mt.out, nil
+}
+
+// multiRound is a multi-table commit's side of lake.Run.
+type multiRound struct {
+	p        *Provider
+	tc       catalog.TransactionalCatalog
+	commitID string
+	tables   []catalogs.TableCommit
+	rms      [][]receiptMeta
+	retried  uint32
+	out      []catalogs.CommitOutcome
+}
+
+func (m *multiRound) Load(ctx context.Context) ([]*table.Table, error) {
+	return m.p.loadAll(ctx, m.tables)
+}
+
+// Landed: commitID on every table that has something to commit.
+func (m *multiRound) Landed(ctx context.Context, tbls []*table.Table) (bool, error) {
+	out, done, err := m.p.landed(ctx, m.commitID, m.tables, tbls, m.rms, m.retried)
+	if done {
+		m.out = out
+	}
+	return done, err
+}
+
+// Claimed has nothing to find: each table's change is staged with
+// iceberg-go's duplicate check, which refuses a file its current snapshot
+// holds.
+func (m *multiRound) Claimed(context.Context, []*table.Table, []*table.Table, bool) (string, int64, error) {
+	return "", 0, nil
+}
+
+// Attempt stages every table's change and commits them as one
+// transaction; a lost one deletes the manifests it staged.
+func (m *multiRound) Attempt(ctx context.Context, tbls []*table.Table) error {
+	p := m.p
+	staged, err := p.stageAll(ctx, m.commitID, m.tables, tbls, m.rms)
+	if err != nil {
+		return err
+	}
+	if len(staged) == 0 {
+		m.out, err = p.committed(ctx, m.commitID, m.tables, m.retried)
+		return err
+	}
+	commits := make([]table.TableCommit, len(staged))
+	for i, s := range staged {
+		commits[i] = s.commit
+	}
+	_, err = catalogs.Guard(ctx, p.remote, false, func(ctx context.Context) (struct{}, error) {
+		var err error
+		perr := protect(catalogs.ErrInvalidArgument, "commit transaction", func() error {
+			err = m.tc.CommitTransaction(ctx, commits)
+			return nil
 		})
-		if err == nil {
-			p.log.DebugContext(ctx, "iceberg multi-table commit", "tables", len(staged), "commit_id", commitID, "retried", retried)
-			return p.committed(context.WithoutCancel(ctx), commitID, tables, retried)
-		}
-		names := tableNames(tables)
-		if !isConflict(err) {
-			// The catalog may have applied a commit whose reply was lost.
-			if tbls, lerr := p.loadAll(context.WithoutCancel(ctx), tables); lerr == nil {
-				if out, done, lerr := p.landed(context.WithoutCancel(ctx), commitID, tables, tbls, rms, retried); done && lerr == nil {
-					return out, nil
-				}
-			}
-			return nil, mapErr(err, fmt.Sprintf("tables %s: commit", names))
-		}
-		for _, s := range staged {
-			if list, id := addedManifestList(s.commit.Updates); list != "" {
-				p.dropOrphans(context.WithoutCancel(ctx), s.tbl, list, id)
-			}
-		}
-		retried++
-		if attempt >= p.cfg.commit.retries {
-			return nil, catalogs.Wrap(catalogs.ErrConflict, err,
-				fmt.Sprintf("tables %s: commit gave up after %d conflicting attempts", names, retried))
-		}
-		if err := catalogs.Sleep(cctx, catalogs.Backoff(attempt, p.cfg.commit.minWait, p.cfg.commit.maxWait)); err != nil {
-			return nil, catalogs.Wrap(catalogs.ErrConflict, err,
-				fmt.Sprintf("tables %s: commit ran out of time after %d conflicting attempts", names, retried))
+		return struct{}{}, errors.Join(err, perr)
+	})
+	if err == nil {
+		p.log.DebugContext(ctx, "iceberg multi-table commit", "tables", len(staged), "commit_id", m.commitID, "retried", m.retried)
+		m.out, err = p.committed(context.WithoutCancel(ctx), m.commitID, m.tables, m.retried)
+		return err
+	}
+	if !isConflict(err) {
+		return mapErr(err, fmt.Sprintf("tables %s: commit", tableNames(m.tables)))
+	}
+	for _, s := range staged {
+		if list, id := addedManifestList(s.commit.Updates); list != "" {
+			p.dropOrphans(context.WithoutCancel(ctx), s.tbl, list, id)
 		}
 	}
+	m.retried++
+	return fmt.Errorf("%w: %w", lake.ErrLost, err)
+}
+
+// Recover: the catalog may have applied a commit whose reply was lost.
+func (m *multiRound) Recover(ctx context.Context, _ error) bool {
+	ctx = context.WithoutCancel(ctx)
+	tbls, err := m.p.loadAll(ctx, m.tables)
+	if err != nil {
+		return false
+	}
+	out, done, err := m.p.landed(ctx, m.commitID, m.tables, tbls, m.rms, m.retried)
+	if done && err == nil {
+		m.out = out
+		return true
+	}
+	return false
 }
 
 func tableNames(tables []catalogs.TableCommit) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // TestSQLCatalogHasNoMultiTableCommit: the SQL catalog cannot commit
@@ -256,7 +257,7 @@ func TestRESTCommitTables(t *testing.T) {
 func TestRESTCommitTablesAtomic(t *testing.T) {
 	for _, retries := range []string{"0", "3"} {
 		t.Run("retries="+retries, func(t *testing.T) {
-			r, ns := openREST(t, map[string]string{PropCommitRetries: retries})
+			r, ns := openREST(t, map[string]string{lake.PropCommitRetries: retries})
 			ctx := context.Background()
 			p := r.Provider
 			a, b := restTable(t, p, ns, "a"+retries), restTable(t, p, ns, "b"+retries)

@@ -1,10 +1,8 @@
 package iceberg
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"iter"
 	"runtime"
 	"strconv"
@@ -21,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	"github.com/flightgw/flightgw/internal/pqwrite"
 )
 
@@ -285,16 +284,21 @@ func (w *fileWriter) lane(ctx context.Context, cfg laneConfig, lane int, queue <
 	return nil
 }
 
-// laneFile is one data file being written.
+// laneFile is one data file being written (the floor's lake.ParquetFile),
+// with the NaN counts of its float columns.
 type laneFile struct {
 	path string
-	out  io.WriteCloser
-	buf  *bufio.Writer
-	fw   *pqarrow.FileWriter
-	nans map[int]int64
-	cols []nanColumn
-	rg   int64
+	pf   *lake.ParquetFile
+	nans nanCounter
 }
+
+// nanCounter counts the NaNs of a file's float columns (lake.Observer).
+type nanCounter struct {
+	cols   []nanColumn
+	counts map[int]int64
+}
+
+func (n nanCounter) Observe(b arrow.RecordBatch) { countNaNs(n.cols, b, n.counts) }
 
 // openLaneFile creates the file at path for batches like first (which
 // decides the columns written without a dictionary, pqwrite.PlainColumns).
@@ -303,48 +307,25 @@ func openLaneFile(cfg laneConfig, mem memory.Allocator, sc *arrow.Schema, path s
 	if err != nil {
 		return nil, err
 	}
-	// pqarrow writes page headers and pages separately: buffering saves
-	// most of the system calls of a local file.
-	f := &laneFile{path: path, out: out, buf: bufio.NewWriterSize(out, 1<<20), nans: map[int]int64{}, cols: cfg.nanCols, rg: cfg.rgBytes}
-	opts := append(cfg.props[:len(cfg.props):len(cfg.props)], parquet.WithAllocator(mem))
-	props := parquet.NewWriterProperties(append(opts, pqwrite.PlainColumns(first)...)...)
-	f.fw, err = pqarrow.NewFileWriter(sc, f.buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
+	f := &laneFile{path: path, nans: nanCounter{cols: cfg.nanCols, counts: map[int]int64{}}}
+	f.pf, err = lake.NewParquetFile(out, sc, first, lake.ParquetOptions{Props: cfg.props,
+		ArrowProps: []pqarrow.WriterOption{pqarrow.WithStoreSchema()}, RowGroupBytes: cfg.rgBytes, Mem: mem}, f.nans)
 	if err != nil {
-		out.Close()
 		return nil, err
 	}
 	return f, nil
 }
 
 // write appends b, closing the row group once it reaches its size.
-func (f *laneFile) write(b arrow.RecordBatch) error {
-	countNaNs(f.cols, b, f.nans)
-	if err := f.fw.WriteBuffered(b); err != nil {
-		return err
-	}
-	if f.fw.RowGroupTotalCompressedBytes() >= f.rg {
-		return f.fw.NewBufferedRowGroupChecked()
-	}
-	return nil
-}
+func (f *laneFile) write(b arrow.RecordBatch) error { return f.pf.Write(b) }
 
-// size is the file's encoded size so far: the row groups written out and
-// the open one.
-func (f *laneFile) size() int64 {
-	return f.fw.TotalBytesWritten() + f.fw.RowGroupTotalCompressedBytes()
-}
+// size is the file's encoded size so far.
+func (f *laneFile) size() int64 { return f.pf.Size() }
 
 // finish closes the file and returns its DataFile: metrics from the
 // footer as iceberg-go reads them, with the NaN counts added.
 func (f *laneFile) finish(ctx context.Context, cfg laneConfig, tbl *table.Table) (ice.DataFile, error) {
-	err := f.fw.Close() // writes the footer into buf
-	if err == nil {
-		err = f.buf.Flush()
-	}
-	if cerr := f.out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := f.pf.Close(); err != nil {
 		_ = removeFile(cfg.fsys, f.path)
 		return nil, err
 	}
@@ -352,13 +333,12 @@ func (f *laneFile) finish(ctx context.Context, cfg laneConfig, tbl *table.Table)
 	if err != nil {
 		return nil, err
 	}
-	return withNaNCounts(df, tbl.Spec(), f.nans)
+	return withNaNCounts(df, tbl.Spec(), f.nans.counts)
 }
 
 // abort closes the file and deletes it.
 func (f *laneFile) abort(fsys iceio.WriteFileIO) {
-	_ = f.fw.Close()
-	_ = f.out.Close()
+	f.pf.Abort()
 	_ = removeFile(fsys, f.path)
 }
 

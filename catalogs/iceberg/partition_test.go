@@ -284,8 +284,8 @@ func TestCommitSameReceiptTwice(t *testing.T) {
 	}
 	// A plain Commit retried after a lost reply must not append twice.
 	_, err = p.Commit(ctx, id, []catalogs.WriteReceipt{r})
-	if !errors.Is(err, catalogs.ErrAlreadyExists) || !strings.Contains(err.Error(), "twice") {
-		t.Errorf("second Commit of the same receipt = %v, want ErrAlreadyExists naming the table", err)
+	if !errors.Is(err, catalogs.ErrFailedPrecondition) || !strings.Contains(err.Error(), "twice") {
+		t.Errorf("second Commit of the same receipt = %v, want ErrFailedPrecondition naming the table", err)
 	}
 	res, err := p.Scan(ctx, id, catalogs.ScanRequest{})
 	if err != nil {

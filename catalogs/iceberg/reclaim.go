@@ -2,7 +2,6 @@ package iceberg
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -13,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // Reclaim deletes the orphan files of every table of the catalog
@@ -29,52 +29,43 @@ import (
 // Tables whose locations nest in one another are skipped: one's files
 // would look like the other's orphans.
 func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (catalogs.ReclaimReport, error) {
-	var rep catalogs.ReclaimReport
-	if opts.MinAge <= 0 {
-		return rep, catalogs.Errorf(catalogs.ErrInvalidArgument, "catalog %q: reclaim: min age %v is not positive", p.name, opts.MinAge)
-	}
-	cutoff := time.Now().Add(-opts.MinAge)
-	tables, err := catalogs.AllTables(ctx, p)
-	if err != nil {
-		return rep, err
-	}
-	var errs []error
-	locs := make([]string, len(tables))
-	for i, t := range tables {
-		tbl, err := p.load(ctx, t)
-		if errors.Is(err, catalogs.ErrNotFound) {
-			continue // dropped meanwhile
+	var tables []catalogs.TableIdent
+	if opts.MinAge > 0 {
+		var err error
+		if tables, err = catalogs.AllTables(ctx, p); err != nil {
+			return catalogs.ReclaimReport{}, err
 		}
+	}
+	// Every table's location first: a table whose location nests in
+	// another's is skipped.
+	locs := make([]string, len(tables))
+	loadErrs := make([]error, len(tables))
+	at := map[string]int{}
+	for i, t := range tables {
+		at[t.Key()] = i
+		tbl, err := p.load(ctx, t)
 		if err != nil {
-			rep.Tables++
-			rep.TablesFailed++
-			errs = append(errs, err)
+			loadErrs[i] = err
 			continue
 		}
 		locs[i], _ = canonPath(tbl.Location())
 	}
-	for i, t := range tables {
-		if locs[i] == "" {
-			continue
+	r := lake.Reclaimer{Log: p.log, MetadataName: "metadata", BeforeRecheck: p.beforeRecheck}
+	return lake.All(ctx, p.name, opts, tables, func(ctx context.Context, t catalogs.TableIdent, cutoff time.Time) (catalogs.ReclaimReport, error) {
+		i := at[t.Key()]
+		if loadErrs[i] != nil {
+			return catalogs.ReclaimReport{}, loadErrs[i]
 		}
-		rep.Tables++
 		if j := overlapping(locs, i); j >= 0 {
-			rep.TablesFailed++
-			errs = append(errs, catalogs.Errorf(catalogs.ErrFailedPrecondition,
-				"table %s: reclaim skipped: its location %s overlaps table %s's", t, locs[i], tables[j]))
-			continue
+			return catalogs.ReclaimReport{}, catalogs.Errorf(catalogs.ErrFailedPrecondition,
+				"table %s: reclaim skipped: its location %s overlaps table %s's", t, locs[i], tables[j])
 		}
-		r, err := p.reclaimTable(ctx, t, opts, cutoff)
-		rep.Add(r)
+		tr, err := p.reclaimTable(ctx, t, opts)
 		if err != nil {
-			rep.TablesFailed++
-			errs = append(errs, err)
+			return catalogs.ReclaimReport{}, err
 		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return rep, errors.Join(errs...)
+		return r.Reclaim(ctx, t, tr, opts, cutoff)
+	})
 }
 
 // overlapping returns the index of another location equal to, inside or
@@ -88,122 +79,85 @@ func overlapping(locs []string, i int) int {
 	return -1
 }
 
-// orphan is an unreferenced file found in a table's directories.
-type orphan struct {
-	path string
-	kind fileKind
-	size int64
+// reclaimTable is one table's side of the floor's reclaim (lake.Table):
+// its candidates are the files of its metadata and data directories this
+// layout produces, its references what its metadata reaches.
+type reclaimTable struct {
+	p      *Provider
+	t      catalogs.TableIdent
+	tbl    *table.Table // as first read
+	root   string       // the table's location, canonical
+	fsys   iceio.IO
+	lister iceio.ListableIO
+	refs   *refs
+	read   bool // Refs has read tbl
 }
 
-type fileKind int
-
-const (
-	kindData fileKind = iota
-	kindManifest
-	kindMetadata
-)
-
-// reclaimTable reclaims one table's orphans.
-func (p *Provider) reclaimTable(ctx context.Context, t catalogs.TableIdent, opts catalogs.ReclaimOptions, cutoff time.Time) (catalogs.ReclaimReport, error) {
-	var rep catalogs.ReclaimReport
+func (p *Provider) reclaimTable(ctx context.Context, t catalogs.TableIdent, opts catalogs.ReclaimOptions) (*reclaimTable, error) {
 	tbl, err := p.load(ctx, t)
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
 	root, ok := canonPath(tbl.Location())
 	if !ok {
-		return rep, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: reclaim: location %q is not a path or URI", t, tbl.Location())
+		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: reclaim: location %q is not a path or URI", t, tbl.Location())
 	}
 	fsys, err := fileIO(ctx, tbl)
 	if err != nil {
-		return rep, mapErr(err, fmt.Sprintf("table %s: reclaim: storage", t))
+		return nil, mapErr(err, fmt.Sprintf("table %s: reclaim: storage", t))
 	}
 	lister, ok := fsys.(iceio.ListableIO)
 	if !ok {
-		return rep, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: reclaim: storage cannot list files", t)
+		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: reclaim: storage cannot list files", t)
 	}
-	refs := newRefs()
-	if err := refs.addTable(fsys, tbl); err != nil {
-		return rep, mapErr(err, fmt.Sprintf("table %s: reclaim: read metadata", t))
+	r := &reclaimTable{p: p, t: t, tbl: tbl, root: root, fsys: fsys, lister: lister, refs: newRefs()}
+	if err := r.refs.addHeld(ctx, t, opts.Held); err != nil {
+		return nil, err
 	}
-	if err := refs.addHeld(ctx, t, opts.Held); err != nil {
-		return rep, err
-	}
-	found, young, err := p.unreferenced(ctx, t, tbl, lister, root, refs, cutoff)
-	rep.Young = young
-	if err != nil || len(found) == 0 {
-		return rep, err
-	}
-	if p.beforeRecheck != nil {
-		p.beforeRecheck(t)
-	}
-	// A commit may have landed since the metadata was read: read it again
-	// and keep whatever it references.
-	again, err := p.load(ctx, t)
-	if err != nil {
-		return rep, err
-	}
-	if again.Metadata().TableUUID() != tbl.Metadata().TableUUID() {
-		return rep, nil // dropped and created again meanwhile: next run
-	}
-	if again.MetadataLocation() != tbl.MetadataLocation() {
-		if err := refs.addTable(fsys, again); err != nil {
-			return rep, mapErr(err, fmt.Sprintf("table %s: reclaim: read metadata", t))
-		}
-	}
-	var errs []error
-	for _, o := range found {
-		if refs.has(o.path) {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			errs = append(errs, err)
-			break
-		}
-		if !opts.DryRun {
-			_, err := catalogs.Guard(ctx, p.storage, true, func(context.Context) (struct{}, error) {
-				return struct{}{}, removeFile(fsys, o.path)
-			})
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", o.path, err))
-				continue
-			}
-		} else {
-			rep.Orphans = append(rep.Orphans, o.path)
-		}
-		switch o.kind {
-		case kindData:
-			rep.DataFiles++
-		case kindManifest:
-			rep.ManifestFiles++
-		case kindMetadata:
-			rep.MetadataFiles++
-		}
-		rep.Bytes += o.size
-	}
-	rep.LogTable(ctx, p.log, t, opts.DryRun, "metadata")
-	if len(errs) > 0 {
-		return rep, catalogs.Wrap(catalogs.ErrUnavailable, errors.Join(errs...), fmt.Sprintf("table %s: reclaim: delete orphan files", t))
-	}
-	return rep, nil
+	return r, nil
 }
 
-// unreferenced lists the candidate files of the table's metadata and data
-// directories that refs does not reach, older than cutoff; young counts
-// the unreferenced ones kept for their age. A directory outside the
-// table's location (write.data.path elsewhere) is not walked.
-func (p *Provider) unreferenced(ctx context.Context, t catalogs.TableIdent, tbl *table.Table, lister iceio.ListableIO,
-	root string, refs *refs, cutoff time.Time) (found []orphan, young int, err error) {
+// Refs reads the table's metadata: first the one loaded, then the
+// current one (when it moved on, the table being the same).
+func (r *reclaimTable) Refs(ctx context.Context) (bool, error) {
+	tbl := r.tbl
+	if r.read {
+		again, err := r.p.load(ctx, r.t)
+		if err != nil {
+			return false, err
+		}
+		if again.Metadata().TableUUID() != r.tbl.Metadata().TableUUID() {
+			return false, nil
+		}
+		if again.MetadataLocation() == r.tbl.MetadataLocation() {
+			return true, nil
+		}
+		tbl = again
+	}
+	if err := r.refs.addTable(r.fsys, tbl); err != nil {
+		return false, mapErr(err, fmt.Sprintf("table %s: reclaim: read metadata", r.t))
+	}
+	r.read = true
+	return true, nil
+}
+
+func (r *reclaimTable) Referenced(loc string) bool { return r.refs.has(loc) }
+
+func (r *reclaimTable) Held(loc string) bool { return r.refs.held(loc) }
+
+// Candidates walks the table's metadata and data directories; a directory
+// outside the table's location (write.data.path elsewhere) is not walked.
+func (r *reclaimTable) Candidates(ctx context.Context, fn func(lake.Candidate) error) error {
 	seen := map[string]bool{}
 	for _, dir := range []struct {
 		path string
 		meta bool
-	}{{metadataRoot(tbl), true}, {dataRoot(tbl), false}} {
-		if d, ok := canonPath(dir.path); !ok || !(d == root || within(d, root)) {
-			p.log.WarnContext(ctx, "reclaim: directory outside the table's location not examined", "table", t.String(), "dir", dir.path)
+	}{{metadataRoot(r.tbl), true}, {dataRoot(r.tbl), false}} {
+		if d, ok := canonPath(dir.path); !ok || !(d == r.root || within(d, r.root)) {
+			r.p.log.WarnContext(ctx, "reclaim: directory outside the table's location not examined", "table", r.t.String(), "dir", dir.path)
 			continue
 		}
-		werr := lister.WalkDir(dir.path, func(name string, d fs.DirEntry, err error) error {
+		werr := r.lister.WalkDir(dir.path, func(name string, d fs.DirEntry, err error) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -211,47 +165,50 @@ func (p *Provider) unreferenced(ctx context.Context, t catalogs.TableIdent, tbl 
 				return nil // an unreadable entry is kept; a partial listing deletes less, never more
 			}
 			c, ok := canonPath(name)
-			if !ok || seen[c] || !within(c, root) {
+			if !ok || seen[c] || !within(c, r.root) {
 				return nil
 			}
 			seen[c] = true
 			kind, ok := candidate(path.Base(c), dir.meta)
-			if !ok || refs.has(name) {
+			if !ok {
 				return nil
 			}
 			info, err := d.Info()
 			if err != nil || info.ModTime().IsZero() {
 				return nil
 			}
-			if !info.ModTime().Before(cutoff) || refs.held(name) {
-				young++
-				return nil
-			}
-			found = append(found, orphan{path: name, kind: kind, size: info.Size()})
-			return nil
+			return fn(lake.Candidate{Path: name, Ref: name, Kind: kind, Size: info.Size(), Mod: info.ModTime()})
 		})
 		if werr != nil {
-			return nil, young, catalogs.Wrap(catalogs.ErrUnavailable, werr, fmt.Sprintf("table %s: reclaim: list %s", t, dir.path))
+			return catalogs.Wrap(catalogs.ErrUnavailable, werr, fmt.Sprintf("table %s: reclaim: list %s", r.t, dir.path))
 		}
 	}
-	return found, young, nil
+	return nil
+}
+
+// Delete deletes one orphan through the storage breaker.
+func (r *reclaimTable) Delete(ctx context.Context, loc string) error {
+	_, err := catalogs.Guard(ctx, r.p.storage, true, func(context.Context) (struct{}, error) {
+		return struct{}{}, removeFile(r.fsys, loc)
+	})
+	return err
 }
 
 // candidate tells whether a file name is one this backend's layout
 // produces in the metadata (meta) or data directory, and of which kind.
-func candidate(name string, meta bool) (fileKind, bool) {
+func candidate(name string, meta bool) (lake.FileKind, bool) {
 	switch {
 	case strings.HasSuffix(name, ".metadata.json"), strings.HasSuffix(name, ".metadata.json.gz"):
-		return kindMetadata, true
+		return lake.KindMetadata, true
 	case meta:
-		return kindManifest, strings.HasSuffix(name, ".avro")
+		return lake.KindManifest, strings.HasSuffix(name, ".avro")
 	}
 	for _, ext := range []string{".parquet", ".orc", ".avro", ".puffin"} {
 		if strings.HasSuffix(name, ext) {
-			return kindData, true
+			return lake.KindData, true
 		}
 	}
-	return kindData, false
+	return lake.KindData, false
 }
 
 // metadataRoot is where the table writes metadata files.

@@ -386,9 +386,9 @@ func TestReclaimConcurrentCommits(t *testing.T) {
 	}
 	ctx := context.Background()
 	p, id, _ := planTable(t)
-	p.cfg.commit.retries = 10000
-	p.cfg.commit.totalTimeout = 10 * time.Minute
-	p.cfg.commit.minWait, p.cfg.commit.maxWait = time.Millisecond, 20*time.Millisecond
+	p.cfg.commit.Retries = 10000
+	p.cfg.commit.TotalTimeout = 10 * time.Minute
+	p.cfg.commit.MinWait, p.cfg.commit.MaxWait = time.Millisecond, 20*time.Millisecond
 	var wg sync.WaitGroup
 	errc := make(chan error, writers)
 	for w := range writers {

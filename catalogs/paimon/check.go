@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	pcodec "github.com/flightgw/flightgw/codec/paimon"
 )
 
@@ -114,9 +115,9 @@ func (p *Provider) CheckReceipts(ctx context.Context, t catalogs.TableIdent, rec
 			return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d lists files %v, its messages add %v", t, i, m.Files, files)
 		}
 		for _, f := range files {
-			ok, err := p.fs.exists(ctx, st.dir+"/"+f)
+			ok, err := p.fs.Exists(ctx, st.dir+"/"+f)
 			if err != nil {
-				return mapFSErr(err, fmt.Sprintf("table %s: receipt %d: file %s", t, i, f))
+				return lake.MapErr(err, fmt.Sprintf("table %s: receipt %d: file %s", t, i, f))
 			}
 			if !ok {
 				return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: data file %s does not exist under the table's location (aborted, reclaimed or never written)", t, i, f)
@@ -244,11 +245,11 @@ func (p *Provider) referenced(ctx context.Context, st *tableState) (map[string]b
 	}
 	for id := p.earliestID(ctx, st.dir); id > 0 && id <= st.snap.ID; id++ {
 		s, err := p.readSnapshot(ctx, st.ident, st.dir, id)
-		if isNotExist(err) {
+		if lake.IsNotExist(err) {
 			continue // expired meanwhile
 		}
 		if err != nil {
-			return nil, mapFSErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, id))
+			return nil, lake.MapErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, id))
 		}
 		if err := r.add(ctx, s); err != nil {
 			return nil, err
@@ -269,21 +270,21 @@ func (p *Provider) referenced(ctx context.Context, st *tableState) (map[string]b
 // readTags reads the table's tags (tag/tag-<name>, each a copy of a
 // snapshot).
 func (p *Provider) readTags(ctx context.Context, st *tableState) ([]*snapshot, error) {
-	names, err := p.fs.list(ctx, st.dir+"/tag")
+	names, err := p.fs.List(ctx, st.dir+"/tag")
 	if err != nil {
-		return nil, mapFSErr(err, fmt.Sprintf("table %s: tags", st.ident))
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: tags", st.ident))
 	}
 	var out []*snapshot
 	for _, name := range names {
 		if !strings.HasPrefix(name, "tag-") {
 			continue
 		}
-		b, err := p.fs.read(ctx, st.dir+"/tag/"+name)
-		if isNotExist(err) {
+		b, err := p.fs.Read(ctx, st.dir+"/tag/"+name)
+		if lake.IsNotExist(err) {
 			continue // deleted meanwhile
 		}
 		if err != nil {
-			return nil, mapFSErr(err, fmt.Sprintf("table %s: tag %s", st.ident, name))
+			return nil, lake.MapErr(err, fmt.Sprintf("table %s: tag %s", st.ident, name))
 		}
 		var s snapshot
 		if err := json.Unmarshal(b, &s); err != nil {

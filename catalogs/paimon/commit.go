@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	pcodec "github.com/flightgw/flightgw/codec/paimon"
 )
 
@@ -109,10 +109,10 @@ func (p *Provider) findSnapshot(ctx context.Context, st *tableState, user string
 		if id != st.snap.ID {
 			var err error
 			if s, err = p.readSnapshot(ctx, st.ident, st.dir, id); err != nil {
-				if isNotExist(err) {
+				if lake.IsNotExist(err) {
 					break // expired meanwhile
 				}
-				return nil, mapFSErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, id))
+				return nil, lake.MapErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, id))
 			}
 		}
 		if s.CommitUser == user && s.CommitIdentifier == batchCommitIdentifier {
@@ -144,64 +144,153 @@ func (p *Provider) deltaFiles(ctx context.Context, st *tableState, s *snapshot) 
 	return added, deleted, nil
 }
 
-// commit is the compare-and-swap loop: read the latest snapshot, write a
-// manifest of the changes and the manifest lists, and create the next
-// snapshot file with put-if-absent. When another committer created it
-// first, the written manifests are deleted and the loop starts again
-// from the new latest snapshot.
+// commit runs the compare-and-swap loop of the floor (lake.Run) on
+// Paimon's metadata: read the latest snapshot, write a manifest of the
+// changes and the manifest lists, and create the next snapshot file with
+// put-if-absent. When another committer created it first, the written
+// manifests are deleted and the loop starts again from the new latest
+// snapshot.
 func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID string, receipts []catalogs.WriteReceipt, overwrite bool) (catalogs.CommitOutcome, error) {
-	msgs, _, err := decodeReceipts(t, receipts)
+	msgs, metas, err := decodeReceipts(t, receipts)
 	if err != nil {
 		return catalogs.CommitOutcome{}, err
 	}
-	user := commitID
-	if user == "" {
-		user = "flightgw-" + uuid.NewString()
+	c := &committer{p: p, t: t, commitID: commitID, user: commitID, msgs: msgs, metas: metas, overwrite: overwrite}
+	if c.user == "" {
+		c.user = "flightgw-" + uuid.NewString()
 	}
-	var retried uint32
-	wait := p.cfg.minWait
-	for {
-		if err := ctx.Err(); err != nil {
-			return catalogs.CommitOutcome{}, err
+	retried, err := lake.Run(ctx, p.cfg.commit, "table "+t.String(), c.user, c)
+	if err != nil {
+		return catalogs.CommitOutcome{}, err
+	}
+	c.out.Retried = retried
+	return c.out, nil
+}
+
+// committer is one commit's side of lake.Run: its messages, its commit
+// user, and the outcome once it landed.
+type committer struct {
+	p         *Provider
+	t         catalogs.TableIdent
+	commitID  string // the caller's ("" for a plain Commit)
+	user      string // the snapshot's commit user: commitID, or a fresh one
+	msgs      []pcodec.CommitMessage
+	metas     []receiptMeta
+	overwrite bool
+	out       catalogs.CommitOutcome
+}
+
+func (c *committer) Load(ctx context.Context) (*tableState, error) { return c.p.load(ctx, c.t) }
+
+// Landed finds a snapshot of the commit user: the commit's, from an
+// earlier attempt or an earlier call.
+func (c *committer) Landed(ctx context.Context, st *tableState) (bool, error) {
+	if c.commitID == "" {
+		return false, nil
+	}
+	landed, err := c.p.findSnapshot(ctx, st, c.commitID)
+	if err != nil || landed == nil {
+		return false, err
+	}
+	c.out = outcome(landed, 0)
+	c.out.Duplicate, err = c.p.otherData(ctx, st, landed, c.msgs)
+	return true, err
+}
+
+// Claimed finds a data file of the commit that a snapshot landed
+// meanwhile already adds: another process (a replica sharing the
+// warehouse) committed the same payload under another commit id. After a
+// lost race it reads the deltas of the snapshots after base; before the
+// first attempt it asks the reference index when this process keeps one
+// of the table (CheckUnreferenced ran, as CommitMessages' replay check
+// does), so that a snapshot landed between that check and this load is
+// seen too.
+func (c *committer) Claimed(ctx context.Context, base, st *tableState, first bool) (string, int64, error) {
+	if st.snap == nil {
+		return "", 0, nil
+	}
+	if first {
+		return c.indexed(ctx, st)
+	}
+	mine := map[string]bool{}
+	for _, m := range c.msgs {
+		for _, f := range m.Data.NewFiles {
+			mine[f.FileName] = true
 		}
-		st, err := p.load(ctx, t)
+	}
+	from := int64(0)
+	if base.snap != nil {
+		from = base.snap.ID
+	}
+	for id := st.snap.ID; id > from && len(mine) > 0; id-- {
+		s := st.snap
+		if id != st.snap.ID {
+			var err error
+			if s, err = c.p.readSnapshot(ctx, st.ident, st.dir, id); err != nil {
+				if lake.IsNotExist(err) {
+					break // expired meanwhile: older ones are gone too
+				}
+				return "", 0, lake.MapErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, id))
+			}
+		}
+		added, _, err := c.p.deltaFiles(ctx, st, s)
 		if err != nil {
-			return catalogs.CommitOutcome{}, err
+			return "", 0, err
 		}
-		if commitID != "" {
-			landed, err := p.findSnapshot(ctx, st, commitID)
-			if err != nil {
-				return catalogs.CommitOutcome{}, err
+		for _, e := range added {
+			if mine[e.file.FileName] {
+				return e.file.FileName, s.ID, nil
 			}
-			if landed != nil {
-				out := outcome(landed, retried)
-				out.Duplicate, err = p.otherData(ctx, st, landed, msgs)
-				return out, err
-			}
-		}
-		s, written, err := p.attempt(ctx, st, user, msgs, overwrite)
-		if err == nil {
-			p.writeHints(ctx, st, s.ID)
-			return outcome(s, retried), nil
-		}
-		for _, f := range written {
-			_ = p.fs.remove(context.WithoutCancel(ctx), st.dir+"/manifest/"+f)
-		}
-		if !errors.Is(err, errExists) {
-			return catalogs.CommitOutcome{}, err
-		}
-		if int(retried) >= p.cfg.retries {
-			return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrConflict, "table %s: commit lost %d compare-and-swap races in a row", t, retried+1)
-		}
-		retried++
-		d := wait/2 + rand.N(wait/2+1)
-		wait = min(wait*2, p.cfg.maxWait)
-		select {
-		case <-ctx.Done():
-			return catalogs.CommitOutcome{}, ctx.Err()
-		case <-time.After(d):
 		}
 	}
+	return "", 0, nil
+}
+
+// indexed is Claimed before the first attempt, when the provider keeps a
+// reference index of the table.
+func (c *committer) indexed(ctx context.Context, st *tableState) (string, int64, error) {
+	if !c.p.refs.get().Holds(st.dir) {
+		return "", 0, nil
+	}
+	var files []string
+	for _, m := range c.metas {
+		files = append(files, m.Files...)
+	}
+	f, err := c.p.indexed(ctx, st, files)
+	return f, 0, err
+}
+
+// Attempt writes the manifests and creates the next snapshot; a lost
+// attempt deletes the manifests it wrote.
+func (c *committer) Attempt(ctx context.Context, st *tableState) error {
+	if c.p.beforeAttempt != nil {
+		c.p.beforeAttempt()
+	}
+	s, written, err := c.p.attempt(ctx, st, c.user, c.msgs, c.overwrite)
+	if err == nil {
+		c.p.writeHints(ctx, st, s.ID)
+		c.out = outcome(s, 0)
+		return nil
+	}
+	for _, f := range written {
+		_ = c.p.fs.Remove(context.WithoutCancel(ctx), st.dir+"/manifest/"+f)
+	}
+	if errors.Is(err, lake.ErrExists) {
+		return fmt.Errorf("table %s: snapshot-%d: %w", c.t, nextID(st), lake.ErrLost)
+	}
+	return err
+}
+
+// Recover: a snapshot is created by put-if-absent, whose store settles the
+// outcome before it answers (on S3 a retried PUT reads the object back),
+// so an error means it did not land.
+func (c *committer) Recover(context.Context, error) bool { return false }
+
+func nextID(st *tableState) int64 {
+	if st.snap == nil {
+		return 1
+	}
+	return st.snap.ID + 1
 }
 
 // otherData reports whether the landed snapshot of a commit id holds
@@ -227,7 +316,7 @@ func (p *Provider) otherData(ctx context.Context, st *tableState, landed *snapsh
 
 // attempt writes the manifests (the previous snapshot's, merged, and this
 // commit's), the manifest lists and snapshot N+1. It returns the names of
-// the manifest files written (for cleanup) and errExists when snapshot
+// the manifest files written (for cleanup) and lake.ErrExists when snapshot
 // N+1 exists already.
 func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msgs []pcodec.CommitMessage, overwrite bool) (*snapshot, []string, error) {
 	// The options of the table as this attempt reads it: another writer
@@ -321,10 +410,10 @@ func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msg
 	}
 	// createLocked: under Paimon's JDBC lock when the catalog has one (jdbc_lock.go).
 	if err := p.createLocked(ctx, st.ident, snapshotPath(st.dir, next), b); err != nil {
-		if errors.Is(err, errExists) {
-			return nil, written, errExists
+		if errors.Is(err, lake.ErrExists) {
+			return nil, written, lake.ErrExists
 		}
-		return nil, written, mapFSErr(err, fmt.Sprintf("table %s: write snapshot-%d", st.ident, next))
+		return nil, written, lake.MapErr(err, fmt.Sprintf("table %s: write snapshot-%d", st.ident, next))
 	}
 	return s, nil, nil
 }
@@ -334,11 +423,11 @@ func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msg
 // the hinted one, so a failed or stale write loses nothing.
 func (p *Provider) writeHints(ctx context.Context, st *tableState, id int64) {
 	ctx = context.WithoutCancel(ctx)
-	if err := p.fs.put(ctx, st.dir+"/snapshot/"+hintLatest, []byte(strconv.FormatInt(id, 10))); err != nil {
+	if err := p.fs.Put(ctx, st.dir+"/snapshot/"+hintLatest, []byte(strconv.FormatInt(id, 10))); err != nil {
 		p.log.Warn("write LATEST hint", "table", st.ident.String(), "err", err)
 	}
 	if id == 1 {
-		if err := p.fs.put(ctx, st.dir+"/snapshot/"+hintEarliest, []byte("1")); err != nil {
+		if err := p.fs.Put(ctx, st.dir+"/snapshot/"+hintEarliest, []byte("1")); err != nil {
 			p.log.Warn("write EARLIEST hint", "table", st.ident.String(), "err", err)
 		}
 	}
@@ -350,8 +439,8 @@ func (p *Provider) writeList(ctx context.Context, st *tableState, name string, m
 	if err != nil {
 		return 0, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: encode manifest list", st.ident))
 	}
-	if err := p.fs.create(ctx, st.dir+"/manifest/"+name, b); err != nil {
-		return 0, mapFSErr(err, fmt.Sprintf("table %s: write manifest list %s", st.ident, name))
+	if err := p.fs.Create(ctx, st.dir+"/manifest/"+name, b); err != nil {
+		return 0, lake.MapErr(err, fmt.Sprintf("table %s: write manifest list %s", st.ident, name))
 	}
 	return int64(len(b)), nil
 }

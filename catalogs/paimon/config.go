@@ -2,11 +2,10 @@ package paimon
 
 import (
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // Property keys understood by the backend.
@@ -30,12 +29,6 @@ const (
 	// keeps open (one per partition and bucket it writes); opening one
 	// more first closes the least recently written.
 	PropMaxOpenFiles = "write.max-open-files"
-	// PropCommitRetries bounds the commit attempts after the first.
-	PropCommitRetries = "commit.retry.num-retries"
-	// PropCommitMinWait and PropCommitMaxWait bound the backoff between
-	// commit attempts, in milliseconds.
-	PropCommitMinWait = "commit.retry.min-wait-ms"
-	PropCommitMaxWait = "commit.retry.max-wait-ms"
 	// PropTableDefaultPrefix prefixes table options every new table gets
 	// unless the create names them (table-default.bucket=4), as Paimon's
 	// catalog option of the same name does.
@@ -43,42 +36,34 @@ const (
 
 	// S3 properties, spelled as the Iceberg backend (and iceberg-go)
 	// spells them, for a warehouse s3://bucket/prefix.
-	PropS3Endpoint        = "s3.endpoint"
-	PropS3Region          = "s3.region"
-	PropS3AccessKeyID     = "s3.access-key-id"
-	PropS3SecretAccessKey = "s3.secret-access-key"
-	PropS3SessionToken    = "s3.session-token"
+	PropS3Endpoint        = lake.PropS3Endpoint
+	PropS3Region          = lake.PropS3Region
+	PropS3AccessKeyID     = lake.PropS3AccessKeyID
+	PropS3SecretAccessKey = lake.PropS3SecretAccessKey
+	PropS3SessionToken    = lake.PropS3SessionToken
 	// PropS3ForceVirtualAddressing: "true" addresses the bucket as a host
 	// name (bucket.endpoint), "false" as a path (endpoint/bucket). The
 	// default is path style with s3.endpoint set, virtual without.
-	PropS3ForceVirtualAddressing = "s3.force-virtual-addressing"
-
-	// PropRemoteTimeout bounds one call to object storage, in ms.
-	PropRemoteTimeout = "remote.timeout-ms"
-	// PropRemoteAttempts bounds the attempts of an idempotent call.
-	PropRemoteAttempts = "remote.max-attempts"
-	// PropBreakerFailures consecutive failures open the circuit breaker.
-	PropBreakerFailures = "remote.breaker.failures"
-	// PropBreakerOpen is how long the open breaker refuses calls, in ms.
-	PropBreakerOpen = "remote.breaker.open-ms"
+	PropS3ForceVirtualAddressing = lake.PropS3ForceVirtualAddressing
 )
+
+// s3PartSize is the multipart part size of the S3 data files (0: the
+// store's default); a variable for the tests only (SetS3PartSize).
+var s3PartSize int
 
 // config is the validated form of the properties.
 type config struct {
-	root             string    // local directory of the warehouse (local only)
-	s3               *s3Config // the bucket and client of an s3:// warehouse
+	root             string         // local directory of the warehouse (local only)
+	s3               *lake.S3Config // the bucket and client of an s3:// warehouse
 	remote           catalogs.RemotePolicy
 	createNamespaces []string
 	targetFileSize   int64
 	writeBuffer      int64
 	maxOpenFiles     int
-	retries          int
-	minWait, maxWait time.Duration
+	commit           lake.Retry // the compare-and-swap loop's bounds (commit.retry.*)
 	tableDefaults    map[string]string
 	jdbc             *jdbcConfig // the JDBC metastore; nil for the filesystem catalog
 }
-
-const defaultTargetFileSize = 128 << 20
 
 // Defaults of PropWriteBufferSize and PropMaxOpenFiles.
 const (
@@ -87,17 +72,16 @@ const (
 )
 
 func parseConfig(props map[string]string) (config, error) {
-	cfg := config{targetFileSize: defaultTargetFileSize, writeBuffer: defaultWriteBuffer, maxOpenFiles: defaultMaxOpenFiles, retries: 50, minWait: 5 * time.Millisecond,
-		maxWait: 500 * time.Millisecond, tableDefaults: map[string]string{},
-		remote: catalogs.RemotePolicy{Timeout: 30 * time.Second, Attempts: 3, BreakerFailures: 5, BreakerOpen: 30 * time.Second}}
+	cfg := config{targetFileSize: lake.DefaultTargetFileSize, writeBuffer: defaultWriteBuffer, maxOpenFiles: defaultMaxOpenFiles,
+		tableDefaults: map[string]string{}}
 	for k, v := range props {
 		switch {
 		case k == PropWarehouse || k == PropCreateNamespaces || k == "type" || k == "catalog-type" || k == PropMetastore:
-		case s3Keys[k], jdbcKeys[k]:
-		case k == PropRemoteTimeout || k == PropRemoteAttempts || k == PropBreakerFailures || k == PropBreakerOpen:
+		case lake.S3Keys[k], jdbcKeys[k]:
+		case lake.CommonKeys[k]:
 		case strings.HasPrefix(k, PropTableDefaultPrefix):
 			cfg.tableDefaults[strings.TrimPrefix(k, PropTableDefaultPrefix)] = v
-		case k == PropTargetFileSize || k == PropWriteBufferSize || k == PropMaxOpenFiles || k == PropCommitRetries || k == PropCommitMinWait || k == PropCommitMaxWait:
+		case k == PropTargetFileSize || k == PropWriteBufferSize || k == PropMaxOpenFiles:
 		default:
 			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: unknown key", k)
 		}
@@ -109,10 +93,11 @@ func parseConfig(props map[string]string) (config, error) {
 	case strings.HasPrefix(w, "/"):
 		cfg.root = w
 	case strings.HasPrefix(w, "s3://") || strings.HasPrefix(w, "s3a://"):
-		s3c, err := parseS3Config(w, props)
+		s3c, err := lake.ParseS3(PropWarehouse, w, props)
 		if err != nil {
 			return cfg, err
 		}
+		s3c.PartSize = s3PartSize
 		cfg.s3 = s3c
 	default:
 		u, err := url.Parse(w)
@@ -123,7 +108,7 @@ func parseConfig(props map[string]string) (config, error) {
 	}
 	if cfg.s3 == nil {
 		for k := range props {
-			if s3Keys[k] {
+			if lake.S3Keys[k] {
 				return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: the warehouse is not on s3", k)
 			}
 		}
@@ -140,37 +125,15 @@ func parseConfig(props map[string]string) (config, error) {
 			cfg.createNamespaces = append(cfg.createNamespaces, n)
 		}
 	}
-	ints := []struct {
-		key string
-		min int64
-		dst func(int64)
-	}{
-		{PropTargetFileSize, 1 << 10, func(v int64) { cfg.targetFileSize = v }},
-		{PropWriteBufferSize, 1 << 10, func(v int64) { cfg.writeBuffer = v }},
-		{PropMaxOpenFiles, 1, func(v int64) { cfg.maxOpenFiles = int(min(v, 1<<20)) }},
-		{PropCommitRetries, 0, func(v int64) { cfg.retries = int(v) }},
-		{PropCommitMinWait, 1, func(v int64) { cfg.minWait = time.Duration(v) * time.Millisecond }},
-		{PropCommitMaxWait, 1, func(v int64) { cfg.maxWait = time.Duration(v) * time.Millisecond }},
-		{PropRemoteTimeout, 1, func(v int64) { cfg.remote.Timeout = time.Duration(v) * time.Millisecond }},
-		{PropRemoteAttempts, 1, func(v int64) { cfg.remote.Attempts = int(v) }},
-		{PropBreakerFailures, 1, func(v int64) { cfg.remote.BreakerFailures = uint32(min(v, 1<<31)) }},
-		{PropBreakerOpen, 1, func(v int64) { cfg.remote.BreakerOpen = time.Duration(v) * time.Millisecond }},
+	var err error
+	if cfg.commit, cfg.remote, err = lake.ParseCommon(props); err != nil {
+		return cfg, err
 	}
-	for _, p := range ints {
-		s, ok := props[p.key]
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || v < p.min || v > 1<<40 {
-			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not an integer in [%d, 2^40]", p.key, s, p.min)
-		}
-		p.dst(v)
-	}
-	if cfg.minWait > cfg.maxWait {
-		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: exceeds %q", PropCommitMinWait, PropCommitMaxWait)
-	}
-	return cfg, nil
+	err = lake.ParseInts(props,
+		lake.IntProp{Key: PropTargetFileSize, Min: 1 << 10, Set: func(v int64) { cfg.targetFileSize = v }},
+		lake.IntProp{Key: PropWriteBufferSize, Min: 1 << 10, Set: func(v int64) { cfg.writeBuffer = v }},
+		lake.IntProp{Key: PropMaxOpenFiles, Min: 1, Set: func(v int64) { cfg.maxOpenFiles = int(min(v, 1<<20)) }})
+	return cfg, err
 }
 
 // parseMetastore reads metastore (or its older spelling catalog-type):

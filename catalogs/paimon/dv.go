@@ -11,6 +11,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // Deletion vectors (deletion-vectors.enabled), read as Paimon Java reads
@@ -53,9 +54,9 @@ func (p *Provider) loadDeletions(ctx context.Context, st *tableState) (map[strin
 		return nil, nil
 	}
 	name := *st.snap.IndexManifest
-	b, err := p.fs.read(ctx, st.dir+"/manifest/"+name)
+	b, err := p.fs.Read(ctx, st.dir+"/manifest/"+name)
 	if err != nil {
-		return nil, mapFSErr(err, fmt.Sprintf("table %s: index manifest %s", st.ident, name))
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: index manifest %s", st.ident, name))
 	}
 	recs, err := decodeOCF[map[string]any](b)
 	if err != nil {
@@ -99,9 +100,9 @@ func (p *Provider) loadDeletions(ctx context.Context, st *tableState) (map[strin
 // readDeletionVector reads the positions a deletion vector deletes.
 func (p *Provider) readDeletionVector(ctx context.Context, st *tableState, d deletionFile) (*roaring.Bitmap, error) {
 	path := st.dir + "/index/" + d.index
-	b, err := p.fs.read(ctx, path)
+	b, err := p.fs.Read(ctx, path)
 	if err != nil {
-		return nil, mapFSErr(err, fmt.Sprintf("table %s: deletion-vector file %s", st.ident, d.index))
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: deletion-vector file %s", st.ident, d.index))
 	}
 	bad := func(why string) error {
 		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: deletion-vector file %s at %d: %s", st.ident, d.index, d.offset, why)

@@ -7,3 +7,7 @@ func SetS3PartSize(n int) func() {
 	s3PartSize = n
 	return func() { s3PartSize = old }
 }
+
+// SetBeforeAttempt makes fn run in every commit attempt of p after the
+// table is loaded and before the attempt writes.
+func SetBeforeAttempt(p *Provider, fn func()) { p.beforeAttempt = fn }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // What a table's options ask of its writers and readers. Paimon Java
@@ -208,9 +209,9 @@ func (p *Provider) indexTypes(ctx context.Context, st *tableState) ([]string, er
 		return nil, nil
 	}
 	name := *st.snap.IndexManifest
-	b, err := p.fs.read(ctx, st.dir+"/manifest/"+name)
+	b, err := p.fs.Read(ctx, st.dir+"/manifest/"+name)
 	if err != nil {
-		return nil, mapFSErr(err, fmt.Sprintf("table %s: index manifest %s", st.ident, name))
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: index manifest %s", st.ident, name))
 	}
 	recs, err := decodeOCF[map[string]any](b)
 	if err != nil {
@@ -292,12 +293,12 @@ func (p *Provider) inherit(ctx context.Context, st *tableState, s *snapshot, ove
 // statsSchema reads the schema id a statistics file (statistics/stat-*,
 // Paimon's Statistics JSON) was computed on; -1 when the file is gone.
 func (p *Provider) statsSchema(ctx context.Context, st *tableState, name string) (int64, error) {
-	b, err := p.fs.read(ctx, st.dir+"/statistics/"+name)
+	b, err := p.fs.Read(ctx, st.dir+"/statistics/"+name)
 	if err != nil {
-		if isNotExist(err) {
+		if lake.IsNotExist(err) {
 			return -1, nil
 		}
-		return 0, mapFSErr(err, fmt.Sprintf("table %s: statistics %s", st.ident, name))
+		return 0, lake.MapErr(err, fmt.Sprintf("table %s: statistics %s", st.ident, name))
 	}
 	var v struct {
 		SchemaID *int64 `json:"schemaId"`

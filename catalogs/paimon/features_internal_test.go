@@ -28,7 +28,7 @@ import (
 func rewriteJSON(t *testing.T, p *Provider, path string, edit func(map[string]any)) {
 	t.Helper()
 	ctx := context.Background()
-	b, err := p.fs.read(ctx, path)
+	b, err := p.fs.Read(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func rewriteJSON(t *testing.T, p *Provider, path string, edit func(map[string]an
 	if b, err = json.Marshal(m); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.fs.put(ctx, path, b); err != nil {
+	if err := p.fs.Put(ctx, path, b); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -76,7 +76,7 @@ func TestSnapshotCarriesForward(t *testing.T) {
 	}
 	for name, schemaID := range map[string]int{"stat-same-0": 0, "stat-other-0": 5} {
 		b, _ := json.Marshal(map[string]any{"snapshotId": 1, "schemaId": schemaID, "mergedRecordCount": 3, "colStats": map[string]any{}})
-		if err := p.fs.put(ctx, st.dir+"/statistics/"+name, b); err != nil {
+		if err := p.fs.Put(ctx, st.dir+"/statistics/"+name, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -240,7 +240,7 @@ func TestAlteredOptionsRefuseCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := p.load(ctx, id)
-	sc, err := p.fs.read(ctx, st.dir+"/schema/schema-0")
+	sc, err := p.fs.Read(ctx, st.dir+"/schema/schema-0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestAlteredOptionsRefuseCommit(t *testing.T) {
 	m["id"] = 1
 	m["options"].(map[string]any)["deletion-vectors.enabled"] = "true"
 	sc, _ = json.Marshal(m)
-	if err := p.fs.put(ctx, st.dir+"/schema/schema-1", sc); err != nil {
+	if err := p.fs.Put(ctx, st.dir+"/schema/schema-1", sc); err != nil {
 		t.Fatal(err)
 	}
 	b = catalogtest.Batch(5, 2)
@@ -297,7 +297,7 @@ func TestDeletionVectorsInIndexRefuseRead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.fs.put(ctx, st.dir+"/manifest/index-manifest-x-0", b); err != nil {
+		if err := p.fs.Put(ctx, st.dir+"/manifest/index-manifest-x-0", b); err != nil {
 			t.Fatal(err)
 		}
 		rewriteJSON(t, p, snapshotPath(st.dir, 1), func(m map[string]any) { m["indexManifest"] = "index-manifest-x-0" })
@@ -484,7 +484,7 @@ func TestDeletionVectorsApplied(t *testing.T) {
 		if c.corrupt != nil {
 			c.corrupt(file)
 		}
-		if err := p.fs.put(ctx, st.dir+"/index/index-dv-0", file); err != nil {
+		if err := p.fs.Put(ctx, st.dir+"/index/index-dv-0", file); err != nil {
 			t.Fatal(err)
 		}
 		card := int64(2)
@@ -494,7 +494,7 @@ func TestDeletionVectorsApplied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.fs.put(ctx, st.dir+"/manifest/index-manifest-dv-0", b); err != nil {
+		if err := p.fs.Put(ctx, st.dir+"/manifest/index-manifest-dv-0", b); err != nil {
 			t.Fatal(err)
 		}
 		rewriteJSON(t, p, snapshotPath(st.dir, 1), func(m map[string]any) { m["indexManifest"] = "index-manifest-dv-0" })

@@ -34,7 +34,7 @@ func (p *Provider) databaseExists(ctx context.Context, db string) (bool, error) 
 	if p.meta != nil {
 		return p.meta.databaseExists(ctx, db)
 	}
-	return p.fs.exists(ctx, db+".db")
+	return p.fs.Exists(ctx, db+".db")
 }
 
 // registerTable adds a created table's row and properties, as
@@ -53,7 +53,7 @@ func (p *Provider) registerTable(ctx context.Context, t catalogs.TableIdent, dir
 		}
 	}
 	if err != nil || !ok {
-		if rerr := p.fs.removeAll(context.WithoutCancel(ctx), dir); rerr != nil {
+		if rerr := p.fs.RemoveAll(context.WithoutCancel(ctx), dir); rerr != nil {
 			p.log.Warn("create table: delete the unregistered table's files", "table", t.String(), "err", rerr)
 		}
 		if err == nil {
@@ -84,7 +84,7 @@ func (p *Provider) jdbcDropTable(ctx context.Context, t catalogs.TableIdent, dir
 	if err != nil {
 		p.log.Warn("drop table: delete table properties", "table", t.String(), "err", err)
 	}
-	if err := p.fs.removeAll(ctx, dir); err != nil {
+	if err := p.fs.RemoveAll(ctx, dir); err != nil {
 		p.log.Warn("drop table: delete the table's files", "table", t.String(), "err", err)
 	}
 	return nil

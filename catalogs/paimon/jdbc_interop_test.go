@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	"github.com/flightgw/flightgw/catalogs/paimon"
 )
 
@@ -32,7 +33,7 @@ func openShared(t *testing.T, wh string) *paimon.Provider {
 	}
 	props := map[string]string{paimon.PropWarehouse: wh, paimon.PropCreateNamespaces: "default",
 		paimon.PropMetastore: paimon.MetastoreJDBC, paimon.PropURI: *jdbcURI, paimon.PropLockEnabled: "true",
-		paimon.PropLockCheckMaxSleep: "100 ms", paimon.PropCommitRetries: "1000"}
+		paimon.PropLockCheckMaxSleep: "100 ms", lake.PropCommitRetries: "1000"}
 	p, err := paimon.Open(context.Background(), "lake", props)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // Paimon's distributed lock (JdbcCatalogLock), taken with lock.enabled
@@ -173,18 +174,18 @@ func (p *Provider) withTableLock(ctx context.Context, t catalogs.TableIdent, fn 
 
 // createLocked writes a metadata file with put-if-absent under the table's
 // lock, checking first that it does not exist, as Paimon's
-// RenamingSnapshotCommit does under its lock: errExists when it does.
+// RenamingSnapshotCommit does under its lock: lake.ErrExists when it does.
 func (p *Provider) createLocked(ctx context.Context, t catalogs.TableIdent, path string, data []byte) error {
 	return p.withTableLock(ctx, t, func() error {
 		if p.meta != nil && p.meta.cfg.lock {
-			ok, err := p.fs.exists(ctx, path)
+			ok, err := p.fs.Exists(ctx, path)
 			if err != nil {
 				return err
 			}
 			if ok {
-				return errExists
+				return lake.ErrExists
 			}
 		}
-		return p.fs.create(ctx, path, data)
+		return p.fs.Create(ctx, path, data)
 	})
 }

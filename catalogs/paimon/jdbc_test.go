@@ -18,6 +18,7 @@ import (
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	"github.com/flightgw/flightgw/catalogs/paimon"
 )
 
@@ -28,7 +29,7 @@ func jdbcProps(wh, uri, key string) map[string]string {
 		paimon.PropWarehouse: wh, paimon.PropCreateNamespaces: "default",
 		paimon.PropMetastore: paimon.MetastoreJDBC, paimon.PropURI: uri, paimon.PropCatalogKey: key,
 		paimon.PropLockEnabled: "true", paimon.PropLockCheckMaxSleep: "20 ms",
-		paimon.PropCommitMinWait: "1", paimon.PropCommitMaxWait: "20",
+		lake.PropCommitMinWait: "1", lake.PropCommitMaxWait: "20",
 	}
 }
 
@@ -424,7 +425,7 @@ func TestJDBCConfig(t *testing.T) {
 // bounded retry, without the password in the message.
 func TestJDBCUnreachable(t *testing.T) {
 	props := jdbcProps(t.TempDir(), "postgres://flightgw:hunter2@127.0.0.1:1/paimon?sslmode=disable", "jdbc")
-	props[paimon.PropRemoteTimeout] = "500"
+	props[lake.PropRemoteTimeout] = "500"
 	start := time.Now()
 	_, err := paimon.Open(context.Background(), "lake", props)
 	if !errors.Is(err, catalogs.ErrUnavailable) || strings.Contains(err.Error(), "hunter2") {

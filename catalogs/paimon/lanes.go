@@ -71,8 +71,7 @@ func (s *stream) lane(ctx context.Context, _ int, in <-chan arrow.RecordBatch) (
 	mem := pqwrite.NewAlloc()
 	defer func() {
 		if w != nil {
-			_ = w.fw.Close()
-			_ = w.out.Close()
+			w.pf.Abort()
 		}
 	}()
 	for {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/avro/ocf"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	pcodec "github.com/flightgw/flightgw/codec/paimon"
 )
 
@@ -289,9 +290,9 @@ type manifestMeta = avroMeta
 
 // readManifestList reads the manifest files a manifest list names.
 func (p *Provider) readManifestList(ctx context.Context, t catalogs.TableIdent, dir, name string) ([]manifestMeta, error) {
-	b, err := p.fs.read(ctx, dir+"/manifest/"+name)
+	b, err := p.fs.Read(ctx, dir+"/manifest/"+name)
 	if err != nil {
-		return nil, mapFSErr(err, fmt.Sprintf("table %s: manifest list %s", t, name))
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: manifest list %s", t, name))
 	}
 	ms, err := decodeOCF[avroMeta](b)
 	if err != nil {
@@ -302,9 +303,9 @@ func (p *Provider) readManifestList(ctx context.Context, t catalogs.TableIdent, 
 
 // readManifest reads the entries of one manifest file.
 func (p *Provider) readManifest(ctx context.Context, t catalogs.TableIdent, dir, name string) ([]entry, error) {
-	b, err := p.fs.read(ctx, dir+"/manifest/"+name)
+	b, err := p.fs.Read(ctx, dir+"/manifest/"+name)
 	if err != nil {
-		return nil, mapFSErr(err, fmt.Sprintf("table %s: manifest %s", t, name))
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: manifest %s", t, name))
 	}
 	as, err := decodeOCF[avroEntry](b)
 	if err != nil {
@@ -429,8 +430,8 @@ func (w *manifestWriter) write(ctx context.Context, es []entry) ([]manifestMeta,
 		}
 		name := fmt.Sprintf("manifest-%s-%d", w.prefix, w.n)
 		w.n++
-		if err := w.p.fs.create(ctx, w.st.dir+"/manifest/"+name, buf.Bytes()); err != nil {
-			return out, mapFSErr(err, fmt.Sprintf("table %s: write manifest %s", w.st.ident, name))
+		if err := w.p.fs.Create(ctx, w.st.dir+"/manifest/"+name, buf.Bytes()); err != nil {
+			return out, lake.MapErr(err, fmt.Sprintf("table %s: write manifest %s", w.st.ident, name))
 		}
 		w.written = append(w.written, name)
 		meta.FileName, meta.FileSize = name, int64(buf.Len())

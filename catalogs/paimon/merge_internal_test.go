@@ -13,6 +13,7 @@ import (
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // mergeCatalog opens a fresh local warehouse whose new tables get the
@@ -21,7 +22,7 @@ import (
 func mergeCatalog(t testing.TB, opts map[string]string) *Provider {
 	t.Helper()
 	props := map[string]string{PropWarehouse: t.TempDir(), PropCreateNamespaces: "default",
-		PropCommitMinWait: "1", PropCommitMaxWait: "20", PropCommitRetries: "1000"}
+		lake.PropCommitMinWait: "1", lake.PropCommitMaxWait: "20", lake.PropCommitRetries: "1000"}
 	for k, v := range opts {
 		props[PropTableDefaultPrefix+k] = v
 	}
@@ -319,7 +320,7 @@ func TestManifestCompactionRaces(t *testing.T) {
 			}
 		}
 	}
-	names, err := p.fs.list(ctx, st.dir+"/manifest")
+	names, err := p.fs.List(ctx, st.dir+"/manifest")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	"github.com/flightgw/flightgw/catalogs/paimon"
 )
 
@@ -37,7 +38,7 @@ func openLocal(t testing.TB, extra map[string]string) (*paimon.Provider, string)
 	t.Helper()
 	wh := t.TempDir()
 	props := map[string]string{paimon.PropWarehouse: wh, paimon.PropCreateNamespaces: "default",
-		paimon.PropCommitMinWait: "1", paimon.PropCommitMaxWait: "20"}
+		lake.PropCommitMinWait: "1", lake.PropCommitMaxWait: "20"}
 	for k, v := range extra {
 		props[k] = v
 	}
@@ -70,6 +71,7 @@ func TestConformanceLocal(t *testing.T) {
 		return &catalogtest.Instance{
 			Provider: p, Catalog: "lake", Namespace: []string{"default"},
 			ListFiles: func(context.Context) ([]string, error) { return listDir(wh) },
+			Replica:   func(t *testing.T) catalogs.Provider { return openReplica(t, wh) },
 		}
 	}}, cfg)
 }
@@ -88,7 +90,7 @@ func TestRegistered(t *testing.T) {
 // commit with its own commit id; every commit lands once, no row is lost
 // or duplicated, and the snapshots are numbered 1..160 without gaps.
 func TestManyCommitters(t *testing.T) {
-	p, _ := openLocal(t, map[string]string{paimon.PropCommitRetries: "1000"})
+	p, _ := openLocal(t, map[string]string{lake.PropCommitRetries: "1000"})
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "many"}
 	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {

@@ -155,8 +155,7 @@ func (s *stream) writePKFiles(ctx context.Context, b *pkBuffer) error {
 	var w *fileWriter
 	defer func() {
 		if w != nil {
-			_ = w.fw.Close()
-			_ = w.out.Close()
+			w.pf.Abort()
 		}
 	}()
 	for off := 0; off < len(kept); off += pkChunk {
@@ -211,23 +210,17 @@ func (s *stream) writePKChunk(ctx context.Context, w **fileWriter, g *group, sor
 			return err
 		}
 	}
-	for i := range f.stats {
-		f.stats[i].add(sorted.Column(i))
-	}
 	for j, c := range keys {
 		f.keyStats[j].add(sorted.Column(c))
 	}
 	if f.maxKey, err = s.keyRow(sorted, keys, int(sorted.NumRows())-1); err != nil {
 		return err
 	}
-	err = f.fw.WriteBuffered(file)
-	if err == nil && f.fw.RowGroupTotalCompressedBytes() >= f.rgBytes {
-		err = f.fw.NewBufferedRowGroupChecked()
-	}
-	if err != nil {
+	// The value stats observe the rows; the file holds their key-value
+	// layout.
+	if err := f.pf.WriteAs(file, sorted); err != nil {
 		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write %s", s.st.ident, f.rel))
 	}
-	f.rows += file.NumRows()
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 var (
@@ -31,7 +32,7 @@ func (p *Provider) PlanFiles(ctx context.Context, t catalogs.TableIdent, req cat
 	if req.SnapshotID != nil && (st.snap == nil || *req.SnapshotID != st.snap.ID) {
 		s, err := p.readSnapshot(ctx, t, st.dir, *req.SnapshotID)
 		if err != nil {
-			return nil, mapFSErr(err, fmt.Sprintf("table %s: snapshot %d", t, *req.SnapshotID))
+			return nil, lake.MapErr(err, fmt.Sprintf("table %s: snapshot %d", t, *req.SnapshotID))
 		}
 		st.snap = s
 	}
@@ -93,7 +94,7 @@ func (p *Provider) PlanStaged(ctx context.Context, t catalogs.TableIdent, _ cata
 // reading them by column name, as they are, gives the table's rows, and
 // otherwise says why not.
 func (p *Provider) planEntries(st *tableState, plan *catalogs.FilePlan, es []entry) {
-	root, local := p.fs.local("")
+	root, local := p.fs.Local("")
 	switch {
 	case !local:
 		plan.Reason = "the warehouse is not on local files"
@@ -133,7 +134,7 @@ func (p *Provider) planEntries(st *tableState, plan *catalogs.FilePlan, es []ent
 			plan.Files, plan.FileBytes = nil, nil
 			return
 		}
-		abs, _ := p.fs.local(st.filePath(e))
+		abs, _ := p.fs.Local(st.filePath(e))
 		if seen[abs] {
 			continue
 		}

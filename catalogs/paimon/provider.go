@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // Type is the backend type name this package registers.
@@ -35,13 +35,17 @@ func init() {
 type Provider struct {
 	name string
 	cfg  config
-	fs   storage
-	s3   *s3FS      // the storage, when the warehouse is on S3
+	fs   lake.Store
+	s3   *lake.S3   // the storage, when the warehouse is on S3
 	meta *metastore // the JDBC metastore (jdbc.go); nil for the filesystem catalog
 	log  *slog.Logger
 	now  func() time.Time
 	refs refCache // the reference indexes of CheckUnreferenced (refcheck.go)
 	seqs seqAlloc // primary-key sequence numbers handed out (seqalloc.go)
+	// beforeAttempt, when set (by tests), runs after a commit attempt
+	// loaded the table and before it writes, so that a test can land
+	// another process's commit in between.
+	beforeAttempt func()
 }
 
 // Interfaces the provider implements.
@@ -69,10 +73,10 @@ func Open(ctx context.Context, name string, props map[string]string) (*Provider,
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{name: name, cfg: cfg, fs: localFS{root: cfg.root}, now: time.Now,
+	p := &Provider{name: name, cfg: cfg, fs: lake.Local{Root: cfg.root}, now: time.Now,
 		log: slog.Default().With("catalog", name, "backend", Type)}
 	if cfg.s3 != nil {
-		s3fs, err := newS3FS(ctx, cfg.s3, cfg.remote)
+		s3fs, err := lake.NewS3(ctx, cfg.s3, cfg.remote)
 		if err != nil {
 			return nil, err
 		}
@@ -106,8 +110,8 @@ func (p *Provider) CreateNamespace(ctx context.Context, db string) error {
 	// A marker-free directory is a database in Paimon's filesystem
 	// catalog; a temporary object makes the directory on every storage.
 	marker := db + ".db/.flightgw-db"
-	if err := p.fs.put(ctx, marker, nil); err != nil {
-		return mapFSErr(err, fmt.Sprintf("catalog %q: create database %q", p.name, db))
+	if err := p.fs.Put(ctx, marker, nil); err != nil {
+		return lake.MapErr(err, fmt.Sprintf("catalog %q: create database %q", p.name, db))
 	}
 	return nil
 }
@@ -124,7 +128,7 @@ func (p *Provider) tableDir(t catalogs.TableIdent) (string, error) {
 	if len(t.Namespace) != 1 {
 		return "", catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: a Paimon database is one namespace level, not %d", t, len(t.Namespace))
 	}
-	return join(t.Namespace[0]+".db", t.Name)
+	return lake.Join(t.Namespace[0]+".db", t.Name)
 }
 
 // tableState is a table as one read of its metadata saw it.
@@ -166,9 +170,9 @@ func (p *Provider) load(ctx context.Context, t catalogs.TableIdent) (*tableState
 // latestSchema reads the schema file with the highest id, as Paimon's
 // SchemaManager.latest does.
 func (p *Provider) latestSchema(ctx context.Context, t catalogs.TableIdent, dir string) (*tableSchema, error) {
-	names, err := p.fs.list(ctx, dir+"/schema")
+	names, err := p.fs.List(ctx, dir+"/schema")
 	if err != nil {
-		return nil, mapFSErr(err, fmt.Sprintf("table %s: list schemas", t))
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: list schemas", t))
 	}
 	id := int64(-1)
 	for _, n := range names {
@@ -185,9 +189,9 @@ func (p *Provider) latestSchema(ctx context.Context, t catalogs.TableIdent, dir 
 }
 
 func (p *Provider) readSchema(ctx context.Context, t catalogs.TableIdent, dir string, id int64) (*tableSchema, error) {
-	b, err := p.fs.read(ctx, dir+"/schema/schema-"+strconv.FormatInt(id, 10))
+	b, err := p.fs.Read(ctx, dir+"/schema/schema-"+strconv.FormatInt(id, 10))
 	if err != nil {
-		return nil, mapFSErr(err, fmt.Sprintf("table %s: schema-%d", t, id))
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: schema-%d", t, id))
 	}
 	s, err := parseSchema(t.String(), b)
 	if err != nil {
@@ -256,7 +260,7 @@ func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableI
 		if err == nil {
 			err = catalogs.Errorf(catalogs.ErrNotFound, "table %s: database %q does not exist", t, t.Namespace[0])
 		}
-		return catalogs.TableSpec{}, mapFSErr(err, fmt.Sprintf("table %s: database", t))
+		return catalogs.TableSpec{}, lake.MapErr(err, fmt.Sprintf("table %s: database", t))
 	}
 	if err := checkClientOptions(t, opts); err != nil {
 		return catalogs.TableSpec{}, err
@@ -272,10 +276,10 @@ func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableI
 		return catalogs.TableSpec{}, err
 	}
 	switch err := p.createLocked(ctx, t, dir+"/schema/schema-0", b); {
-	case errors.Is(err, errExists):
+	case errors.Is(err, lake.ErrExists):
 		return catalogs.TableSpec{}, catalogs.Errorf(catalogs.ErrAlreadyExists, "table %s already exists", t)
 	case err != nil:
-		return catalogs.TableSpec{}, mapFSErr(err, fmt.Sprintf("table %s: write schema", t))
+		return catalogs.TableSpec{}, lake.MapErr(err, fmt.Sprintf("table %s: write schema", t))
 	}
 	if err := p.registerTable(ctx, t, dir, sc); err != nil {
 		return catalogs.TableSpec{}, err
@@ -297,8 +301,8 @@ func (p *Provider) DropTable(ctx context.Context, t catalogs.TableIdent) error {
 	if _, err := p.latestSchema(ctx, t, dir); err != nil {
 		return err
 	}
-	if err := p.fs.removeAll(ctx, dir); err != nil {
-		return mapFSErr(err, fmt.Sprintf("table %s: drop", t))
+	if err := p.fs.RemoveAll(ctx, dir); err != nil {
+		return lake.MapErr(err, fmt.Sprintf("table %s: drop", t))
 	}
 	return nil
 }
@@ -309,9 +313,9 @@ func (p *Provider) ListNamespaces(ctx context.Context) ([][]string, error) {
 	if p.meta != nil {
 		return p.jdbcListNamespaces(ctx)
 	}
-	names, err := p.fs.list(ctx, "")
+	names, err := p.fs.List(ctx, "")
 	if err != nil {
-		return nil, mapFSErr(err, fmt.Sprintf("catalog %q: list databases", p.name))
+		return nil, lake.MapErr(err, fmt.Sprintf("catalog %q: list databases", p.name))
 	}
 	var out [][]string
 	for _, n := range names {
@@ -334,16 +338,16 @@ func (p *Provider) ListTables(ctx context.Context, namespace []string) ([]catalo
 	if p.meta != nil {
 		return p.jdbcListTables(ctx, namespace[0])
 	}
-	names, err := p.fs.list(ctx, namespace[0]+".db")
+	names, err := p.fs.List(ctx, namespace[0]+".db")
 	if err != nil {
-		return nil, mapFSErr(err, fmt.Sprintf("catalog %q: list tables of %q", p.name, namespace[0]))
+		return nil, lake.MapErr(err, fmt.Sprintf("catalog %q: list tables of %q", p.name, namespace[0]))
 	}
 	var out []catalogs.TableIdent
 	for _, n := range names {
 		if catalogs.ValidateName("table", n) != nil {
 			continue
 		}
-		if ok, _ := p.fs.exists(ctx, namespace[0]+".db/"+n+"/schema"); ok {
+		if ok, _ := p.fs.Exists(ctx, namespace[0]+".db/"+n+"/schema"); ok {
 			out = append(out, catalogs.TableIdent{Catalog: p.name, Namespace: slices.Clone(namespace), Name: n})
 		}
 	}
@@ -360,7 +364,7 @@ func (p *Provider) GetSecurityContext(ctx context.Context, t catalogs.TableIdent
 	tt := t
 	cred := catalogs.CatalogCredential{Scope: catalogs.CredentialScope{Kind: catalogs.ScopeTableReadWrite, Table: &tt}}
 	if p.cfg.s3 != nil {
-		cred.Token = p.cfg.s3.sessionToken
+		cred.Token = p.cfg.s3.SessionToken
 	}
 	return catalogs.SecurityContext{Encryption: catalogs.EncryptionLevel{Kind: catalogs.EncryptionNone}, Credentials: cred}, nil
 }
@@ -371,8 +375,5 @@ func (p *Provider) Breakers() []catalogs.Breaker {
 	if p.s3 == nil {
 		return p.metastoreBreakers()
 	}
-	return append([]catalogs.Breaker{{Name: "storage", State: p.s3.remote.State()}}, p.metastoreBreakers()...)
+	return append([]catalogs.Breaker{{Name: "storage", State: p.s3.Breaker()}}, p.metastoreBreakers()...)
 }
-
-// isNotExist reports a missing object.
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -3,7 +3,6 @@ package paimon
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 var _ catalogs.Reclaimer = (*Provider)(nil)
@@ -34,136 +34,69 @@ var _ catalogs.Reclaimer = (*Provider)(nil)
 // before committing (docs/paimon.md). A table with branches (branch/) is
 // skipped: its branches' snapshots are not read here.
 func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (catalogs.ReclaimReport, error) {
-	var rep catalogs.ReclaimReport
-	if opts.MinAge <= 0 {
-		return rep, catalogs.Errorf(catalogs.ErrInvalidArgument, "catalog %q: reclaim: min age %v is not positive", p.name, opts.MinAge)
-	}
-	w, ok := p.fs.(walker)
-	if !ok {
-		return rep, catalogs.Errorf(catalogs.ErrFailedPrecondition, "catalog %q: reclaim: storage cannot list files with their age", p.name)
-	}
-	cutoff := time.Now().Add(-opts.MinAge)
-	tables, err := catalogs.AllTables(ctx, p)
-	if err != nil {
-		return rep, err
-	}
-	var errs []error
-	for _, t := range tables {
-		r, err := p.reclaimTable(ctx, w, t, opts, cutoff)
-		if errors.Is(err, catalogs.ErrNotFound) {
-			continue // dropped meanwhile
+	var tables []catalogs.TableIdent
+	if opts.MinAge > 0 {
+		var err error
+		if tables, err = catalogs.AllTables(ctx, p); err != nil {
+			return catalogs.ReclaimReport{}, err
 		}
-		rep.Tables++
-		rep.Add(r)
+	}
+	r := lake.Reclaimer{Log: p.log, MetadataName: "temporary", BeforeRecheck: reclaimBeforeRecheck}
+	return lake.All(ctx, p.name, opts, tables, func(ctx context.Context, t catalogs.TableIdent, cutoff time.Time) (catalogs.ReclaimReport, error) {
+		tr, err := p.reclaimTable(ctx, t, opts)
 		if err != nil {
-			rep.TablesFailed++
-			errs = append(errs, err)
+			return catalogs.ReclaimReport{}, err
 		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return rep, errors.Join(errs...)
+		return r.Reclaim(ctx, t, tr, opts, cutoff)
+	})
 }
 
-// orphan is an unreferenced candidate file, relative to the table
-// directory.
-type orphan struct {
-	rel  string
-	kind fileKind
-	size int64
+// reclaimTable is one table's side of the floor's reclaim (lake.Table):
+// its candidates are the files of its directory this layout produces, its
+// references what its snapshots, tags and long-lived changelogs reach.
+type reclaimTable struct {
+	p    *Provider
+	st   *tableState
+	refs *reclaimRefs
+	held map[string]bool
 }
 
-type fileKind int
-
-const (
-	kindData fileKind = iota
-	kindManifest
-	kindTemp
-)
-
-// reclaimTable reclaims one table's orphans.
-func (p *Provider) reclaimTable(ctx context.Context, w walker, t catalogs.TableIdent, opts catalogs.ReclaimOptions, cutoff time.Time) (catalogs.ReclaimReport, error) {
-	var rep catalogs.ReclaimReport
+func (p *Provider) reclaimTable(ctx context.Context, t catalogs.TableIdent, opts catalogs.ReclaimOptions) (*reclaimTable, error) {
 	st, err := p.load(ctx, t)
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
-	if branches, err := p.fs.list(ctx, st.dir+"/branch"); err != nil || len(branches) > 0 {
+	if branches, err := p.fs.List(ctx, st.dir+"/branch"); err != nil || len(branches) > 0 {
 		if err != nil {
-			return rep, mapFSErr(err, fmt.Sprintf("table %s: reclaim: list branches", t))
+			return nil, lake.MapErr(err, fmt.Sprintf("table %s: reclaim: list branches", t))
 		}
-		return rep, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: reclaim skipped: the table has branches (%s), whose snapshots this reclaimer does not read", t, strings.Join(branches, ", "))
-	}
-	refs := newReclaimRefs(p, st)
-	if err := refs.collect(ctx); err != nil {
-		return rep, err
+		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: reclaim skipped: the table has branches (%s), whose snapshots this reclaimer does not read", t, strings.Join(branches, ", "))
 	}
 	held, err := heldFiles(ctx, t, opts.Held)
 	if err != nil {
-		return rep, err
+		return nil, err
 	}
-	var found []orphan
-	werr := w.walk(ctx, st.dir, func(rel string, size int64, mod time.Time) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		kind, ok := candidate(rel)
-		if !ok || refs.has(rel) {
-			return nil
-		}
-		if mod.IsZero() || !mod.Before(cutoff) || held[rel] || held[path.Base(rel)] {
-			rep.Young++
-			return nil
-		}
-		found = append(found, orphan{rel: rel, kind: kind, size: size})
-		return nil
-	})
-	if werr != nil {
-		return rep, mapFSErr(werr, fmt.Sprintf("table %s: reclaim: list files", t))
-	}
-	if len(found) == 0 {
-		return rep, nil
-	}
-	if reclaimBeforeRecheck != nil {
-		reclaimBeforeRecheck(t)
-	}
-	// A commit may have landed since the snapshots were read: read the
-	// new ones (and new tags) and keep whatever they reference.
-	if err := refs.collect(ctx); err != nil {
-		return rep, err
-	}
-	var errs []error
-	for _, o := range found {
-		if refs.has(o.rel) {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			errs = append(errs, err)
-			break
-		}
-		if opts.DryRun {
-			rep.Orphans = append(rep.Orphans, st.dir+"/"+o.rel)
-		} else if err := p.fs.remove(ctx, st.dir+"/"+o.rel); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", o.rel, err))
-			continue
-		}
-		switch o.kind {
-		case kindData:
-			rep.DataFiles++
-		case kindManifest:
-			rep.ManifestFiles++
-		case kindTemp:
-			rep.MetadataFiles++
-		}
-		rep.Bytes += o.size
-	}
-	rep.LogTable(ctx, p.log, t, opts.DryRun, "temporary")
-	if len(errs) > 0 {
-		return rep, catalogs.Wrap(catalogs.ErrUnavailable, errors.Join(errs...), fmt.Sprintf("table %s: reclaim: delete orphan files", t))
-	}
-	return rep, nil
+	return &reclaimTable{p: p, st: st, refs: newReclaimRefs(p, st), held: held}, nil
 }
+
+// Refs reads the snapshots, tags and changelogs not read yet.
+func (r *reclaimTable) Refs(ctx context.Context) (bool, error) { return true, r.refs.collect(ctx) }
+
+func (r *reclaimTable) Referenced(rel string) bool { return r.refs.has(rel) }
+
+func (r *reclaimTable) Held(rel string) bool { return r.held[rel] || r.held[path.Base(rel)] }
+
+func (r *reclaimTable) Candidates(ctx context.Context, fn func(lake.Candidate) error) error {
+	return r.p.fs.Walk(ctx, r.st.dir, func(rel string, size int64, mod time.Time) error {
+		kind, ok := candidate(rel)
+		if !ok {
+			return nil
+		}
+		return fn(lake.Candidate{Path: r.st.dir + "/" + rel, Ref: rel, Kind: kind, Size: size, Mod: mod})
+	})
+}
+
+func (r *reclaimTable) Delete(ctx context.Context, p string) error { return r.p.fs.Remove(ctx, p) }
 
 // reclaimBeforeRecheck, set by tests only, runs between the listing and
 // the second read of the snapshots, where a commit may land.
@@ -178,7 +111,7 @@ var reservedDirs = map[string]bool{
 
 // candidate tells whether a file (relative to the table directory) is
 // one this layout produces and a reclaimer may delete, and of which kind.
-func candidate(rel string) (fileKind, bool) {
+func candidate(rel string) (lake.FileKind, bool) {
 	dir, name := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
 	top, _, _ := strings.Cut(dir, "/")
@@ -186,20 +119,20 @@ func candidate(rel string) (fileKind, bool) {
 	case strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp"):
 		// The temporary file of an atomic write (storage.writeTemp,
 		// Paimon's FileIO) that never got its name.
-		return kindTemp, dir == "manifest" || dir == "snapshot" || dir == "schema" || dir == "tag"
+		return lake.KindMetadata, dir == "manifest" || dir == "snapshot" || dir == "schema" || dir == "tag"
 	case dir == "manifest":
-		return kindManifest, strings.HasPrefix(name, "manifest-")
+		return lake.KindManifest, strings.HasPrefix(name, "manifest-")
 	case dir == "" || reservedDirs[top] || !strings.HasPrefix(path.Base(dir), "bucket-"):
-		return kindData, false
+		return lake.KindData, false
 	case !strings.HasPrefix(name, "data-") && !strings.HasPrefix(name, "changelog-"):
-		return kindData, false
+		return lake.KindData, false
 	}
 	for _, ext := range []string{".parquet", ".orc", ".avro"} {
 		if strings.HasSuffix(name, ext) {
-			return kindData, true
+			return lake.KindData, true
 		}
 	}
-	return kindData, false
+	return lake.KindData, false
 }
 
 // reclaimRefs is what a table's snapshots, tags and long-lived changelogs
@@ -234,9 +167,9 @@ func (r *reclaimRefs) has(rel string) bool {
 func (r *reclaimRefs) collect(ctx context.Context) error {
 	p, st := r.walk.p, r.walk.st
 	for _, d := range []struct{ dir, prefix string }{{"snapshot", "snapshot-"}, {"tag", "tag-"}, {"changelog", "changelog-"}} {
-		names, err := p.fs.list(ctx, st.dir+"/"+d.dir)
+		names, err := p.fs.List(ctx, st.dir+"/"+d.dir)
 		if err != nil {
-			return mapFSErr(err, fmt.Sprintf("table %s: reclaim: list %s", st.ident, d.dir))
+			return lake.MapErr(err, fmt.Sprintf("table %s: reclaim: list %s", st.ident, d.dir))
 		}
 		for _, n := range names {
 			rest, ok := strings.CutPrefix(n, d.prefix)
@@ -252,12 +185,12 @@ func (r *reclaimRefs) collect(ctx context.Context) error {
 			if r.seen[f] {
 				continue
 			}
-			b, err := p.fs.read(ctx, st.dir+"/"+f)
-			if isNotExist(err) {
+			b, err := p.fs.Read(ctx, st.dir+"/"+f)
+			if lake.IsNotExist(err) {
 				continue // expired meanwhile
 			}
 			if err != nil {
-				return mapFSErr(err, fmt.Sprintf("table %s: reclaim: read %s", st.ident, f))
+				return lake.MapErr(err, fmt.Sprintf("table %s: reclaim: read %s", st.ident, f))
 			}
 			var s snapshot
 			if err := json.Unmarshal(b, &s); err != nil {

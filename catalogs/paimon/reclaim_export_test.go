@@ -40,7 +40,7 @@ func Reachable(ctx context.Context, p *Provider, t catalogs.TableIdent) ([]strin
 	}
 	var out []string
 	for _, d := range []string{"snapshot", "tag"} {
-		names, err := p.fs.list(ctx, st.dir+"/"+d)
+		names, err := p.fs.List(ctx, st.dir+"/"+d)
 		if err != nil {
 			return nil, err
 		}
@@ -48,7 +48,7 @@ func Reachable(ctx context.Context, p *Provider, t catalogs.TableIdent) ([]strin
 			if !strings.HasPrefix(n, d+"-") {
 				continue
 			}
-			b, err := p.fs.read(ctx, st.dir+"/"+d+"/"+n)
+			b, err := p.fs.Read(ctx, st.dir+"/"+d+"/"+n)
 			if err != nil {
 				return nil, err
 			}

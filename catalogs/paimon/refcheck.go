@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/flightgw/flightgw/catalogs/lake"
 	"github.com/flightgw/flightgw/catalogs/refindex"
 )
 
@@ -133,10 +134,10 @@ func (p *Provider) refSnapshots(ctx context.Context, st *tableState, rs *refStat
 	} else if c := maxBelow(rs.snaps, latest); c > 0 && c >= earliest {
 		s, err := p.readSnapshot(ctx, st.ident, st.dir, c)
 		switch {
-		case isNotExist(err):
+		case lake.IsNotExist(err):
 			clear(rs.snaps)
 		case err != nil:
-			return mapFSErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, c))
+			return lake.MapErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, c))
 		case refOf(s) != rs.snaps[c]:
 			clear(rs.snaps)
 		}
@@ -152,11 +153,11 @@ func (p *Provider) refSnapshots(ctx context.Context, st *tableState, rs *refStat
 			continue
 		}
 		s, err := p.readSnapshot(ctx, st.ident, st.dir, id)
-		if isNotExist(err) {
+		if lake.IsNotExist(err) {
 			continue // expired meanwhile
 		}
 		if err != nil {
-			return mapFSErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, id))
+			return lake.MapErr(err, fmt.Sprintf("table %s: snapshot-%d", st.ident, id))
 		}
 		rs.snaps[id] = refOf(s)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // refTable creates table "r" in a local warehouse and returns its
@@ -21,7 +22,7 @@ func refTable(t *testing.T) (*Provider, catalogs.TableIdent, string) {
 	t.Helper()
 	wh := t.TempDir()
 	p, err := Open(context.Background(), "lake", map[string]string{PropWarehouse: wh, PropCreateNamespaces: "default",
-		PropCommitMinWait: "1", PropCommitMaxWait: "20"})
+		lake.PropCommitMinWait: "1", lake.PropCommitMaxWait: "20"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	"github.com/flightgw/flightgw/catalogs/paimon"
 )
 
@@ -88,7 +89,7 @@ func (f *fakeS3) props(prefix string) map[string]string {
 		// A session token, so that the suite sees a real one never print.
 		paimon.PropS3SessionToken:           sessionToken,
 		paimon.PropS3ForceVirtualAddressing: "false",
-		paimon.PropCommitMinWait:            "1", paimon.PropCommitMaxWait: "20",
+		lake.PropCommitMinWait:              "1", lake.PropCommitMaxWait: "20",
 	}
 }
 
@@ -210,7 +211,7 @@ func TestConformanceS3(t *testing.T) {
 // and at least one commit lost a race (a 412) and retried.
 func TestS3ConcurrentCommitters(t *testing.T) {
 	s3 := newFakeS3(t)
-	p, _ := s3.open(t, map[string]string{paimon.PropCommitRetries: "1000"})
+	p, _ := s3.open(t, map[string]string{lake.PropCommitRetries: "1000"})
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "race"}
 	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
@@ -318,8 +319,8 @@ func TestS3Outage(t *testing.T) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	s3 := newFakeS3(t)
-	p, _ := s3.open(t, map[string]string{paimon.PropRemoteAttempts: "2", paimon.PropBreakerFailures: "3",
-		paimon.PropBreakerOpen: "60000", paimon.PropRemoteTimeout: "2000"})
+	p, _ := s3.open(t, map[string]string{lake.PropRemoteAttempts: "2", lake.PropBreakerFailures: "3",
+		lake.PropBreakerOpen: "60000", lake.PropRemoteTimeout: "2000"})
 	ctx := context.Background()
 	s3.fail.Store(true)
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "down"}

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // Scan reads the table's committed rows: every live data file of the
@@ -34,7 +35,7 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 	if req.SnapshotID != nil && (st.snap == nil || *req.SnapshotID != st.snap.ID) {
 		s, err := p.readSnapshot(ctx, t, st.dir, *req.SnapshotID)
 		if err != nil {
-			return nil, mapFSErr(err, fmt.Sprintf("table %s: snapshot %d", t, *req.SnapshotID))
+			return nil, lake.MapErr(err, fmt.Sprintf("table %s: snapshot %d", t, *req.SnapshotID))
 		}
 		st.snap = s
 	}
@@ -209,9 +210,9 @@ func (p *Provider) readFile(ctx context.Context, st *tableState, e entry, want *
 		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: data file %s is %s (option %q): this backend reads Parquet data files only", st.ident, e.file.FileName, ext, optFileFormat)
 	}
 	path := st.filePath(e)
-	f, err := p.fs.open(ctx, path)
+	f, err := p.fs.Open(ctx, path)
 	if err != nil {
-		return nil, mapFSErr(err, fmt.Sprintf("table %s: data file %s", st.ident, e.file.FileName))
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: data file %s", st.ident, e.file.FileName))
 	}
 	defer f.Close()
 	pr, err := file.NewParquetReader(f)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // snapshot is Paimon's Snapshot as stored in snapshot/snapshot-N (JSON,
@@ -60,7 +61,7 @@ func snapshotPath(table string, id int64) string {
 
 // readSnapshot reads snapshot id; fs.ErrNotExist when it is missing.
 func (p *Provider) readSnapshot(ctx context.Context, t catalogs.TableIdent, dir string, id int64) (*snapshot, error) {
-	b, err := p.fs.read(ctx, snapshotPath(dir, id))
+	b, err := p.fs.Read(ctx, snapshotPath(dir, id))
 	if err != nil {
 		return nil, err
 	}
@@ -81,15 +82,15 @@ func (p *Provider) readSnapshot(ctx context.Context, t catalogs.TableIdent, dir 
 // snapshots.
 func (p *Provider) latestSnapshot(ctx context.Context, t catalogs.TableIdent, dir string) (*snapshot, error) {
 	id := int64(0)
-	if b, err := p.fs.read(ctx, dir+"/snapshot/"+hintLatest); err == nil {
+	if b, err := p.fs.Read(ctx, dir+"/snapshot/"+hintLatest); err == nil {
 		if n, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); perr == nil && n > 0 {
-			if ok, _ := p.fs.exists(ctx, snapshotPath(dir, n)); ok {
+			if ok, _ := p.fs.Exists(ctx, snapshotPath(dir, n)); ok {
 				id = n
 			}
 		}
 	}
 	if id == 0 {
-		names, err := p.fs.list(ctx, dir+"/snapshot")
+		names, err := p.fs.List(ctx, dir+"/snapshot")
 		if err != nil {
 			return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: list snapshots", t))
 		}
@@ -105,7 +106,7 @@ func (p *Provider) latestSnapshot(ctx context.Context, t catalogs.TableIdent, di
 		}
 	}
 	for {
-		ok, err := p.fs.exists(ctx, snapshotPath(dir, id+1))
+		ok, err := p.fs.Exists(ctx, snapshotPath(dir, id+1))
 		if err != nil {
 			return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: snapshot-%d", t, id+1))
 		}
@@ -119,7 +120,7 @@ func (p *Provider) latestSnapshot(ctx context.Context, t catalogs.TableIdent, di
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, catalogs.Errorf(catalogs.ErrUnavailable, "table %s: snapshot-%d vanished while read (expired?)", t, id)
 		}
-		return nil, mapFSErr(err, fmt.Sprintf("table %s: snapshot-%d", t, id))
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: snapshot-%d", t, id))
 	}
 	return s, nil
 }
@@ -127,14 +128,14 @@ func (p *Provider) latestSnapshot(ctx context.Context, t catalogs.TableIdent, di
 // earliestID is the oldest snapshot still present (the EARLIEST hint or
 // the directory listing), 0 when there is none.
 func (p *Provider) earliestID(ctx context.Context, dir string) int64 {
-	if b, err := p.fs.read(ctx, dir+"/snapshot/"+hintEarliest); err == nil {
+	if b, err := p.fs.Read(ctx, dir+"/snapshot/"+hintEarliest); err == nil {
 		if n, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); perr == nil && n > 0 {
-			if ok, _ := p.fs.exists(ctx, snapshotPath(dir, n)); ok {
+			if ok, _ := p.fs.Exists(ctx, snapshotPath(dir, n)); ok {
 				return n
 			}
 		}
 	}
-	names, _ := p.fs.list(ctx, dir+"/snapshot")
+	names, _ := p.fs.List(ctx, dir+"/snapshot")
 	id := int64(0)
 	for _, n := range names {
 		if v, ok := strings.CutPrefix(n, "snapshot-"); ok {
@@ -144,37 +145,4 @@ func (p *Provider) earliestID(ctx context.Context, dir string) int64 {
 		}
 	}
 	return id
-}
-
-// mapFSErr classifies a storage error: a missing object is ErrNotFound,
-// the rest ErrUnavailable (storage failures are not the client's fault).
-func mapFSErr(err error, msg string) error {
-	if err == nil {
-		return nil
-	}
-	if catalogs.Kind(err) != nil {
-		return err
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return catalogs.Wrap(catalogs.ErrNotFound, err, msg)
-	}
-	if errors.Is(err, fs.ErrPermission) {
-		return catalogs.Wrap(catalogs.ErrPermissionDenied, err, msg)
-	}
-	if catalogs.NameTooLong(err) {
-		return catalogs.Wrap(catalogs.ErrInvalidArgument, err, msg)
-	}
-	return catalogs.Wrap(catalogs.ErrUnavailable, err, msg)
-}
-
-// pathBound is how long path is as the storage stores it (the local
-// path, the object key) and the longest it may be.
-func pathBound(st storage, path string) (int, int) {
-	if l, ok := st.local(path); ok {
-		return len(l), catalogs.MaxLocalPathBytes
-	}
-	if s3, ok := st.(*s3FS); ok {
-		return len(s3.key(path)), catalogs.MaxObjectKeyBytes
-	}
-	return len(path), catalogs.MaxObjectKeyBytes
 }

@@ -1,11 +1,9 @@
 package paimon
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"sync"
@@ -20,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	pcodec "github.com/flightgw/flightgw/codec/paimon"
 	"github.com/flightgw/flightgw/internal/pqwrite"
 )
@@ -339,13 +338,8 @@ type fileWriter struct {
 	rel       string // path relative to the table directory
 	partition pcodec.Row
 	bucket    int32
-	out       io.WriteCloser
-	cnt       *countingWriter
-	buf       *bufio.Writer // over cnt
-	fw        *pqarrow.FileWriter
-	rgBytes   int64 // encoded size at which a row group closes
-	rows      int64
-	stats     []colStats
+	pf        *lake.ParquetFile
+	stats     statsObserver // the value stats, observed by pf
 	// seq is the first sequence number of the file.
 	seq int64
 	// keys holds a primary-key file's key stats, min and max key.
@@ -354,15 +348,14 @@ type fileWriter struct {
 	used           int64 // the stream's tick at its last write
 }
 
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
+// statsObserver accumulates the value stats of a file's columns
+// (lake.Observer).
+type statsObserver []colStats
 
-func (c *countingWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n += int64(n)
-	return n, err
+func (s statsObserver) Observe(rec arrow.RecordBatch) {
+	for i := range s {
+		s[i].add(rec.Column(i))
+	}
 }
 
 // newFile opens data-<uuid>-<n>.parquet in the group's bucket directory,
@@ -379,18 +372,17 @@ func (s *stream) newFile(ctx context.Context, g *group, first arrow.RecordBatch,
 	name := fmt.Sprintf("data-%s-%d.parquet", s.id, s.count)
 	s.count++
 	rel := g.partPath + "bucket-" + strconv.Itoa(int(g.bucket)) + "/" + name
-	full, limit := pathBound(s.p.fs, s.st.dir+"/"+rel)
+	full, limit := lake.PathBound(s.p.fs, s.st.dir+"/"+rel)
 	if err := catalogs.CheckFilePath(s.st.ident, rel, full, limit); err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
 	s.files = append(s.files, rel) // before the create: cleanup deletes a partial file too
 	s.mu.Unlock()
-	out, err := s.p.fs.writer(ctx, s.st.dir+"/"+rel)
+	out, err := s.p.fs.Writer(ctx, s.st.dir+"/"+rel)
 	if err != nil {
-		return nil, mapFSErr(err, fmt.Sprintf("table %s: create data file %s", s.st.ident, rel))
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: create data file %s", s.st.ident, rel))
 	}
-	cnt := &countingWriter{w: out}
 	rg := min(max(s.p.cfg.targetFileSize/4, 1<<10), 32<<20)
 	level := pqwrite.DefaultZstdLevel
 	if v, err := strconv.Atoi(s.st.schema.Options[optZstdLevel]); err == nil && v >= 1 && v <= 22 {
@@ -398,24 +390,19 @@ func (s *stream) newFile(ctx context.Context, g *group, first arrow.RecordBatch,
 	}
 	opts := []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCompressionLevel(level),
 		parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(1 << 20),
-		parquet.WithDataPageSize(min(rg/4, 1<<20)), parquet.WithAllocator(mem)}
-	props := parquet.NewWriterProperties(append(opts, pqwrite.PlainColumns(first)...)...)
-	// pqarrow writes page headers and pages separately: buffering saves
-	// most of the system calls of a local file.
-	buf := bufio.NewWriterSize(cnt, 1<<20)
+		parquet.WithDataPageSize(min(rg/4, 1<<20))}
+	w := &fileWriter{s: s, name: name, rel: rel, partition: g.partition, bucket: g.bucket}
+	for _, c := range s.st.schema.cols {
+		w.stats = append(w.stats, newColStats(c.arrow))
+	}
 	// Nanosecond timestamps (TIMESTAMP(7..9)) as INT96, as Paimon Java's
 	// ParquetRowDataWriter writes them: Java reads an INT64 there as
 	// milliseconds.
-	fw, err := pqarrow.NewFileWriter(first.Schema(), buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem),
-		pqarrow.WithDeprecatedInt96Timestamps(true)))
+	arrowOpts := []pqarrow.WriterOption{pqarrow.WithDeprecatedInt96Timestamps(true)}
+	w.pf, err = lake.NewParquetFile(out, first.Schema(), first, lake.ParquetOptions{Props: opts, ArrowProps: arrowOpts,
+		RowGroupBytes: min(rg, rowGroupBytes), Mem: mem}, w.stats)
 	if err != nil {
-		_ = out.Close()
 		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: parquet writer", s.st.ident))
-	}
-	w := &fileWriter{s: s, name: name, rel: rel, partition: g.partition, bucket: g.bucket, out: out, cnt: cnt, buf: buf, fw: fw,
-		rgBytes: min(rg, rowGroupBytes)}
-	for _, c := range s.st.schema.cols {
-		w.stats = append(w.stats, newColStats(c.arrow))
 	}
 	return w, nil
 }
@@ -424,37 +411,18 @@ func (s *stream) newFile(ctx context.Context, g *group, first arrow.RecordBatch,
 const rowGroupBytes = 4 << 20
 
 func (w *fileWriter) write(rec arrow.RecordBatch) error {
-	for i := range w.stats {
-		w.stats[i].add(rec.Column(i))
-	}
-	err := w.fw.WriteBuffered(rec)
-	if err == nil && w.fw.RowGroupTotalCompressedBytes() >= w.rgBytes {
-		err = w.fw.NewBufferedRowGroupChecked()
-	}
-	if err != nil {
+	if err := w.pf.Write(rec); err != nil {
 		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write %s", w.s.st.ident, w.rel))
 	}
-	w.rows += rec.NumRows()
 	return nil
 }
 
-// size is the file's encoded size so far: the row groups written out and
-// the open one.
-func (w *fileWriter) size() int64 {
-	return w.fw.TotalBytesWritten() + w.fw.RowGroupTotalCompressedBytes()
-}
+// size is the file's encoded size so far.
+func (w *fileWriter) size() int64 { return w.pf.Size() }
 
 // finish closes a file and records its DataFileMeta in a CommitMessage.
 func (s *stream) finish(w *fileWriter) error {
-	err := w.fw.Close() // writes the footer into buf
-	if err == nil {
-		err = w.buf.Flush()
-	}
-	if err != nil {
-		_ = w.out.Close()
-		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: close %s", s.st.ident, w.rel))
-	}
-	if err := w.out.Close(); err != nil {
+	if err := w.pf.Close(); err != nil {
 		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: close %s", s.st.ident, w.rel))
 	}
 	vs, err := statsRow(s.types, w.stats)
@@ -464,9 +432,9 @@ func (s *stream) finish(w *fileWriter) error {
 	now := s.p.now().UnixMilli()
 	src := pcodec.FileSourceAppend
 	zero := int64(0)
-	f := pcodec.DataFile{FileName: w.name, FileSize: w.cnt.n, RowCount: w.rows,
+	f := pcodec.DataFile{FileName: w.name, FileSize: w.pf.Bytes(), RowCount: w.pf.Rows(),
 		MinKey: pcodec.EmptyRow, MaxKey: pcodec.EmptyRow, KeyStats: pcodec.EmptyStats, ValueStats: vs,
-		MinSequenceNumber: w.seq, MaxSequenceNumber: w.seq + w.rows - 1, SchemaID: s.st.schema.ID,
+		MinSequenceNumber: w.seq, MaxSequenceNumber: w.seq + w.pf.Rows() - 1, SchemaID: s.st.schema.ID,
 		ExtraFiles: []string{}, CreationTime: &now, DeleteRowCount: &zero, FileSource: &src}
 	if w.keyStats != nil {
 		ks, err := statsRow(s.typesOf(s.lay.trimmedPrimary()), w.keyStats)
@@ -536,8 +504,7 @@ func (s *stream) cleanup(ctx context.Context) {
 		s.lanes = nil
 	}
 	for _, w := range s.open {
-		_ = w.fw.Close()
-		_ = w.out.Close()
+		w.pf.Abort()
 	}
 	s.open = nil
 	for _, b := range s.pk {
@@ -545,7 +512,7 @@ func (s *stream) cleanup(ctx context.Context) {
 	}
 	s.pk = nil
 	for _, f := range s.files {
-		if err := s.p.fs.remove(ctx, s.st.dir+"/"+f); err != nil {
+		if err := s.p.fs.Remove(ctx, s.st.dir+"/"+f); err != nil {
 			s.p.log.Warn("delete staged data file", "table", s.st.ident.String(), "file", f, "err", err)
 		}
 	}
@@ -600,7 +567,7 @@ func decodeReceipts(t catalogs.TableIdent, receipts []catalogs.WriteReceipt) ([]
 			return nil, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: %v", t, i, err)
 		}
 		for _, rel := range m.Files {
-			if _, err := join("x", rel); err != nil {
+			if _, err := lake.Join("x", rel); err != nil {
 				return nil, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: file %q: %v", t, i, rel, err)
 			}
 		}
@@ -622,8 +589,8 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 	}
 	for _, m := range metas {
 		for _, rel := range m.Files {
-			if err := p.fs.remove(ctx, dir+"/"+rel); err != nil {
-				return mapFSErr(err, fmt.Sprintf("table %s: delete staged file %s", t, rel))
+			if err := p.fs.Remove(ctx, dir+"/"+rel); err != nil {
+				return lake.MapErr(err, fmt.Sprintf("table %s: delete staged file %s", t, rel))
 			}
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	"github.com/flightgw/flightgw/catalogs/paimon"
 	pcodec "github.com/flightgw/flightgw/codec/paimon"
 )
@@ -290,7 +291,7 @@ func TestLanesCancelS3(t *testing.T) {
 	props := s3.props("cancel")
 	props[paimon.PropS3Endpoint] = srv.URL
 	props[paimon.PropTargetFileSize] = "1024" // a PUT per batch
-	props[paimon.PropRemoteTimeout] = "60000"
+	props[lake.PropRemoteTimeout] = "60000"
 	p, err := paimon.Open(context.Background(), "lake", props)
 	if err != nil {
 		t.Fatal(err)

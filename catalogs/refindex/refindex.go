@@ -253,6 +253,16 @@ func (c *Cache[T]) With(table string, fn func(T) error) error {
 	return err
 }
 
+// Holds tells whether the cache keeps table's T, so that a caller can
+// take the cheap incremental check where an earlier one left an index, and
+// skip it where none did.
+func (c *Cache[T]) Holds(table string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.tables[table]
+	return ok
+}
+
 // Drop forgets table (a dropped or recreated table).
 func (c *Cache[T]) Drop(table string) {
 	c.mu.Lock()

@@ -1,4 +1,4 @@
-package paimon
+package lake
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -22,39 +23,65 @@ import (
 	"github.com/flightgw/flightgw/catalogs"
 )
 
-// s3Keys are the s3.* properties the backend understands.
-var s3Keys = map[string]bool{PropS3Endpoint: true, PropS3Region: true, PropS3AccessKeyID: true,
+// The s3.* properties of an S3 warehouse, as iceberg-go's io package
+// spells them (the Iceberg and Paimon backends read the same names).
+const (
+	PropS3Endpoint        = "s3.endpoint"
+	PropS3Region          = "s3.region"
+	PropS3AccessKeyID     = "s3.access-key-id"
+	PropS3SecretAccessKey = "s3.secret-access-key"
+	PropS3SessionToken    = "s3.session-token"
+	// PropS3ForceVirtualAddressing: "true" addresses the bucket as a host
+	// (bucket.endpoint), "false" as a path (endpoint/bucket); the
+	// default is path style with s3.endpoint set, virtual without.
+	PropS3ForceVirtualAddressing = "s3.force-virtual-addressing"
+)
+
+// S3Keys are the s3.* properties ParseS3 understands.
+var S3Keys = map[string]bool{PropS3Endpoint: true, PropS3Region: true, PropS3AccessKeyID: true,
 	PropS3SecretAccessKey: true, PropS3SessionToken: true, PropS3ForceVirtualAddressing: true}
 
-// s3Config is an s3:// warehouse: its bucket, key prefix and client
+// DefaultS3PartSize is the part size of a streamed object: S3's minimum
+// part is 5 MiB, and one part is what an open object holds in memory.
+const DefaultS3PartSize = 8 << 20
+
+// S3Config is an s3:// warehouse: its bucket, key prefix and client
 // settings. The keys and the token are Secrets, so that printing a config
 // (or an error quoting it) never shows them.
-type s3Config struct {
+type S3Config struct {
 	bucket, prefix string
 	endpoint       string
 	region         string
 	accessKeyID    catalogs.Secret
 	secretKey      catalogs.Secret
-	sessionToken   catalogs.Secret
-	pathStyle      bool
+	// SessionToken is the temporary credential's token (vended to
+	// readers as is).
+	SessionToken catalogs.Secret
+	pathStyle    bool
+	// PartSize is the multipart part size of a streamed object (0:
+	// DefaultS3PartSize); tests lower it to reach a multipart upload with
+	// a few MiB.
+	PartSize int
 }
 
-func parseS3Config(w string, props map[string]string) (*s3Config, error) {
+// ParseS3 parses the warehouse w (s3://bucket/prefix, the value of the
+// property warehouseProp) and the s3.* properties of props.
+func ParseS3(warehouseProp, w string, props map[string]string) (*S3Config, error) {
 	u, err := url.Parse(w)
 	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not s3://bucket/prefix", PropWarehouse, w)
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not s3://bucket/prefix", warehouseProp, w)
 	}
 	prefix := strings.Trim(u.Path, "/")
-	if _, err := join(prefix); prefix != "" && err != nil {
-		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %v", PropWarehouse, err)
+	if _, err := Join(prefix); prefix != "" && err != nil {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %v", warehouseProp, err)
 	}
-	c := &s3Config{bucket: u.Host, prefix: prefix, endpoint: props[PropS3Endpoint], region: props[PropS3Region],
+	c := &S3Config{bucket: u.Host, prefix: prefix, endpoint: props[PropS3Endpoint], region: props[PropS3Region],
 		accessKeyID: catalogs.NewSecret(props[PropS3AccessKeyID]), secretKey: catalogs.NewSecret(props[PropS3SecretAccessKey]),
-		sessionToken: catalogs.NewSecret(props[PropS3SessionToken])}
+		SessionToken: catalogs.NewSecret(props[PropS3SessionToken])}
 	if c.accessKeyID.IsZero() != c.secretKey.IsZero() {
 		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q and %q: give both or neither", PropS3AccessKeyID, PropS3SecretAccessKey)
 	}
-	if !c.sessionToken.IsZero() && c.accessKeyID.IsZero() {
+	if !c.SessionToken.IsZero() && c.accessKeyID.IsZero() {
 		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: needs %q and %q", PropS3SessionToken, PropS3AccessKeyID, PropS3SecretAccessKey)
 	}
 	if c.endpoint != "" {
@@ -75,21 +102,18 @@ func parseS3Config(w string, props map[string]string) (*s3Config, error) {
 	return c, nil
 }
 
-// s3FS is a warehouse in an S3 bucket. Every call goes through the
+// S3 is a warehouse in an S3 bucket. Every call goes through the
 // storage breaker with a timeout; idempotent ones are retried. The SDK's
 // own retries are off, so that the bound is the one configured here.
-type s3FS struct {
-	cfg    *s3Config
-	client *s3.Client
-	remote *catalogs.Remote
+type S3 struct {
+	cfg      *S3Config
+	client   *s3.Client
+	remote   *catalogs.Remote
+	partSize int
 }
 
-// s3PartSize is the part size of a streamed data file: S3's minimum part
-// is 5 MiB, and one part is what an open data file holds in memory. A
-// variable for the tests only.
-var s3PartSize = 8 << 20
-
-func newS3FS(ctx context.Context, c *s3Config, policy catalogs.RemotePolicy) (*s3FS, error) {
+// NewS3 opens the bucket of c, its calls bounded by policy.
+func NewS3(ctx context.Context, c *S3Config, policy catalogs.RemotePolicy) (*S3, error) {
 	opts := []func(*awsconfig.LoadOptions) error{
 		awsconfig.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
 		// Only what S3 requires: S3-compatible stores do not all take
@@ -102,7 +126,7 @@ func newS3FS(ctx context.Context, c *s3Config, policy catalogs.RemotePolicy) (*s
 	}
 	if !c.accessKeyID.IsZero() {
 		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(
-			c.accessKeyID.Reveal(), c.secretKey.Reveal(), c.sessionToken.Reveal())))
+			c.accessKeyID.Reveal(), c.secretKey.Reveal(), c.SessionToken.Reveal())))
 	}
 	ac, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
@@ -117,24 +141,39 @@ func newS3FS(ctx context.Context, c *s3Config, policy catalogs.RemotePolicy) (*s
 		}
 		o.UsePathStyle = c.pathStyle
 	})
-	return &s3FS{cfg: c, client: client, remote: catalogs.NewRemote("storage", policy, isTransientS3)}, nil
+	part := c.PartSize
+	if part <= 0 {
+		part = DefaultS3PartSize
+	}
+	return &S3{cfg: c, client: client, remote: catalogs.NewRemote("storage", policy, isTransientS3), partSize: part}, nil
 }
+
+// Breaker is the state of the storage's circuit breaker.
+func (s *S3) Breaker() catalogs.BreakerState { return s.remote.State() }
 
 // errRejected marks a request S3 refused for a reason repeating it does
 // not change (a 4xx other than the ones with a meaning here).
 var errRejected = errors.New("rejected by s3")
 
+// errRace marks a conditional write S3 answered 409 ConditionalRequestConflict:
+// another conditional write of the key was in flight. Neither outcome is
+// known; Create tries again (a 412 then says the other won).
+var errRace = errors.New("conditional write raced another")
+
 // isTransientS3 reports whether a failed call may succeed if repeated:
-// server errors, throttling, timeouts and the network.
+// server errors, throttling, timeouts and the network. A race is the
+// callers' business, not the storage's failure: Guard neither retries
+// nor counts it.
 func isTransientS3(err error) bool {
 	return !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) &&
-		!errors.Is(err, errExists) && !errors.Is(err, errRejected)
+		!errors.Is(err, ErrExists) && !errors.Is(err, errRejected) && !errors.Is(err, errRace)
 }
 
 // classify turns an SDK error into one the backend tests: 404 is
 // fs.ErrNotExist, 403 fs.ErrPermission, 412 (a conditional put that
-// found the object) errExists. op and key name the call in the message.
-func (s *s3FS) classify(op, key string, err error) error {
+// found the object) ErrExists, 409 (a conditional put that raced
+// another) errRace. op and key name the call in the message.
+func (s *S3) classify(op, key string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -147,7 +186,9 @@ func (s *s3FS) classify(op, key string, err error) error {
 		case code == 403 || code == 401:
 			return fmt.Errorf("%s: %w: %w", what, fs.ErrPermission, err)
 		case code == 412:
-			return fmt.Errorf("%s: %w: %w", what, errExists, err)
+			return fmt.Errorf("%s: %w: %w", what, ErrExists, err)
+		case code == 409:
+			return fmt.Errorf("%s: %w: %w", what, errRace, err)
 		case code == 408 || code == 429 || code >= 500:
 			return fmt.Errorf("%s: %w", what, err)
 		case code >= 400:
@@ -168,7 +209,7 @@ func guardS3[T any](ctx context.Context, r *catalogs.Remote, idempotent bool, fn
 }
 
 // key is the object key of a warehouse path.
-func (s *s3FS) key(p string) string {
+func (s *S3) key(p string) string {
 	switch {
 	case s.cfg.prefix == "":
 		return p
@@ -179,16 +220,16 @@ func (s *s3FS) key(p string) string {
 }
 
 // dirKey is the key prefix of the objects under a warehouse directory.
-func (s *s3FS) dirKey(dir string) string {
+func (s *S3) dirKey(dir string) string {
 	if k := s.key(dir); k != "" {
 		return k + "/"
 	}
 	return ""
 }
 
-func (s *s3FS) local(string) (string, bool) { return "", false }
+func (s *S3) Local(string) (string, bool) { return "", false }
 
-func (s *s3FS) read(ctx context.Context, p string) ([]byte, error) {
+func (s *S3) Read(ctx context.Context, p string) ([]byte, error) {
 	k := s.key(p)
 	return guardS3(ctx, s.remote, true, func(ctx context.Context) ([]byte, error) {
 		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.cfg.bucket, Key: &k})
@@ -201,13 +242,34 @@ func (s *s3FS) read(ctx context.Context, p string) ([]byte, error) {
 	})
 }
 
-// create is a conditional PUT with If-None-Match: *, which S3 answers with
+// maxRaces bounds the 409 answers Create takes before it reports the
+// write lost (ErrExists): the caller's compare-and-swap loop then reloads
+// and tries again from what landed.
+const maxRaces = 4
+
+// Create is a conditional PUT with If-None-Match: *, which S3 answers with
 // 412 Precondition Failed when the key exists: the compare-and-swap of a
 // commit. It is retried like an idempotent call; a retry that finds the
 // object reads it back, and the same bytes mean that the attempt whose
 // reply was lost wrote it (a snapshot holds its commit user and time, so
-// another committer's never has the same bytes).
-func (s *s3FS) create(ctx context.Context, p string, data []byte) error {
+// another committer's never has the same bytes). A 409 (another
+// conditional write of the key in flight) is tried again after a pause.
+func (s *S3) Create(ctx context.Context, p string, data []byte) error {
+	var err error
+	for i := range maxRaces {
+		if i > 0 {
+			if werr := catalogs.Sleep(ctx, catalogs.Backoff(i-1, 20*time.Millisecond, 500*time.Millisecond)); werr != nil {
+				return werr
+			}
+		}
+		if err = s.createOnce(ctx, p, data); !errors.Is(err, errRace) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w", ErrExists, err)
+}
+
+func (s *S3) createOnce(ctx context.Context, p string, data []byte) error {
 	k := s.key(p)
 	tried := false
 	_, err := guardS3(ctx, s.remote, true, func(ctx context.Context) (struct{}, error) {
@@ -216,7 +278,7 @@ func (s *s3FS) create(ctx context.Context, p string, data []byte) error {
 		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.cfg.bucket, Key: &k,
 			Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))), IfNoneMatch: aws.String("*")})
 		err = s.classify("conditional put", k, err)
-		if retry && errors.Is(err, errExists) {
+		if retry && errors.Is(err, ErrExists) {
 			if got, rerr := s.readOnce(ctx, k); rerr == nil && bytes.Equal(got, data) {
 				return struct{}{}, nil
 			}
@@ -227,7 +289,7 @@ func (s *s3FS) create(ctx context.Context, p string, data []byte) error {
 }
 
 // readOnce reads k within an attempt that is already guarded.
-func (s *s3FS) readOnce(ctx context.Context, k string) ([]byte, error) {
+func (s *S3) readOnce(ctx context.Context, k string) ([]byte, error) {
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.cfg.bucket, Key: &k})
 	if err != nil {
 		return nil, err
@@ -236,9 +298,9 @@ func (s *s3FS) readOnce(ctx context.Context, k string) ([]byte, error) {
 	return io.ReadAll(out.Body)
 }
 
-// put replaces an object: S3 PUTs are atomic, readers see the old or the
+// Put replaces an object: S3 PUTs are atomic, readers see the old or the
 // new object.
-func (s *s3FS) put(ctx context.Context, p string, data []byte) error {
+func (s *S3) Put(ctx context.Context, p string, data []byte) error {
 	k := s.key(p)
 	_, err := guardS3(ctx, s.remote, true, func(ctx context.Context) (struct{}, error) {
 		_, err := s.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &s.cfg.bucket, Key: &k,
@@ -248,7 +310,7 @@ func (s *s3FS) put(ctx context.Context, p string, data []byte) error {
 	return err
 }
 
-func (s *s3FS) remove(ctx context.Context, p string) error {
+func (s *S3) Remove(ctx context.Context, p string) error {
 	k := s.key(p)
 	_, err := guardS3(ctx, s.remote, true, func(ctx context.Context) (struct{}, error) {
 		_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.cfg.bucket, Key: &k})
@@ -260,8 +322,8 @@ func (s *s3FS) remove(ctx context.Context, p string) error {
 	return err
 }
 
-// removeAll deletes every object under dir, a thousand per request.
-func (s *s3FS) removeAll(ctx context.Context, dir string) error {
+// RemoveAll deletes every object under dir, a thousand per request.
+func (s *S3) RemoveAll(ctx context.Context, dir string) error {
 	keys, err := s.listKeys(ctx, s.dirKey(dir), false)
 	if err != nil {
 		return err
@@ -291,7 +353,7 @@ func (s *s3FS) removeAll(ctx context.Context, dir string) error {
 
 // listKeys lists the keys under prefix; with delim, only the level
 // directly under it, the "directories" as common prefixes.
-func (s *s3FS) listKeys(ctx context.Context, prefix string, delim bool) ([]string, error) {
+func (s *S3) listKeys(ctx context.Context, prefix string, delim bool) ([]string, error) {
 	var out []string
 	var token *string
 	for {
@@ -319,7 +381,7 @@ func (s *s3FS) listKeys(ctx context.Context, prefix string, delim bool) ([]strin
 	}
 }
 
-func (s *s3FS) list(ctx context.Context, dir string) ([]string, error) {
+func (s *S3) List(ctx context.Context, dir string) ([]string, error) {
 	prefix := s.dirKey(dir)
 	keys, err := s.listKeys(ctx, prefix, true)
 	if err != nil {
@@ -338,9 +400,9 @@ func (s *s3FS) list(ctx context.Context, dir string) ([]string, error) {
 	return out, nil
 }
 
-// exists is true for an object and for a "directory", a prefix with an
+// Exists is true for an object and for a "directory", a prefix with an
 // object under it.
-func (s *s3FS) exists(ctx context.Context, p string) (bool, error) {
+func (s *S3) Exists(ctx context.Context, p string) (bool, error) {
 	k := s.key(p)
 	_, err := guardS3(ctx, s.remote, true, func(ctx context.Context) (struct{}, error) {
 		_, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.cfg.bucket, Key: &k})

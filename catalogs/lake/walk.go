@@ -1,4 +1,4 @@
-package paimon
+package lake
 
 import (
 	"context"
@@ -12,25 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// walker is the storage's listing of every object under a directory with
-// its size and modification time, which the reclaimer needs to tell an
-// orphan from a file a writer is about to commit.
-type walker interface {
-	// walk calls fn for every object (not directory) under dir, with its
-	// path relative to dir. An error of fn stops the walk and is returned.
-	walk(ctx context.Context, dir string, fn func(rel string, size int64, mod time.Time) error) error
-}
-
-var (
-	_ walker = localFS{}
-	_ walker = (*s3FS)(nil)
-)
-
-// walk lists the regular files under dir; symbolic links and other
+// Walk lists the regular files under dir; symbolic links and other
 // special files are not listed (a reclaimer never follows one out of the
 // table), nor is an entry that cannot be read (a partial listing deletes
 // less, never more).
-func (l localFS) walk(ctx context.Context, dir string, fn func(string, int64, time.Time) error) error {
+func (l Local) Walk(ctx context.Context, dir string, fn func(string, int64, time.Time) error) error {
 	root := l.abs(dir)
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
@@ -61,8 +47,8 @@ func (l localFS) walk(ctx context.Context, dir string, fn func(string, int64, ti
 	return err
 }
 
-// walk lists the objects under dir's key prefix, a page at a time.
-func (s *s3FS) walk(ctx context.Context, dir string, fn func(string, int64, time.Time) error) error {
+// Walk lists the objects under dir's key prefix, a page at a time.
+func (s *S3) Walk(ctx context.Context, dir string, fn func(string, int64, time.Time) error) error {
 	prefix := s.dirKey(dir)
 	var token *string
 	for {

@@ -1,4 +1,4 @@
-package paimon
+package lake
 
 import (
 	"bytes"
@@ -14,12 +14,12 @@ import (
 )
 
 // s3Writer streams a data file to S3: one PUT when the file stays under
-// a part, else a multipart upload of s3PartSize parts, so an open file
+// a part, else a multipart upload of S3Config.PartSize parts, so an open file
 // holds one part in memory, never the whole file. The object appears at
 // Close (CompleteMultipartUpload), as on local files; a failed Close
 // aborts the upload, so no part is left behind.
 type s3Writer struct {
-	s        *s3FS
+	s        *S3
 	ctx      context.Context
 	key      string
 	buf      []byte
@@ -29,7 +29,7 @@ type s3Writer struct {
 	closed   bool
 }
 
-func (s *s3FS) writer(ctx context.Context, p string) (io.WriteCloser, error) {
+func (s *S3) Writer(ctx context.Context, p string) (io.WriteCloser, error) {
 	return &s3Writer{s: s, ctx: ctx, key: s.key(p), buf: make([]byte, 0, 1<<20)}, nil
 }
 
@@ -42,11 +42,11 @@ func (w *s3Writer) Write(b []byte) (int, error) {
 	}
 	n := len(b)
 	for len(b) > 0 {
-		room := s3PartSize - len(w.buf)
+		room := w.s.partSize - len(w.buf)
 		take := min(room, len(b))
 		w.buf = append(w.buf, b[:take]...)
 		b = b[take:]
-		if len(w.buf) == s3PartSize {
+		if len(w.buf) == w.s.partSize {
 			if err := w.flushPart(); err != nil {
 				w.err = err
 				w.abort()
@@ -146,14 +146,14 @@ func (w *s3Writer) abort() {
 // s3Object is an object opened for the Parquet reader: every ReadAt is a
 // ranged GET (the reader asks for the footer, then whole column chunks).
 type s3Object struct {
-	s    *s3FS
+	s    *S3
 	ctx  context.Context
 	key  string
 	size int64
 	off  int64
 }
 
-func (s *s3FS) open(ctx context.Context, p string) (readerAt, error) {
+func (s *S3) Open(ctx context.Context, p string) (Object, error) {
 	k := s.key(p)
 	out, err := guardS3(ctx, s.remote, true, func(ctx context.Context) (*s3.HeadObjectOutput, error) {
 		o, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.cfg.bucket, Key: &k})

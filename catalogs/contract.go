@@ -1,0 +1,70 @@
+package catalogs
+
+// Contract is every interface a backend must or may implement, in one
+// place, as database/sql/driver keeps its interfaces in one file: who
+// calls it, what happens when a backend does not implement it, and the
+// catalogtest check that holds a backend to it. TestContract fails when
+// an interface of this package has no row, so that a new capability
+// cannot be added without saying who calls it and how it is checked.
+// docs/architecture.md and doc.go point here instead of repeating it.
+var Contract = []Capability{
+	{"Provider", true, "txn (writes and commits), handlers (GetTableSpec, security)",
+		"none: every backend implements it", "catalogtest.Run: every check"},
+	{"Discarder", false, "txn: a commit that certainly did not land, AbortMessages",
+		"staged files stay until the backend's own cleanup or Reclaimer", "Discard, Stream (Abort), messages"},
+	{"TableManager", false, "txn/write.go: ingest modes create and replace",
+		"a write that must create a table is InvalidArgument", "CreateTable, DropTable"},
+	{"TableOptionsCreator", false, "txn/write.go: ingest with table options",
+		"the options are not applied: plain CreateTable", "none yet (backend tests: Paimon layout options)"},
+	{"Lister", false, "handlers: catalogs' metadata, information_schema, name resolution",
+		"the catalog lists nothing; a table is found only by its full name", "Lister"},
+	{"IdempotentCommitter", false, "txn (commits with the landed-commit check), CommitMessages' replay refusal",
+		"the outcome of a commit whose reply was lost stays unknown; CommitMessages is refused", "CommitOnce, Replicas (with Instance.Replica), txn, messages"},
+	{"Overwriter", false, "txn: replace-mode ingest and INSERT OVERWRITE",
+		"a replace is InvalidArgument", "Overwrite, messages"},
+	{"Closer", false, "server: shutdown", "nothing is closed", "none (no observable contract)"},
+	{"QueryPusher", false, "engine/pushquery.go: a query wholly on one remote catalog",
+		"the engine runs the query over scans", "none yet (backend tests: StarRocks)"},
+	{"Reclaimer", false, "server/reclaim.go: at start and every reclaim.interval",
+		"orphan files are never deleted", "none yet (backend tests; lake.Reclaimer's own)"},
+	{"Scanner", false, "handlers/query.go: a query reads the table",
+		"the table cannot be queried (InvalidArgument)", "Scan and the checks that read back"},
+	{"FilePlanner", false, "engine/native.go: the engine reads Parquet files itself",
+		"the engine reads through Scanner", "Plan (plain plans)"},
+	{"StagedPlanner", false, "engine/native.go: a transaction reads its own staged writes as files",
+		"staged writes are read through StagedScanner", "Plan (staged plans)"},
+	{"StagedScanner", false, "engine: a transaction reads its own staged writes",
+		"a transaction does not see its own writes before COMMIT", "StagedScan"},
+	{"StreamWriter", false, "txn/write.go: ingest streams",
+		"each batch is a WriteBatch of its own", "Stream"},
+	{"WriteStream", false, "txn/write.go: what OpenStream returns",
+		"(returned by StreamWriter and TxnStreamWriter)", "Stream"},
+	{"TxnStreamWriter", false, "txn/write.go: streams of one backend transaction",
+		"StreamWriter, then WriteBatch", "Txn (TransactionScoped)"},
+	{"MultiTableCommitter", false, "txn: a transaction or CommitMessages over several tables",
+		"each table commits in one snapshot, in first-write order", "Txn (multi-table)"},
+	{"SchemaReplacer", false, "txn/write.go: a replace that changes the schema",
+		"a replace must keep the table's columns", "none yet (backend tests: Iceberg replace)"},
+	{"ReceiptChecker", false, "handlers/actions.go: CommitMessages and AbortMessages check payloads",
+		"the payloads' receipts are taken as they decode", "messages"},
+	{"ReferenceChecker", false, "handlers/actions.go: CommitMessages' replay refusal, AbortMessages' never-committed check",
+		"CommitMessages and AbortMessages are FailedPrecondition", "messages"},
+	{"PayloadCodec", false, "handlers/actions.go: the payloads' bytes in the envelope",
+		"the envelope's generic receipt encoding", "messages"},
+	{"BreakerReporter", false, "server/metrics.go: flightgw_breaker_state",
+		"no breaker metric for the catalog", "none (metrics test)"},
+}
+
+// Capability is one row of Contract.
+type Capability struct {
+	// Interface names the interface of this package.
+	Interface string
+	// Required is true for the one interface every backend implements.
+	Required bool
+	// Caller is who calls it, and for what.
+	Caller string
+	// Fallback is what happens when a backend does not implement it.
+	Fallback string
+	// Check names the catalogtest checks that hold a backend to it.
+	Check string
+}

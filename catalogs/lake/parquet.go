@@ -1,0 +1,136 @@
+package lake
+
+import (
+	"bufio"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/flightgw/flightgw/internal/pqwrite"
+)
+
+// DefaultTargetFileSize is the size at which a lane rolls to a new data
+// file (write.target-file-size-bytes) unless the catalog says otherwise.
+const DefaultTargetFileSize = 128 << 20
+
+// Observer accumulates what a table format records of a data file's
+// columns from the batches written to it: Paimon's minimum, maximum and
+// null count of each column, Iceberg's NaN counts (the footer carries the
+// rest).
+type Observer interface {
+	Observe(b arrow.RecordBatch)
+}
+
+// ParquetOptions configure one data file.
+type ParquetOptions struct {
+	// Props are the table format's writer properties (codec and level,
+	// page size, decimal encoding...).
+	Props []parquet.WriterProperty
+	// ArrowProps are its Arrow writer properties (the stored schema).
+	ArrowProps []pqarrow.WriterOption
+	// RowGroupBytes closes a row group once its encoded size reaches it,
+	// so that what an open file buffers stays small.
+	RowGroupBytes int64
+	// Mem allocates the page buffers (a lane reuses its pqwrite.Alloc).
+	Mem memory.Allocator
+}
+
+// ParquetFile is one data file being written: the table format's lane
+// writes batches to it and rolls to a new file once Size reaches its
+// target. High-cardinality columns of the first batch are written without
+// a dictionary (pqwrite.PlainColumns).
+type ParquetFile struct {
+	out  io.WriteCloser
+	cnt  countingWriter
+	buf  *bufio.Writer
+	fw   *pqarrow.FileWriter
+	rg   int64
+	rows int64
+	obs  Observer
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// NewParquetFile starts a file of schema sc on out, for batches like
+// first; obs, when set, observes every batch written. On error out is
+// closed.
+func NewParquetFile(out io.WriteCloser, sc *arrow.Schema, first arrow.RecordBatch, o ParquetOptions, obs Observer) (*ParquetFile, error) {
+	f := &ParquetFile{out: out, cnt: countingWriter{w: out}, rg: o.RowGroupBytes, obs: obs}
+	mem := o.Mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	props := append(append(o.Props[:len(o.Props):len(o.Props)], parquet.WithAllocator(mem)), pqwrite.PlainColumns(first)...)
+	aprops := append(o.ArrowProps[:len(o.ArrowProps):len(o.ArrowProps)], pqarrow.WithAllocator(mem))
+	// pqarrow writes page headers and pages separately: buffering saves
+	// most of the system calls of a local file.
+	f.buf = bufio.NewWriterSize(&f.cnt, 1<<20)
+	var err error
+	if f.fw, err = pqarrow.NewFileWriter(sc, f.buf, parquet.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...)); err != nil {
+		_ = out.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// Write appends b, closing the row group once it reaches its size.
+func (f *ParquetFile) Write(b arrow.RecordBatch) error { return f.WriteAs(b, b) }
+
+// WriteAs appends b, the on-disk form of rows (Paimon's key-value layout
+// of a primary-key table's rows), which the observer sees.
+func (f *ParquetFile) WriteAs(b, rows arrow.RecordBatch) error {
+	if f.obs != nil {
+		f.obs.Observe(rows)
+	}
+	if err := f.fw.WriteBuffered(b); err != nil {
+		return err
+	}
+	f.rows += b.NumRows()
+	if f.rg > 0 && f.fw.RowGroupTotalCompressedBytes() >= f.rg {
+		return f.fw.NewBufferedRowGroupChecked()
+	}
+	return nil
+}
+
+// Size is the file's encoded size so far: the row groups written out and
+// the open one.
+func (f *ParquetFile) Size() int64 {
+	return f.fw.TotalBytesWritten() + f.fw.RowGroupTotalCompressedBytes()
+}
+
+// Rows is the number of rows written.
+func (f *ParquetFile) Rows() int64 { return f.rows }
+
+// Bytes is what reached out: after Close, the file's size.
+func (f *ParquetFile) Bytes() int64 { return f.cnt.n }
+
+// Close writes the footer and closes out: the file is complete.
+func (f *ParquetFile) Close() error {
+	err := f.fw.Close() // writes the footer into buf
+	if err == nil {
+		err = f.buf.Flush()
+	}
+	if cerr := f.out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Abort closes the file without caring whether it is complete; the caller
+// deletes it.
+func (f *ParquetFile) Abort() {
+	_ = f.fw.Close()
+	_ = f.out.Close()
+}
