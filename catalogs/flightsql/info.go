@@ -68,7 +68,8 @@ func (p *Provider) capabilities(ctx context.Context) (caps, error) {
 		return caps{}, err
 	}
 	p.info = &c
-	p.log.Info("upstream capabilities", "upstream", c.label(p.cfg.addr), "transactions", c.transactions,
+	p.canCancel.Store(c.cancel)
+	p.log.Info("upstream capabilities", "server", c.label(p.cfg.addr), "transactions", c.transactions,
 		"ingest", c.ingest, "ingest_in_transaction", c.ingestInTxn, "quote", c.quote)
 	return c, nil
 }

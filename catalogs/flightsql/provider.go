@@ -32,6 +32,9 @@ type Provider struct {
 
 	infoMu sync.Mutex
 	info   *caps
+	// canCancel mirrors info.cancel for readers, which must not take
+	// infoMu (GetSqlInfo itself is read under it).
+	canCancel atomic.Bool
 
 	// noSchemas is set once the upstream's GetTables did not include
 	// table schemas: specs come from the probe query from then on.

@@ -208,7 +208,7 @@ func (r *infoReader) Release() {
 		r.cur.Release()
 		r.cur = nil
 	}
-	if c, ok := r.p.cachedCaps(); early && ok && c.cancel {
+	if early && r.p.canCancel.Load() {
 		go r.p.cancelInfo(r.info)
 	}
 }
