@@ -215,4 +215,3 @@ func TestUpstreamKilled(t *testing.T) {
 		t.Fatal("the breaker did not close after the upstream came back")
 	}
 }
-

@@ -37,6 +37,7 @@ const (
 	propTLSInsecure  = "tls_insecure_skip_verify"
 	propKeepalive    = "keepalive"
 	propIngestMode   = "write_mode"
+	propNamespace    = "namespace"
 	writeModeAuto    = "auto"
 	writeModeIngest  = "ingest"
 	writeModeInsert  = "insert"
@@ -50,7 +51,7 @@ const (
 var knownProps = map[string]bool{propURI: true, propCatalog: true, propUser: true, propPassword: true, propPasswordEnv: true,
 	propToken: true, propTokenEnv: true, propHeaders: true, propTimeout: true, propRetries: true, propBreakerFail: true,
 	propBreakerOpen: true, propInfoTTL: true, propLocations: true, propTLSCA: true, propTLSName: true, propTLSCert: true,
-	propTLSKey: true, propTLSInsecure: true, propKeepalive: true, propIngestMode: true}
+	propTLSKey: true, propTLSInsecure: true, propKeepalive: true, propIngestMode: true, propNamespace: true}
 
 // config is a catalog's parsed properties.
 type config struct {
@@ -60,6 +61,10 @@ type config struct {
 	// catalog is the upstream catalog the namespaces are schemas of
 	// ("" : the upstream's tables without a catalog).
 	catalog string
+	// namespace, for an upstream without schemas (SQLite's are ""), is
+	// the one namespace its tables are listed under; "" : the namespaces
+	// are the upstream's schemas.
+	namespace string
 	// user and password run the Basic handshake; token is a static
 	// bearer token instead.
 	user     string
@@ -92,7 +97,7 @@ func bad(key, format string, args ...any) error {
 // secret's value.
 func parseConfig(props map[string]string) (config, error) {
 	c := config{timeout: defaultTimeout, retries: defaultRetries, breakerFailures: defaultBreakFail,
-		breakerOpen: defaultBreakOpen, infoTTL: defaultInfoTTL, keepalive: 30 * time.Second,
+		breakerOpen: defaultBreakOpen, infoTTL: defaultInfoTTL,
 		headers: map[string]string{}, locations: map[string]bool{}, writeMode: writeModeAuto}
 	for k := range props {
 		if !knownProps[k] {
@@ -109,6 +114,11 @@ func parseConfig(props map[string]string) (config, error) {
 		return c, bad(propURI, "the address needs a port")
 	}
 	c.catalog = props[propCatalog]
+	if c.namespace = props[propNamespace]; c.namespace != "" {
+		if err := catalogs.ValidateNamespace([]string{c.namespace}); err != nil {
+			return c, bad(propNamespace, "%v", err)
+		}
+	}
 	c.user = props[propUser]
 	c.password, err = secretProp(props, propPassword, propPasswordEnv)
 	if err != nil {

@@ -31,14 +31,6 @@ type caps struct {
 	at       time.Time
 }
 
-// infoIDs are the GetSqlInfo ids the backend reads.
-var infoIDs = []fsql.SqlInfo{
-	fsql.SqlInfoFlightSqlServerName, fsql.SqlInfoFlightSqlServerVersion, fsql.SqlInfoFlightSqlServerReadOnly,
-	fsql.SqlInfoFlightSqlServerSql, fsql.SqlInfoFlightSqlServerTransaction, fsql.SqlInfoFlightSqlServerCancel,
-	fsql.SqlInfoFlightSqlServerBulkIngestion, fsql.SqlInfoFlightSqlServerIngestTransactionsSupported,
-	fsql.SqlInfoIdentifierQuoteChar, fsql.SqlInfoKeywords, fsql.SqlInfoNullOrdering,
-}
-
 // label names the upstream in messages: its own name and version when it
 // gave them, its address otherwise.
 func (c caps) label(addr string) string {
@@ -76,9 +68,13 @@ func (p *Provider) capabilities(ctx context.Context) (caps, error) {
 
 // readInfo runs GetSqlInfo and decodes the values it reads.
 func (p *Provider) readInfo(ctx context.Context) (caps, error) {
-	c := caps{at: time.Now(), quote: `"`}
+	// SQL is what a Flight SQL server is for: assumed unless the
+	// upstream says otherwise.
+	c := caps{at: time.Now(), quote: `"`, sql: true}
 	r, err := p.query(ctx, "read GetSqlInfo", func(ctx context.Context) (*flight.FlightInfo, error) {
-		return p.main.client.GetSqlInfo(ctx, infoIDs)
+		// Everything, not infoIDs: some servers (arrow-go's SQLite
+		// example) refuse a whole request naming one id they lack.
+		return p.main.client.GetSqlInfo(ctx, nil)
 	})
 	if err != nil {
 		return c, err

@@ -26,6 +26,12 @@ func (p *Provider) schemaOf(t catalogs.TableIdent) (string, error) {
 	if len(t.Namespace) != 1 {
 		return "", catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: a flightsql namespace has one level (the upstream schema), not %d", t, len(t.Namespace))
 	}
+	if p.cfg.namespace != "" {
+		if t.Namespace[0] != p.cfg.namespace {
+			return "", catalogs.Errorf(catalogs.ErrNotFound, "table %s: catalog %q has one namespace, %s (property %s)", t, p.name, p.cfg.namespace, propNamespace)
+		}
+		return "", nil
+	}
 	return t.Namespace[0], nil
 }
 
@@ -43,7 +49,10 @@ func (p *Provider) upstreamName(ctx context.Context, t catalogs.TableIdent) (str
 	if err != nil {
 		return "", err
 	}
-	name := quoteIdent(c.quote, schema) + "." + quoteIdent(c.quote, t.Name)
+	name := quoteIdent(c.quote, t.Name)
+	if schema != "" {
+		name = quoteIdent(c.quote, schema) + "." + name
+	}
 	if p.cfg.catalog != "" {
 		name = quoteIdent(c.quote, p.cfg.catalog) + "." + name
 	}
@@ -61,6 +70,9 @@ func (p *Provider) catalogOpt() *string {
 // ListNamespaces implements catalogs.Lister: the upstream's schemas (of
 // the configured upstream catalog).
 func (p *Provider) ListNamespaces(ctx context.Context) ([][]string, error) {
+	if p.cfg.namespace != "" {
+		return [][]string{{p.cfg.namespace}}, nil
+	}
 	r, err := p.query(ctx, "list schemas", func(ctx context.Context) (*flight.FlightInfo, error) {
 		return p.main.client.GetDBSchemas(ctx, &fsql.GetDBSchemasOpts{Catalog: p.catalogOpt()})
 	})
@@ -116,7 +128,10 @@ type upstreamTable struct {
 // patterns sent are the names themselves, which match a superset (their
 // _ and % are wildcards); rows are then matched exactly.
 func (p *Provider) getTables(ctx context.Context, schema, table string, withSchema bool) ([]upstreamTable, error) {
-	opts := &fsql.GetTablesOpts{Catalog: p.catalogOpt(), DbSchemaFilterPattern: &schema, IncludeSchema: withSchema}
+	opts := &fsql.GetTablesOpts{Catalog: p.catalogOpt(), IncludeSchema: withSchema}
+	if schema != "" {
+		opts.DbSchemaFilterPattern = &schema
+	}
 	if table != "" {
 		opts.TableNameFilterPattern = &table
 	}
@@ -141,7 +156,7 @@ func (p *Provider) getTables(ctx context.Context, schema, table string, withSche
 			blobs, _ = rec.Column(4).(*array.Binary)
 		}
 		for i := range names.Len() {
-			if !p.inCatalog(cats, i) || schemas.Value(i) != schema || (table != "" && names.Value(i) != table) {
+			if !p.inCatalog(cats, i) || (schemas.IsValid(i) && schemas.Value(i) != schema) || (table != "" && names.Value(i) != table) {
 				continue
 			}
 			ut := upstreamTable{schema: schemas.Value(i), name: names.Value(i)}

@@ -411,6 +411,9 @@ func (p *Provider) endTxn(ctx context.Context, x *upTxn, commit bool) (catalogs.
 		commit = false
 		x.err = catalogs.Errorf(catalogs.ErrFailedPrecondition, "the upstream transaction cannot commit: %s (it was rolled back)", x.doomed)
 	}
+	if !commit && x.err == nil {
+		x.err = catalogs.Errorf(catalogs.ErrFailedPrecondition, "the upstream transaction was rolled back: %s", x.doomed)
+	}
 	x.done = true
 	defer p.forget(x)
 	if x.txn == nil {
