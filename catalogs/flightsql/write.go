@@ -36,10 +36,15 @@ const (
 // stream it opens, on any table of the catalog, writes into it, and its
 // first commit (or discard) ends it.
 type upTxn struct {
-	mu     sync.Mutex
-	key    string
-	txn    *fsql.Txn // nil: auto-commit (the upstream has no transactions)
-	doomed string    // why it cannot commit, once a stream aborted or a write failed
+	mu  sync.Mutex
+	key string
+	txn *fsql.Txn // nil: auto-commit (the upstream has no transactions)
+	// conn is the transaction's own connection. Servers bind an open
+	// transaction to the session (flightgw: the connection) and run the
+	// session's other calls in it: the shared connection would put every
+	// unit of work's reads and writes in one transaction.
+	conn   *conn
+	doomed string // why it cannot commit, once a stream aborted or a write failed
 	done   bool
 	out    catalogs.CommitOutcome
 	err    error // how it ended, when it did not commit
@@ -126,17 +131,22 @@ func (p *Provider) unit(ctx context.Context, key string, transactions bool) (*up
 	if x, ok := p.txns[key]; ok {
 		return x, nil
 	}
-	x := &upTxn{key: key}
+	x := &upTxn{key: key, conn: p.main}
 	if transactions {
-		// Not retried: a begin whose answer was lost leaves a transaction
-		// upstream that its own timeout ends.
-		txn, err := call(ctx, p.main, false, "begin a transaction", func(ctx context.Context) (*fsql.Txn, error) {
-			return p.main.client.BeginTransaction(ctx)
-		})
+		tc, err := dial(p.cfg, p.name, p.cfg.addr, p.remote)
 		if err != nil {
 			return nil, err
 		}
-		x.txn = txn
+		// Not retried: a begin whose answer was lost leaves a transaction
+		// upstream that its own timeout ends.
+		txn, err := call(ctx, tc, false, "begin a transaction", func(ctx context.Context) (*fsql.Txn, error) {
+			return tc.client.BeginTransaction(ctx)
+		})
+		if err != nil {
+			_ = tc.close()
+			return nil, err
+		}
+		x.txn, x.conn = txn, tc
 	}
 	p.txns[key] = x
 	return x, nil
@@ -254,14 +264,14 @@ func (s *stream) openPut(ctx context.Context, schema *arrow.Schema, opts *pb.Com
 	}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, cancel) // the caller's cancellation still ends the upload
-	octx, err := s.p.main.outgoing(pctx)
+	octx, err := s.x.conn.outgoing(pctx)
 	if err == nil {
-		s.put, err = s.p.main.client.Client.DoPut(octx)
+		s.put, err = s.x.conn.client.Client.DoPut(octx)
 	}
 	if err != nil {
 		stop()
 		cancel()
-		return s.p.main.classify(err, "ingest into "+s.t.String())
+		return s.x.conn.classify(err, "ingest into "+s.t.String())
 	}
 	s.cancel = func() { stop(); cancel() }
 	s.wr = flight.NewRecordWriter(s.put, ipc.WithSchema(schema))
@@ -291,7 +301,7 @@ func (s *stream) finishPut() error {
 		}
 	}
 	s.p.remote.Record(err)
-	return s.p.main.classify(err, "ingest into "+s.t.String())
+	return s.x.conn.classify(err, "ingest into "+s.t.String())
 }
 
 // descriptor is the DoPut descriptor of a Flight SQL command.
@@ -318,7 +328,7 @@ func (s *stream) insert(ctx context.Context, batch arrow.RecordBatch) error {
 			cols[i], marks[i] = quoteIdent(c.quote, f.Name), "?"
 		}
 		q := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", s.name, strings.Join(cols, ", "), strings.Join(marks, ", "))
-		prep, err := call(ctx, s.p.main, false, "prepare an INSERT into "+s.t.String(), func(ctx context.Context) (*fsql.PreparedStatement, error) {
+		prep, err := call(ctx, s.x.conn, false, "prepare an INSERT into "+s.t.String(), func(ctx context.Context) (*fsql.PreparedStatement, error) {
 			return s.x.txn.Prepare(ctx, q)
 		})
 		if err != nil {
@@ -327,7 +337,7 @@ func (s *stream) insert(ctx context.Context, batch arrow.RecordBatch) error {
 		s.prep = prep
 	}
 	s.prep.SetParameters(batch)
-	_, err := call(ctx, s.p.main, false, "insert into "+s.t.String(), func(ctx context.Context) (int64, error) {
+	_, err := call(ctx, s.x.conn, false, "insert into "+s.t.String(), func(ctx context.Context) (int64, error) {
 		return s.prep.ExecuteUpdate(ctx)
 	})
 	return err
@@ -424,7 +434,8 @@ func (p *Provider) endTxn(ctx context.Context, x *upTxn, commit bool) (catalogs.
 	if !commit {
 		what = "roll the transaction back"
 	}
-	_, err := call(ctx, p.main, false, what, func(ctx context.Context) (struct{}, error) {
+	defer func() { _ = x.conn.close() }()
+	_, err := call(ctx, x.conn, false, what, func(ctx context.Context) (struct{}, error) {
 		if commit {
 			return struct{}{}, x.txn.Commit(ctx)
 		}
@@ -542,7 +553,7 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 		return catalogs.TableSpec{}, p.lacks(c, "creating tables (bulk ingest)", &t)
 	}
 	ns, _ := p.schemaOf(t)
-	s := &stream{p: p, x: &upTxn{}, t: t, schema: ns, name: name, via: viaIngest}
+	s := &stream{p: p, x: &upTxn{conn: p.main}, t: t, schema: ns, name: name, via: viaIngest}
 	if err := s.openPut(ctx, schema, ingestCreate); err != nil {
 		return catalogs.TableSpec{}, err
 	}
