@@ -242,8 +242,14 @@ func (h *Handler) seal(ctx context.Context, s txn.Staged, user string, at time.T
 	cat := h.catalogs[s.Table.Catalog]
 	codec, hasCodec := cat.Provider.(catalogs.PayloadCodec)
 	if !hasCodec && cat.Type != envelope.KindIceberg {
+		why := ""
+		if _, ok := cat.Provider.(catalogs.TxnStreamWriter); ok {
+			// StarRocks, an upstream Flight SQL server: the receipts name
+			// a transaction the backend holds open for this process.
+			why = ": its writes are a transaction of the backend itself, open in this gateway process, which no other process can commit (end the transaction with EndTransaction)"
+		}
 		return preparedTable{}, status.Errorf(codes.FailedPrecondition,
-			"%s: table %s: catalog type %q has no commit-message format (iceberg and paimon have)", PrepareCommitActionType, s.Table, cat.Type)
+			"%s: table %s: catalog type %q has no commit-message format (iceberg and paimon have)%s", PrepareCommitActionType, s.Table, cat.Type, why)
 	}
 	pt := preparedTable{TableRef: refOf(s.Table), Backend: cat.Type, Receipts: len(s.Receipts)}
 	rs := make([]envelope.Receipt, len(s.Receipts))

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/flightgw/flightgw/client"
+
 	_ "github.com/flightgw/flightgw/catalogs/flightsql"
 )
 
@@ -157,6 +159,11 @@ func TestUpstreamGateway(t *testing.T) {
 		o.TransactionId = tx.ID()
 		if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 300, 5)), o); err != nil {
 			t.Fatal(err)
+		}
+		// Distributed commit is refused, saying why; the transaction
+		// stays open for its rollback.
+		if _, err := client.PrepareCommit(ctx, c, string(tx.ID())); status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no other process can commit") {
+			t.Fatalf("PrepareCommit of an upstream transaction: %v", err)
 		}
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
