@@ -124,14 +124,18 @@ func (p *Provider) OpenTxnStream(ctx context.Context, t catalogs.TableIdent, w c
 	return &stream{p: p, x: x, t: t, schema: schema, name: name, via: via, n: x.n}, nil
 }
 
-// unit finds or begins the upstream transaction of a unit of work.
+// unit finds or begins the upstream transaction of a unit of work. The
+// begin runs without the provider's lock (it is a network call); of two
+// streams of one unit of work racing to begin, the second's transaction
+// is rolled back and the first's joined.
 func (p *Provider) unit(ctx context.Context, key string, transactions bool) (*upTxn, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if x, ok := p.txns[key]; ok {
+	x, ok := p.txns[key]
+	p.mu.Unlock()
+	if ok {
 		return x, nil
 	}
-	x := &upTxn{key: key, conn: p.main}
+	x = &upTxn{key: key, conn: p.main}
 	if transactions {
 		tc, err := dial(p.cfg, p.name, p.cfg.addr, p.remote)
 		if err != nil {
@@ -148,7 +152,17 @@ func (p *Provider) unit(ctx context.Context, key string, transactions bool) (*up
 		}
 		x.txn, x.conn = txn, tc
 	}
-	p.txns[key] = x
+	p.mu.Lock()
+	first, raced := p.txns[key]
+	if !raced {
+		p.txns[key] = x
+	}
+	p.mu.Unlock()
+	if raced {
+		x.doomed = "a concurrent stream began the unit of work's transaction"
+		p.endTxn(context.WithoutCancel(ctx), x, false)
+		return first, nil
+	}
 	return x, nil
 }
 
