@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-adbc/go/adbc"
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -300,5 +301,40 @@ func TestUpstreamKilled(t *testing.T) {
 		return err == nil
 	}) {
 		t.Fatal("the breaker did not close after the upstream came back")
+	}
+}
+
+// TestUpstreamCancel: a client that cancels a pushed query at the
+// gateway stops the upstream's stream too (it ends Canceled there).
+func TestUpstreamCancel(t *testing.T) {
+	requireEngine(t)
+	up := startGateway(t, "")
+	upc := up.adbcConn(t, nil)
+	if _, err := ingest(t, upc, "people", adbc.OptionValueIngestModeCreate, people(t, 0, 10000)); err != nil {
+		t.Fatal(err)
+	}
+	gw := startGateway(t, federatedYAML(up.addr, ""))
+	c := gw.flightClient(t)
+	ctx := context.Background()
+	// 10^8 rows: far more than is read before the cancel.
+	info, err := c.Execute(ctx, `SELECT a.id, b.id AS other FROM up."default".people a JOIN up."default".people b ON a.id <> b.id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := c.DoGet(ctx, info.Endpoint[0].Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdr.Release()
+	if !rdr.Next() {
+		t.Fatal(rdr.Err())
+	}
+	if res, err := c.CancelFlightInfo(ctx, &flight.CancelFlightInfoRequest{Info: info}); err != nil || res.Status != flight.CancelStatusCancelled {
+		t.Fatalf("cancel: %v %v", res.GetStatus(), err)
+	}
+	drainCancelled(t, rdr)
+	const upstreamCanceled = "method=/arrow.flight.protocol.FlightService/DoGet code=Canceled"
+	if !eventually(t, 10*time.Second, func() bool { return strings.Contains(up.logs.String(), upstreamCanceled) }) {
+		t.Fatalf("the upstream's stream was not canceled:\n%s", grepLines(up.logs.String(), "DoGet"))
 	}
 }
