@@ -81,6 +81,17 @@ func TestSQLitePreparedInsertInTransaction(t *testing.T) {
 	if spec.Schema.NumFields() != 4 {
 		t.Fatalf("intTable schema: %s", spec.Schema)
 	}
+	// An upstream that sends no schemas in GetTables is probed: the same
+	// columns.
+	p.probeOnly.Store(true)
+	probed, err := p.GetTableSpec(ctx, tbl)
+	p.probeOnly.Store(false)
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	if probed.Schema.NumFields() != 4 || probed.Schema.Field(1).Name != spec.Schema.Field(1).Name {
+		t.Fatalf("probed schema %s, GetTables' %s", probed.Schema, spec.Schema)
+	}
 	schema := arrow.NewSchema([]arrow.Field{{Name: "keyName", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "value", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
 	batch, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema,
