@@ -38,6 +38,7 @@ const (
 	propKeepalive    = "keepalive"
 	propIngestMode   = "write_mode"
 	propNamespace    = "namespace"
+	propQuote        = "identifier_quote"
 	writeModeAuto    = "auto"
 	writeModeIngest  = "ingest"
 	writeModeInsert  = "insert"
@@ -51,7 +52,7 @@ const (
 var knownProps = map[string]bool{propURI: true, propCatalog: true, propUser: true, propPassword: true, propPasswordEnv: true,
 	propToken: true, propTokenEnv: true, propHeaders: true, propTimeout: true, propRetries: true, propBreakerFail: true,
 	propBreakerOpen: true, propInfoTTL: true, propLocations: true, propTLSCA: true, propTLSName: true, propTLSCert: true,
-	propTLSKey: true, propTLSInsecure: true, propKeepalive: true, propIngestMode: true, propNamespace: true}
+	propTLSKey: true, propTLSInsecure: true, propKeepalive: true, propIngestMode: true, propNamespace: true, propQuote: true}
 
 // config is a catalog's parsed properties.
 type config struct {
@@ -65,6 +66,9 @@ type config struct {
 	// the one namespace its tables are listed under; "" : the namespaces
 	// are the upstream's schemas.
 	namespace string
+	// quote overrides the upstream's identifier quote character (for an
+	// upstream that does not report it: Sail's Spark SQL takes `).
+	quote string
 	// user and password run the Basic handshake; token is a static
 	// bearer token instead.
 	user     string
@@ -114,6 +118,9 @@ func parseConfig(props map[string]string) (config, error) {
 		return c, bad(propURI, "the address needs a port")
 	}
 	c.catalog = props[propCatalog]
+	if c.quote = props[propQuote]; len(c.quote) > 1 || strings.ContainsAny(c.quote, " .") {
+		return c, bad(propQuote, "%q is not one quote character", c.quote)
+	}
 	if c.namespace = props[propNamespace]; c.namespace != "" {
 		if err := catalogs.ValidateNamespace([]string{c.namespace}); err != nil {
 			return c, bad(propNamespace, "%v", err)

@@ -138,6 +138,10 @@ func call[T any](ctx context.Context, c *conn, idempotent bool, what string, fn 
 	}
 }
 
+// errUnimplemented marks a call the upstream does not implement, for the
+// callers that have another way (GetSqlInfo, GetTables).
+var errUnimplemented = errors.New("unimplemented")
+
 // transient tells an outage of the upstream (retried, counted by the
 // breaker) from an answer.
 func transient(err error) bool {
@@ -188,7 +192,7 @@ func (c *conn) classify(err error, what string) error {
 	case codes.Aborted:
 		return catalogs.Errorf(catalogs.ErrConflict, "%s: %s", prefix, msg)
 	case codes.Unimplemented:
-		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "%s: the upstream does not implement it: %s", prefix, msg)
+		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "%s: the upstream does not implement it (%w): %s", prefix, errUnimplemented, msg)
 	case codes.Canceled:
 		return fmt.Errorf("%s: %w: %s", prefix, context.Canceled, msg)
 	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Unknown, codes.Internal, codes.DataLoss:

@@ -2,6 +2,7 @@ package flightsql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,6 +54,15 @@ func (p *Provider) capabilities(ctx context.Context) (caps, error) {
 		return *p.info, nil
 	}
 	c, err := p.readInfo(ctx)
+	if errors.Is(err, errUnimplemented) {
+		// No GetSqlInfo (Sail): the upstream claims nothing, so it is
+		// given SQL and nothing else: no transactions, no ingest.
+		c, err = caps{at: time.Now(), quote: `"`, sql: true}, nil
+		p.log.Info("upstream has no GetSqlInfo: reads only (no transactions, no bulk ingest)")
+	}
+	if p.cfg.quote != "" {
+		c.quote = p.cfg.quote
+	}
 	if err != nil {
 		if p.info != nil {
 			return *p.info, nil

@@ -2,6 +2,7 @@ package flightsql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -202,6 +203,10 @@ func (p *Provider) GetTableSpec(ctx context.Context, t catalogs.TableIdent) (cat
 		return catalogs.TableSpec{}, err
 	}
 	ts, err := p.getTables(ctx, schema, t.Name, !p.probeOnly.Load())
+	if errors.Is(err, errUnimplemented) {
+		// No GetTables (Sail): the probe says whether the table exists.
+		ts, err = []upstreamTable{{schema: schema, name: t.Name}}, nil
+	}
 	if err != nil {
 		return catalogs.TableSpec{}, err
 	}
