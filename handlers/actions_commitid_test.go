@@ -17,6 +17,7 @@ import (
 	"github.com/flightgw/flightgw/auth"
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/iceberg"
+	"github.com/flightgw/flightgw/catalogs/lake"
 	"github.com/flightgw/flightgw/catalogs/paimon"
 	"github.com/flightgw/flightgw/codec/envelope"
 	"github.com/flightgw/flightgw/txn"
@@ -53,7 +54,7 @@ func openReplicas(t *testing.T, kind string) *replicas {
 			p, err = iceberg.Open(ctx, iceberg.EmbeddedCatalogName, props)
 		case "paimon":
 			p, err = paimon.Open(ctx, "lake", map[string]string{paimon.PropWarehouse: dir, paimon.PropCreateNamespaces: "default",
-				paimon.PropCommitMinWait: "1", paimon.PropCommitMaxWait: "20"})
+				lake.PropCommitMinWait: "1", lake.PropCommitMaxWait: "20"})
 		}
 		if err != nil {
 			t.Fatal(err)

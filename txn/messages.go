@@ -137,8 +137,14 @@ func (x *Messages) Prepare(ctx context.Context, owner, id string, kindOf func(ca
 func (x *Messages) seal(ctx context.Context, s Staged, kind, user string, at time.Time) (PreparedTable, error) {
 	codec, hasCodec := s.Provider.(catalogs.PayloadCodec)
 	if !hasCodec && kind != envelope.KindIceberg {
+		why := ""
+		if _, ok := s.Provider.(catalogs.TxnStreamWriter); ok {
+			// StarRocks, an upstream Flight SQL server: the receipts name
+			// a transaction the backend holds open for this process.
+			why = ": its writes are a transaction of the backend itself, open in this gateway process, which no other process can commit (end the transaction with EndTransaction)"
+		}
 		return PreparedTable{}, catalogs.Errorf(catalogs.ErrFailedPrecondition,
-			"table %s: catalog type %q has no commit-message format (iceberg and paimon have)", s.Table, kind)
+			"table %s: catalog type %q has no commit-message format (iceberg and paimon have)%s", s.Table, kind, why)
 	}
 	pt := PreparedTable{Table: s.Table, Kind: kind, Receipts: len(s.Receipts)}
 	rs := make([]envelope.Receipt, len(s.Receipts))

@@ -1,0 +1,182 @@
+package flightsql
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// Scan implements catalogs.Scanner: a SELECT of the columns, with the
+// filters whose literals every SQL dialect writes alike (integers,
+// finite floats, booleans, strings) as its WHERE clause; the others are
+// left to the engine, which filters again anyway. The result is cast to
+// the table's normalized schema.
+func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs.ScanRequest) (*catalogs.ScanResult, error) {
+	if req.SnapshotID != nil {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: catalog %q has no snapshots", t, p.name)
+	}
+	spec, err := p.GetTableSpec(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	name, err := p.upstreamName(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	c, _ := p.cachedCaps()
+	names := req.Columns
+	if names == nil {
+		for _, f := range spec.Schema.Fields() {
+			names = append(names, f.Name)
+		}
+	}
+	fields := make([]arrow.Field, len(names))
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		idx := spec.Schema.FieldIndices(n)
+		if len(idx) == 0 {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: column %q is not in the table", t, n)
+		}
+		fields[i] = spec.Schema.Field(idx[0])
+		quoted[i] = quoteIdent(c.quote, n)
+	}
+	list := strings.Join(quoted, ", ")
+	if len(names) == 0 {
+		// A count: one column the engine does not look at.
+		list = "1 AS " + quoteIdent(c.quote, "one")
+	}
+	q := "SELECT " + list + " FROM " + name + whereClause(spec.Schema, c.quote, req.Filters)
+	r, err := p.query(ctx, "scan table "+t.String(), func(ctx context.Context) (*flight.FlightInfo, error) {
+		return p.main.client.Execute(ctx, q)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return &catalogs.ScanResult{Reader: r}, nil
+	}
+	cr, err := castTo(r, arrow.NewSchema(fields, nil), "table "+t.String())
+	if err != nil {
+		return nil, err
+	}
+	return &catalogs.ScanResult{Reader: cr}, nil
+}
+
+// whereClause renders the filters it can write portably.
+func whereClause(s *arrow.Schema, quote string, fs []catalogs.Filter) string {
+	var parts []string
+	for _, f := range fs {
+		if len(s.FieldIndices(f.Column)) == 0 {
+			continue
+		}
+		col := quoteIdent(quote, f.Column)
+		switch f.Op {
+		case catalogs.OpIsNull:
+			parts = append(parts, col+" IS NULL")
+		case catalogs.OpNotNull:
+			parts = append(parts, col+" IS NOT NULL")
+		case catalogs.OpIn:
+			lits := make([]string, 0, len(f.Values))
+			for _, v := range f.Values {
+				l, ok := literal(v)
+				if !ok {
+					lits = nil
+					break
+				}
+				lits = append(lits, l)
+			}
+			if len(lits) > 0 {
+				parts = append(parts, col+" IN ("+strings.Join(lits, ", ")+")")
+			}
+		case catalogs.OpEq, catalogs.OpNotEq, catalogs.OpLt, catalogs.OpLtEq, catalogs.OpGt, catalogs.OpGtEq:
+			if len(f.Values) != 1 {
+				continue
+			}
+			l, ok := literal(f.Values[0])
+			if !ok {
+				continue
+			}
+			op := string(f.Op)
+			if f.Op == catalogs.OpNotEq {
+				op = "<>"
+			}
+			parts = append(parts, col+" "+op+" "+l)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(parts, " AND ")
+}
+
+// literal writes a filter value as portable SQL; ok is false for a value
+// whose spelling differs between dialects (dates, timestamps, bytes,
+// decimals as text), which is then not pushed.
+func literal(v any) (string, bool) {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return "TRUE", true
+		}
+		return "FALSE", true
+	case int32:
+		return strconv.FormatInt(int64(x), 10), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case float32:
+		return floatLit(float64(x))
+	case float64:
+		return floatLit(x)
+	case string:
+		if strings.ContainsAny(x, "\\\x00") {
+			return "", false // a backslash is an escape in some dialects
+		}
+		return "'" + strings.ReplaceAll(x, "'", "''") + "'", true
+	}
+	return "", false
+}
+
+func floatLit(f float64) (string, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "", false
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64), true
+}
+
+// PushQuery implements catalogs.QueryPusher: the query's text with each
+// table reference written as the upstream names it (its catalog, schema
+// and table, in its quoting), sent whole; the result is cast to the
+// engine's schema by position.
+func (p *Provider) PushQuery(ctx context.Context, q catalogs.PushedQuery) (array.RecordReader, error) {
+	if len(q.Tables) == 0 || q.Schema == nil {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "catalog %q: a pushed query needs its tables and result schema", p.name)
+	}
+	c, err := p.capabilities(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !c.sql {
+		return nil, p.lacks(c, "SQL queries", &q.Tables[0])
+	}
+	text, err := q.Render(func(t catalogs.TableIdent) (string, error) { return p.upstreamName(ctx, t) })
+	if err != nil {
+		return nil, err
+	}
+	what := fmt.Sprintf("query of table %s", q.Tables[0])
+	r, err := p.query(ctx, what, func(ctx context.Context) (*flight.FlightInfo, error) {
+		return p.main.client.Execute(ctx, text)
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.log.Debug("query pushed down", "tables", len(q.Tables), "table", q.Tables[0].String())
+	return castTo(r, q.Schema, what)
+}
