@@ -93,6 +93,22 @@ def test_parameterized_query(seeded, direct, conn):
         assert gateway_rows(conn, sql, params) == direct_rows(direct, sql, list(params))
 
 
+def test_default_schema_unquoted(seeded, conn):
+    # default is a reserved word in DuckDB; Spark and pyiceberg users write
+    # default.t unquoted.
+    want = gateway_rows(conn, "SELECT count(*) AS n, max(id) AS m FROM trips")
+    for sql in [
+        "SELECT count(*) AS n, max(id) AS m FROM default.trips",
+        "SELECT count(*) AS n, max(id) AS m FROM lake.default.trips",
+        "SELECT count(*) AS n, max(id) AS m FROM DEFAULT.TRIPS",
+        "SELECT count(*) AS n, max(t.id) AS m FROM default.trips t JOIN default.trips u USING (id)",
+    ]:
+        assert gateway_rows(conn, sql) == want, sql
+    assert gateway_rows(conn, "SELECT count(*) AS n FROM default.trips WHERE city = ?", ("oslo",)) == gateway_rows(
+        conn, "SELECT count(*) AS n FROM trips WHERE city = ?", ("oslo",)
+    )
+
+
 def test_get_objects_and_table_schema(seeded, conn):
     objects = conn.adbc_get_objects(depth="all").read_all().to_pylist()
     lake = next(o for o in objects if o["catalog_name"] == "lake")

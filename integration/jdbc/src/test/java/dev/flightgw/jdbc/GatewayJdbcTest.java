@@ -263,6 +263,24 @@ class GatewayJdbcTest {
     }
   }
 
+  /** default is a reserved word in DuckDB; Spark and pyiceberg users write default.t unquoted. */
+  @Test
+  void defaultSchemaUnquoted() throws Exception {
+    try (Connection c = connect()) {
+      assertEquals(List.of("1000"), query(c, "SELECT count(*) FROM default.sales"));
+      assertEquals(List.of("1000"), query(c, "SELECT count(*) FROM lake.default.sales"));
+      assertEquals(List.of("1000"), query(c, "SELECT COUNT(*) FROM DEFAULT.SALES"));
+      assertEquals(List.of("1000"),
+          query(c, "SELECT count(*) FROM default.sales s JOIN default.regions r ON s.region = r.region"));
+      try (PreparedStatement ps = c.prepareStatement("SELECT manager FROM default.regions WHERE region = ?")) {
+        ps.setString(1, "eu");
+        assertEquals(1, rows(ps.executeQuery()).size());
+      }
+      SQLException e = assertThrows(SQLException.class, () -> query(c, "SELECT * FROM default.no_such_table"));
+      assertTrue(e.getMessage().contains("default.no_such_table"), e.getMessage());
+    }
+  }
+
   @Test
   void informationSchemaAsSupersetReadsIt() throws Exception {
     try (Connection c = connect()) {
