@@ -8,6 +8,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -31,25 +32,30 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return cli.Run(args, stdin, stdout, stderr, func(args []string) int { return runServe(args[1:], stderr) })
+	return cli.Run(args, stdin, stdout, stderr, func(args []string) int { return runServe(args[1:], stdout, stderr) })
 }
 
-func runServe(args []string, stderr io.Writer) int {
+func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// Help that was asked for goes to stdout (flightgw serve --help | less);
+	// the usage after a bad flag goes to stderr with the error.
+	var usage bytes.Buffer
+	fs.SetOutput(&usage)
 	listen := fs.String("listen", "", "address to listen on (default "+server.DefaultListen+"; env FLIGHTGW_LISTEN)")
 	dataDir := fs.String("data-dir", "", "directory of the embedded catalog (default "+server.DefaultDataDir+"; env FLIGHTGW_DATA_DIR)")
 	configPath := fs.String("config", "", "YAML configuration file (see docs/configuration.md)")
 	insecure := fs.Bool("insecure", false, "allow listening on a non-loopback address without authentication")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: flightgw serve [flags]\n\nFlags override the configuration file and the environment (%s).\n\n",
+		fmt.Fprintf(fs.Output(), "Usage: flightgw serve [flags]\n\nFlags override the configuration file and the environment (%s).\n\n",
 			strings.Join(server.EnvVars, ", "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			_, _ = usage.WriteTo(stdout)
 			return 0
 		}
+		_, _ = usage.WriteTo(stderr)
 		return 2
 	}
 	if fs.NArg() > 0 {

@@ -18,8 +18,15 @@ func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 // TestServeHelp: the gateway binary answers serve -h itself (the front
 // passes it on) and runs the front's other commands.
 func TestServeHelp(t *testing.T) {
-	if code, _, errs := runCLI(t, "", "serve", "-h"); code != 0 || !strings.Contains(errs, "-data-dir") || !strings.Contains(errs, "FLIGHTGW_LISTEN") {
-		t.Fatalf("serve -h: %d %q", code, errs)
+	// Asked for, help is the output (flightgw serve --help | less).
+	for _, h := range []string{"-h", "--help"} {
+		if code, out, errs := runCLI(t, "", "serve", h); code != 0 || !strings.Contains(out, "-data-dir") || !strings.Contains(out, "FLIGHTGW_LISTEN") || errs != "" {
+			t.Fatalf("serve %s: %d %q %q", h, code, out, errs)
+		}
+	}
+	// After a bad flag it goes with the error, to stderr.
+	if code, out, errs := runCLI(t, "", "serve", "--nope"); code != 2 || out != "" || !strings.Contains(errs, "-data-dir") || !strings.Contains(errs, "nope") {
+		t.Fatalf("serve --nope: %d %q %q", code, out, errs)
 	}
 	if code, out, _ := runCLI(t, "", "version"); code != 0 || !strings.HasPrefix(out, "flightgw ") {
 		t.Fatalf("version: %d %q", code, out)
