@@ -320,8 +320,17 @@ func (s *Server) closeCatalogs() {
 	}
 }
 
-// Run serves until ctx is cancelled, then shuts down gracefully.
-func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
+// Listening is where a gateway that Run started serves, told to its
+// callers once it listens (flightgw serve prints the next step from it).
+type Listening struct {
+	Addr net.Addr
+	// TLS and Auth tell whether clients need grpc+tls:// and credentials.
+	TLS, Auth bool
+}
+
+// Run serves until ctx is cancelled, then shuts down gracefully. Each of
+// ready is called once the gateway listens.
+func Run(ctx context.Context, cfg *Config, log *slog.Logger, ready ...func(Listening)) error {
 	s, err := New(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -358,6 +367,9 @@ func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(lis) }()
+	for _, f := range ready {
+		f(Listening{Addr: lis.Addr(), TLS: cfg.TLS.Enabled(), Auth: s.auth.Enabled()})
+	}
 	select {
 	case err := <-errc:
 		s.Shutdown()

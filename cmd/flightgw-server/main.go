@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -85,7 +87,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	log := newLogger(cfg.Log, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := server.Run(ctx, cfg, log); err != nil {
+	if err := server.Run(ctx, cfg, log, func(l server.Listening) { banner(stdout, l, cfg.DataDir) }); err != nil {
 		log.Error("flightgw failed", "err", err)
 		return 1
 	}
@@ -100,4 +102,32 @@ func newLogger(c server.LogConfig, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// banner tells whoever started the gateway by hand (make run) the next
+// step: where it listens, a client line to paste, where the data lives.
+// It goes to stdout, apart from the log on stderr.
+func banner(w io.Writer, l server.Listening, dataDir string) {
+	host, port, err := net.SplitHostPort(l.Addr.String())
+	if err != nil {
+		return
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1" // listening on every address: this machine is one
+	}
+	scheme := "grpc"
+	if l.TLS {
+		scheme = "grpc+tls"
+	}
+	uri := scheme + "://" + net.JoinHostPort(host, port)
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
+	}
+	fmt.Fprintf(w, "\nflightgw is listening on %s (Ctrl-C stops it)\n", uri)
+	fmt.Fprintf(w, "data: %s\n", dataDir)
+	if l.Auth {
+		fmt.Fprintf(w, "authentication is on: connect with db_kwargs={\"username\": ..., \"password\": ...} (docs/configuration.md)\n")
+	}
+	fmt.Fprintf(w, "try (pip install adbc-driver-flightsql pyarrow):\n  python3 -c \"import adbc_driver_flightsql.dbapi as f; "+
+		"cur = f.connect('%s', autocommit=True).cursor(); cur.execute('SELECT 42 AS answer'); print(cur.fetchall())\"\n\n", uri)
 }

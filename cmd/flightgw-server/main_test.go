@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flightgw/flightgw/server"
 )
 
 func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -46,5 +49,24 @@ func TestServeRejectsBadConfig(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "", "serve", "extra"); code != 2 || !strings.Contains(errs, "extra") {
 		t.Fatalf("extra arg: %d %q", code, errs)
+	}
+}
+
+// TestBanner: once listening, make run shows where, what to paste, and
+// where the data is; an address on every interface is reached on loopback.
+func TestBanner(t *testing.T) {
+	var b bytes.Buffer
+	banner(&b, server.Listening{Addr: &net.TCPAddr{IP: net.IPv4zero, Port: 32010}}, "data")
+	abs, _ := filepath.Abs("data")
+	for _, want := range []string{"listening on grpc://127.0.0.1:32010", "data: " + abs,
+		`python3 -c "import adbc_driver_flightsql.dbapi as f; cur = f.connect('grpc://127.0.0.1:32010'`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("banner %q does not say %q", b.String(), want)
+		}
+	}
+	b.Reset()
+	banner(&b, server.Listening{Addr: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1}, TLS: true, Auth: true}, "/d")
+	if !strings.Contains(b.String(), "grpc+tls://10.0.0.1:1") || !strings.Contains(b.String(), "password") {
+		t.Errorf("banner with TLS and auth: %q", b.String())
 	}
 }
