@@ -17,8 +17,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
