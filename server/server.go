@@ -31,6 +31,7 @@ import (
 
 // Server is an assembled gateway.
 type Server struct {
+	calls    calls // in flight, for the shutdown to name (inflight.go)
 	cfg      *Config
 	log      *slog.Logger
 	grpc     *grpc.Server
@@ -157,8 +158,8 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		// every 10s (peers ping every 30s) to notice a dead one.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
 		grpc.ForceServerCodecV2(newFrameCodec(bad)),
-		grpc.ChainUnaryInterceptor(s.metrics.unary(), recoverUnary(log), logUnary(log), clientGoneUnary(), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
-		grpc.ChainStreamInterceptor(s.metrics.stream(), recoverStream(log), logStream(log), clientGoneStream(), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
+		grpc.ChainUnaryInterceptor(s.metrics.unary(), recoverUnary(log), logUnary(log, &s.calls), clientGoneUnary(), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
+		grpc.ChainStreamInterceptor(s.metrics.stream(), recoverStream(log), logStream(log, &s.calls), clientGoneStream(), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
 			authn.StreamInterceptor(), rt.stream(),
 			newPrincipalLimits(share(cfg.Limits.PerPrincipalWrites, cfg.Limits.MaxConcurrentWrites),
 				share(cfg.Limits.PerPrincipalQueries, cfg.Limits.MaxConcurrentQueries)).stream(),
@@ -270,12 +271,27 @@ func (s *Server) Shutdown() {
 		s.grpc.GracefulStop()
 		close(done)
 	}()
-	select {
-	case <-done:
-	case <-time.After(s.cfg.Timeouts.ShutdownGrace.Duration):
-		s.log.Warn("shutdown grace period over; cancelling in-flight calls", "grace", s.cfg.Timeouts.ShutdownGrace)
-		s.grpc.Stop()
-		<-done
+	grace := time.After(s.cfg.Timeouts.ShutdownGrace.Duration)
+	if n, what := s.calls.summary(); n > 0 {
+		s.log.Info("shutdown waits for calls in flight", "calls", n, "methods", what, "grace", s.cfg.Timeouts.ShutdownGrace)
+	}
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-tick.C:
+			if n, what := s.calls.summary(); n > 0 {
+				s.log.Info("shutdown still waiting", "calls", n, "methods", what)
+			}
+		case <-done:
+			waiting = false
+		case <-grace:
+			n, what := s.calls.summary()
+			s.log.Warn("shutdown grace period over; cancelling in-flight calls", "grace", s.cfg.Timeouts.ShutdownGrace, "calls", n, "methods", what)
+			s.grpc.Stop()
+			<-done
+			waiting = false
+		}
 	}
 	s.reclaim.stop()
 	if s.gcStop != nil {
