@@ -204,3 +204,20 @@ def test_query_reads_own_transaction(gateway):
         with other.cursor() as ocur:
             ocur.execute("SELECT count(*) AS n FROM ryw")
             assert ocur.fetch_arrow_table().to_pylist() == [{"n": 15}]
+
+
+@pytest.mark.parametrize(
+    "sql, fragment",
+    [
+        ("INSERT INTO trips (id) VALUES ('notanint')", "INSERT into lake.default.trips: column id (BIGINT): could not convert 'notanint'"),
+        ("INSERT INTO default.trips (id, city) VALUES (1)", "INSERT has 1 value for 2 columns of lake.default.trips"),
+        ("INSERT INTO trips (riders) VALUES (99999999999)", "column riders (INTEGER): value 99999999999 is out of range"),
+    ],
+)
+def test_insert_errors_name_table_and_column(seeded, conn, sql, fragment):
+    # In the user's terms: never the gateway's cast of the source (__src, c0).
+    with pytest.raises(adbc_driver_manager.Error) as err:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+    assert fragment in str(err.value)
+    assert "__" not in str(err.value)
