@@ -125,6 +125,8 @@ func (e *Engine) loadPolicy() (*policy, error) {
 			WHERE function_type IN ('macro', 'table_macro') AND regexp_matches(macro_definition, $1)`},
 		{&pol.volatile, `SELECT string_agg(DISTINCT function_name, ' ') FROM duckdb_functions()
 			WHERE stability = 'VOLATILE' AND $1 <> ''`},
+		{&pol.reserved, `SELECT string_agg(keyword_name, ' ') FROM duckdb_keywords()
+			WHERE keyword_category IN ('reserved', 'type_function') AND $1 <> ''`},
 	} {
 		arg := "x"
 		if q.set == &pol.serverMacros {

@@ -144,6 +144,15 @@ func TestQueries(t *testing.T) {
 	}{
 		{"three-part name", `SELECT count(*), sum(amount) FROM lake."default".sales`, []string{"4|35.5"}},
 		{"two-part name", `SELECT id FROM "default".sales ORDER BY id DESC LIMIT 2`, []string{"4", "3"}},
+		// default is a reserved word in DuckDB: unquoted it starts a
+		// name only through qualifiers.go.
+		{"default unquoted", `SELECT id FROM default.sales ORDER BY id DESC LIMIT 2`, []string{"4", "3"}},
+		{"default spaced", `SELECT count(*) FROM default . sales`, []string{"4"}},
+		{"default qualified", `SELECT count(*) FROM lake.default.sales`, []string{"4"}},
+		{"default with a column", `SELECT sales.id FROM default.sales WHERE id = 2`, []string{"2"}},
+		{"default in a join", `SELECT count(*) FROM default.sales s JOIN default.regions r USING (region) WHERE 'default.x' <> ''`,
+			[]string{"3"}},
+		{"default in a subquery", `SELECT (SELECT max(id) FROM default.sales), 'default.sales'`, []string{"4|default.sales"}},
 		{"group by", `SELECT region, sum(qty) AS q FROM sales WHERE region IS NOT NULL GROUP BY region ORDER BY region`,
 			[]string{"eu|4", "us|2"}},
 		{"join", `SELECT s.id, r.manager FROM sales s JOIN regions r ON s.region = r.region WHERE s.amount > 6 ORDER BY 1`,
@@ -266,6 +275,13 @@ func TestErrors(t *testing.T) {
 		{`SELECT * FROM parquet_metadata('/etc/passwd')`, catalogs.ErrPermissionDenied, ""},
 		{`SELECT * FROM query('SELECT * FROM read_csv(''/etc/passwd'')')`, catalogs.ErrPermissionDenied, ""},
 		{`SELECT getenv('HOME')`, catalogs.ErrInvalidArgument, "getenv"},
+		// Quoting a reserved qualifier opens nothing.
+		{`SELECT * FROM default.read_csv('/etc/passwd')`, catalogs.ErrPermissionDenied, ""},
+		{`SELECT * FROM default.duckdb_settings()`, catalogs.ErrPermissionDenied, ""},
+		{`SELECT * FROM default.nope`, catalogs.ErrNotFound, "nope"},
+		{`SELECT * FROM order.sales`, catalogs.ErrNotFound, "sales"},
+		{`SELECT * FROM default.sales; DROP TABLE sales`, catalogs.ErrInvalidArgument, "multiple statements"},
+		{`SELECT 'default.sales' FROM`, catalogs.ErrInvalidArgument, "syntax error"},
 		{`ATTACH '/tmp/x.db' AS x`, ErrUnsupported, "ATTACH"},
 		{`COPY (SELECT 1) TO '/tmp/x.csv'`, ErrUnsupported, "COPY"},
 		{`INSTALL httpfs`, ErrUnsupported, "INSTALL"},

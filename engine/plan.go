@@ -60,6 +60,9 @@ type plan struct {
 	// for a file: it may then run where the planned files are readable
 	// (see native.go).
 	fileSafe bool
+	// text is the query the tree was parsed from: the client's, or it
+	// with reserved qualifiers quoted (qualifiers.go).
+	text string
 }
 
 // parsed is json_serialize_sql's answer.

@@ -26,6 +26,9 @@ type policy struct {
 	serverMacros map[string]bool
 	// volatile are the functions whose value changes from call to call.
 	volatile map[string]bool
+	// reserved are the keywords that cannot start a name unquoted
+	// (default, order, left, ...): see qualifiers.go.
+	reserved map[string]bool
 	// maxString is the most bytes a guarded function may return.
 	maxString int64
 	// guards are the bounded functions, by guardKey.

@@ -21,7 +21,7 @@ func (r *Rows) startPushed(ctx context.Context, query string, p *plan, sql strin
 	if r.part != nil || (params != nil && params.NumCols() > 0) {
 		return false, nil
 	}
-	pusher, q, ok := pushable(query, p)
+	pusher, q, ok := pushable(p.text, p)
 	if !ok {
 		return false, nil
 	}

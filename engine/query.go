@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -176,13 +177,19 @@ func (c *conn) plan(query string, resolve Resolver, pol *policy) (*plan, string,
 	if i := strings.IndexByte(query, 0); i >= 0 {
 		return nil, "", errInvalid("the query holds a NUL byte at offset %d", i)
 	}
-	js, err := c.queryString("SELECT json_serialize_sql($1::VARCHAR)::VARCHAR", query)
+	tree, err := c.parse(query)
 	if err != nil {
-		return nil, "", err
-	}
-	tree, err := decodeParse(query, js)
-	if err != nil {
-		return nil, "", err
+		// A reserved word starting a dotted name (default.people):
+		// qualifiers.go.
+		quoted, ok := quoteQualifiers(query, pol.reserved)
+		if !ok || !errors.Is(err, catalogs.ErrInvalidArgument) {
+			return nil, "", err
+		}
+		t, qerr := c.parse(quoted)
+		if qerr != nil {
+			return nil, "", err
+		}
+		tree, query = t, quoted
 	}
 	prefix := privatePrefix + randomHex(8) + "_"
 	p, err := newPlan(tree, resolve, func(i int) string { return fmt.Sprintf("%s%d", prefix, i) }, pol)
@@ -200,7 +207,17 @@ func (c *conn) plan(query string, resolve Resolver, pol *policy) (*plan, string,
 	if debugSQL != nil {
 		debugSQL(query, rewritten, sql)
 	}
+	p.text = query
 	return p, sql, nil
+}
+
+// parse is DuckDB's parse tree of query, or why it refuses it.
+func (c *conn) parse(query string) (map[string]any, error) {
+	js, err := c.queryString("SELECT json_serialize_sql($1::VARCHAR)::VARCHAR", query)
+	if err != nil {
+		return nil, err
+	}
+	return decodeParse(query, js)
 }
 
 // Query runs a query and streams its result. params holds the parameter

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
@@ -23,42 +24,58 @@ import (
 // which commits it when the stream ends, or joins the caller's
 // transaction.
 func (h *Handler) DoPutCommandStatementIngest(ctx context.Context, cmd flightsql.StatementIngest, rdr flight.MessageReader) (int64, error) {
-	n, err := h.ingest(ctx, cmd, rdr)
-	if err != nil {
-		h.log.Info("ingest failed", "catalog", cmd.GetCatalog(), "schema", cmd.GetSchema(), "table", cmd.GetTable(),
-			"rows", n, "code", Code(err).String(), "err", err)
+	start := time.Now()
+	ident, res, err := h.ingest(ctx, cmd, rdr)
+	// The table as resolved (the default catalog and schema filled in),
+	// not the command's fields, which a client may leave empty.
+	table := ident.String()
+	if ident.Name == "" {
+		table = cmd.GetTable()
 	}
-	return n, Status(err)
+	switch {
+	case err != nil:
+		h.log.Info("ingest failed", "table", table, "rows", res.Rows, "code", Code(err).String(), "err", err)
+	case !res.Repeated:
+		attrs := []any{"table", table, "rows", res.Rows, "bytes", res.Bytes, "duration", time.Since(start)}
+		if res.Snapshot != 0 {
+			attrs = append(attrs, "snapshot", res.Snapshot)
+		} else {
+			attrs = append(attrs, "staged", "in a transaction") // its commit logs the snapshot
+		}
+		h.log.Info("ingest finished", attrs...)
+	}
+	return res.Rows, Status(err)
 }
 
 // maxIdempotencyKey bounds a client's idempotency key.
 const maxIdempotencyKey = 256
 
-func (h *Handler) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr flight.MessageReader) (int64, error) {
+func (h *Handler) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr flight.MessageReader) (catalogs.TableIdent, txn.Result, error) {
+	var none txn.Result
 	cat, p, err := h.catalog(ctx, cmd.GetCatalog())
 	if err != nil {
-		return 0, err
+		return catalogs.TableIdent{}, none, err
 	}
 	ident := h.tableIdent(cat.Name, cmd.GetSchema(), cmd.GetTable())
 	if cmd.GetTemporary() {
-		return 0, status.Errorf(codes.Unimplemented, "ingest into %s: temporary tables are not supported", ident)
+		return ident, none, status.Errorf(codes.Unimplemented, "ingest into %s: temporary tables are not supported", ident)
 	}
 	if err := ident.Validate(); err != nil {
-		return 0, err
+		return ident, none, err
 	}
 	tx, err := h.ingestTxn(ctx, p, cmd.GetTransactionId())
 	if err != nil {
-		return 0, err
+		return ident, none, err
 	}
 	w := txn.Write{Table: ident, Provider: cat.Provider, Txn: tx}
 	w.CreateIfMissing, w.IfExists = ingestMode(cmd.GetTableDefinitionOptions())
 	w.TableOptions = tableOptions(cmd.GetOptions())
 	if key := idempotencyKey(ctx, cmd); key != "" {
 		if len(key) > maxIdempotencyKey {
-			return 0, status.Errorf(codes.InvalidArgument, "ingest into %s: option %s is longer than %d bytes", ident, IdempotencyKeyOption, maxIdempotencyKey)
+			return ident, none, status.Errorf(codes.InvalidArgument, "ingest into %s: option %s is longer than %d bytes", ident, IdempotencyKeyOption, maxIdempotencyKey)
 		}
 		if tx != nil {
-			return 0, status.Errorf(codes.InvalidArgument,
+			return ident, none, status.Errorf(codes.InvalidArgument,
 				"ingest into %s: option %s cannot be used inside a transaction (the transaction commit is the unit of retry)", ident, IdempotencyKeyOption)
 		}
 		w.CommitID, w.Idempotent = txn.IdempotencyCommitID(p.Realm, p.ID(), key), true
@@ -67,7 +84,7 @@ func (h *Handler) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr
 	if res.Repeated && err == nil {
 		h.log.Info("ingest retry already committed", "table", ident.String(), "rows", res.Rows)
 	}
-	return res.Rows, err
+	return ident, res, err
 }
 
 // tableOptions are the ingest options a backend may apply to a table the

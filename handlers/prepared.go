@@ -105,7 +105,7 @@ func (h *Handler) prepareInsert(ctx context.Context, st *prepared) error {
 	}
 	d, err := eng.Describe(ctx, ins.castQuery(t.schema, t.fields), h.resolver(ctx, t.p, t.defCatalog, t.defSchema))
 	if err != nil {
-		return queryStatus(err)
+		return queryStatus(insertError(t, err))
 	}
 	st.params = paramSchema(d.Params, nil)
 	return nil

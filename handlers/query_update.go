@@ -140,10 +140,10 @@ func (h *Handler) insertSource(ctx context.Context, t *insertTable, st *insertSt
 	q := st.castQuery(t.schema, t.fields)
 	d, err := eng.Describe(ctx, "SELECT * FROM ("+st.source+")", h.resolver(ctx, t.p, t.defCatalog, t.defSchema))
 	if err != nil {
-		return nil, queryStatus(err)
+		return nil, queryStatus(insertError(t, err))
 	}
 	if d.Schema.NumFields() != len(t.fields) {
-		return nil, status.Errorf(codes.InvalidArgument, "INSERT into %s: %d target column(s) but the source has %d", t.ident, len(t.fields), d.Schema.NumFields())
+		return nil, status.Errorf(codes.InvalidArgument, "INSERT has %s for %d columns of %s", values(d.Schema.NumFields()), len(t.fields), t.ident)
 	}
 	qctx, cancel := h.statementContext(ctx)
 	what := "INSERT into " + t.ident.String()
@@ -153,7 +153,7 @@ func (h *Handler) insertSource(ctx context.Context, t *insertTable, st *insertSt
 		if st := h.timedOut(qctx, what); st != nil {
 			return nil, st
 		}
-		return nil, queryStatus(err)
+		return nil, queryStatus(insertError(t, err))
 	}
 	return &batchSource{schema: rows.Schema(), next: rows.Next, batch: rows.RecordBatch,
 		err: func() error {
@@ -161,7 +161,7 @@ func (h *Handler) insertSource(ctx context.Context, t *insertTable, st *insertSt
 				if st := h.timedOut(qctx, what); st != nil {
 					return st
 				}
-				return queryStatus(err)
+				return queryStatus(insertError(t, err))
 			}
 			return nil
 		},

@@ -356,4 +356,8 @@ func TestShutdownDiscardsUnfinishedUploads(t *testing.T) {
 	if !strings.Contains(g.logs.String(), "shutdown grace period over") {
 		t.Fatalf("the upload did not hold the shutdown for the grace period:\n%s", g.logs.String())
 	}
+	// The shutdown said what it waited for.
+	if !strings.Contains(g.logs.String(), `msg="shutdown waits for calls in flight" calls=1 methods="DoPut×1`) {
+		t.Fatalf("the shutdown did not name the upload it waited for:\n%s", g.logs.String())
+	}
 }

@@ -67,6 +67,9 @@ type gateway struct {
 	// shutdown stops the server as SIGTERM does; it runs at cleanup if the
 	// test has not called it.
 	shutdown func()
+	// ownUnderscores are the names with "__" the test sends itself, which
+	// its error messages may name (internal_names_test.go).
+	ownUnderscores []string
 }
 
 // startGateway runs the real server with the embedded default in a fresh
@@ -117,13 +120,15 @@ func startGatewayOn(t *testing.T, listen, yaml string) *gateway {
 			}
 		})
 	}
+	g := &gateway{addr: lis.Addr().String(), dataDir: dir, logs: logs, shutdown: shutdown}
 	t.Cleanup(func() {
 		shutdown()
 		if strings.Contains(logs.String(), "panic in handler") {
 			t.Errorf("a handler panicked:\n%s", logs.String())
 		}
+		g.checkNoInternals(t)
 	})
-	return &gateway{addr: lis.Addr().String(), dataDir: dir, logs: logs, shutdown: shutdown}
+	return g
 }
 
 // adbcConn opens an ADBC Flight SQL connection with extra database options.

@@ -40,6 +40,18 @@ func TestNamesIgnoreCase(t *testing.T) {
 	c := g.flightClient(t)
 	_, err := c.Execute(context.Background(), `SELECT count(*) FROM Dup`)
 	assertStatus(t, err, codes.InvalidArgument, "table default.Dup is ambiguous: it matches default.DUP, default.dup")
+	// Each name the message offers works pasted back as written
+	// (default is a reserved word in DuckDB).
+	msg := err.Error()
+	for name, want := range map[string]string{"default.DUP": "4", "default.dup": "3"} {
+		if !strings.Contains(msg, name) {
+			t.Fatalf("%q does not offer %s", msg, name)
+		}
+		got, err := queryRows(t, cnxn, "SELECT count(*) FROM "+name, nil)
+		if err != nil || strings.Join(got, ",") != want {
+			t.Errorf("%s pasted back: %v, %v; want %s", name, got, err, want)
+		}
+	}
 	_, err = c.Execute(context.Background(), `SELECT count(*) FROM no_such`)
 	assertStatus(t, err, codes.NotFound, "no_such")
 	if n, err := execUpdate(t, cnxn, `INSERT INTO LAKE."DEFAULT".MIXED (id, name, score) VALUES (7, 'x', 1.5)`); err != nil || n != 1 {

@@ -85,7 +85,7 @@ func TestReadmePythonExamples(t *testing.T) {
 	for _, b := range pythonBlocks(string(readme)) {
 		// The distributed-commit example runs in
 		// integration/python/test_commit_messages.py.
-		if !strings.Contains(b, "PrepareCommit") {
+		if !strings.Contains(b, "PrepareCommit") && !strings.Contains(b, "BeginTransaction") {
 			blocks = append(blocks, b)
 		}
 	}
@@ -156,20 +156,29 @@ func TestReadmeGoCommitExample(t *testing.T) {
 	}
 	var workers []worker
 	for i := range 2 {
-		c := startGateway(t, conf).flightClient(t)
-		tx, err := c.BeginTransaction(ctx)
+		w := worker{client: startGateway(t, conf).flightClient(t)}
+		rdr := reader(t, people(t, i*10, 10))
+		// The README's worker (flightsql is fsql here).
+		err := func() error {
+			tx, err := w.client.BeginTransaction(ctx)
+			if err != nil {
+				return err
+			}
+			_, err = w.client.ExecuteIngest(ctx, rdr, &fsql.ExecuteIngestOpts{ // rdr: an array.RecordReader
+				Table:         "orders",
+				TransactionId: tx.ID(),
+				TableDefinitionOptions: &fsql.TableDefinitionOptions{
+					IfNotExist: fsql.TableDefinitionOptionsTableNotExistOptionCreate,
+					IfExists:   fsql.TableDefinitionOptionsTableExistsOptionAppend,
+				},
+			})
+			w.tx = tx
+			return err
+		}()
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts := modeAppend("orders")
-		if i == 0 {
-			opts = modeCreate("orders")
-		}
-		opts.TransactionId = tx.ID()
-		if _, err := c.ExecuteIngest(ctx, reader(t, people(t, i*10, 10)), opts); err != nil {
-			t.Fatal(err)
-		}
-		workers = append(workers, worker{c, tx})
+		workers = append(workers, w)
 	}
 	coordinator := startGateway(t, conf).flightClient(t)
 

@@ -305,7 +305,7 @@ func LoadConfig(path string, overrides ...Override) (*Config, error) {
 		})
 		dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)), yaml.Strict())
 		if err := dec.Decode(cfg); err != nil {
-			return nil, fmt.Errorf("config %s: %s", path, yaml.FormatError(err, false, true))
+			return nil, yamlError(path, expanded, err)
 		}
 	}
 	if err := cfg.applyEnv(os.LookupEnv); err != nil {

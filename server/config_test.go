@@ -82,7 +82,10 @@ func TestEnvOverrides(t *testing.T) {
 
 func TestBadConfigNamesKey(t *testing.T) {
 	for body, want := range map[string]string{
-		"lisen: x\n":                       "lisen",
+		"lisen: x\n":                         "lisen",
+		"limits:\n  max_batch_bytes: lots\n": "line 2: limits.max_batch_bytes",
+		"catalogs:\n  - name: a\n    type: iceberg\n    properties: 3\n": "line 4: catalogs[0].properties",
+		"limits: 5\n":                      "line 1: limits",
 		"log: {level: loud}\n":             "log.level",
 		"catalogs: [{name: a}]\n":          "catalogs[0].type",
 		"limits: {max_batch_bytes: 10}\n":  "limits.max_batch_bytes",

@@ -57,19 +57,23 @@ func logCall(log *slog.Logger, method string, start time.Time, err error) {
 	log.Log(context.Background(), lvl, "call", attrs...)
 }
 
-func logUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
+func logUnary(log *slog.Logger, inflight *calls) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
+		end := inflight.begin(info.FullMethod)
 		resp, err := handler(ctx, req)
+		end()
 		logCall(log, info.FullMethod, start, err)
 		return resp, err
 	}
 }
 
-func logStream(log *slog.Logger) grpc.StreamServerInterceptor {
+func logStream(log *slog.Logger, inflight *calls) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		start := time.Now()
+		end := inflight.begin(info.FullMethod)
 		err := handler(srv, ss)
+		end()
 		logCall(log, info.FullMethod, start, err)
 		return err
 	}

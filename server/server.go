@@ -31,6 +31,7 @@ import (
 
 // Server is an assembled gateway.
 type Server struct {
+	calls    calls // in flight, for the shutdown to name (inflight.go)
 	cfg      *Config
 	log      *slog.Logger
 	grpc     *grpc.Server
@@ -161,8 +162,8 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		// every 10s (peers ping every 30s) to notice a dead one.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
 		grpc.ForceServerCodecV2(newFrameCodec(bad)),
-		grpc.ChainUnaryInterceptor(s.metrics.unary(), recoverUnary(log), logUnary(log), clientGoneUnary(), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
-		grpc.ChainStreamInterceptor(recvLimits(maxMsg, int(cfg.Limits.MaxActionBytes)), s.metrics.stream(), recoverStream(log), logStream(log), clientGoneStream(), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
+		grpc.ChainUnaryInterceptor(s.metrics.unary(), recoverUnary(log), logUnary(log, &s.calls), clientGoneUnary(), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
+		grpc.ChainStreamInterceptor(recvLimits(maxMsg, int(cfg.Limits.MaxActionBytes)), s.metrics.stream(), recoverStream(log), logStream(log, &s.calls), clientGoneStream(), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
 			authn.StreamInterceptor(), reserveActionBodies(h, cfg.Limits.QueueWait.Duration), rt.stream(),
 			newAdmission("DoPut", admissionLimits{capacity: cfg.Limits.MaxConcurrentWrites, share: cfg.Limits.PerPrincipalWrites,
 				capKey: "max_concurrent_writes", shareKey: "per_principal_writes", waitKey: "queue_wait",
@@ -277,12 +278,27 @@ func (s *Server) Shutdown() {
 		s.grpc.GracefulStop()
 		close(done)
 	}()
-	select {
-	case <-done:
-	case <-time.After(s.cfg.Timeouts.ShutdownGrace.Duration):
-		s.log.Warn("shutdown grace period over; cancelling in-flight calls", "grace", s.cfg.Timeouts.ShutdownGrace)
-		s.grpc.Stop()
-		<-done
+	grace := time.After(s.cfg.Timeouts.ShutdownGrace.Duration)
+	if n, what := s.calls.summary(); n > 0 {
+		s.log.Info("shutdown waits for calls in flight", "calls", n, "methods", what, "grace", s.cfg.Timeouts.ShutdownGrace)
+	}
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-tick.C:
+			if n, what := s.calls.summary(); n > 0 {
+				s.log.Info("shutdown still waiting", "calls", n, "methods", what)
+			}
+		case <-done:
+			waiting = false
+		case <-grace:
+			n, what := s.calls.summary()
+			s.log.Warn("shutdown grace period over; cancelling in-flight calls", "grace", s.cfg.Timeouts.ShutdownGrace, "calls", n, "methods", what)
+			s.grpc.Stop()
+			<-done
+			waiting = false
+		}
 	}
 	s.reclaim.stop()
 	if s.gcStop != nil {
@@ -327,8 +343,17 @@ func (s *Server) closeCatalogs() {
 	}
 }
 
-// Run serves until ctx is cancelled, then shuts down gracefully.
-func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
+// Listening is where a gateway that Run started serves, told to its
+// callers once it listens (flightgw serve prints the next step from it).
+type Listening struct {
+	Addr net.Addr
+	// TLS and Auth tell whether clients need grpc+tls:// and credentials.
+	TLS, Auth bool
+}
+
+// Run serves until ctx is cancelled, then shuts down gracefully. Each of
+// ready is called once the gateway listens.
+func Run(ctx context.Context, cfg *Config, log *slog.Logger, ready ...func(Listening)) error {
 	s, err := New(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -365,6 +390,9 @@ func Run(ctx context.Context, cfg *Config, log *slog.Logger) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(lis) }()
+	for _, f := range ready {
+		f(Listening{Addr: lis.Addr(), TLS: cfg.TLS.Enabled(), Auth: s.auth.Enabled()})
+	}
 	select {
 	case err := <-errc:
 		s.Shutdown()

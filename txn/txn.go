@@ -61,6 +61,17 @@ type Staged struct {
 	unknown bool
 	// commitID is the id its commit records.
 	commitID string
+	// snapshot is the snapshot its commit made, once landed.
+	snapshot int64
+}
+
+// totals are the rows and bytes of receipts.
+func totals(receipts []catalogs.WriteReceipt) (rows, bytes uint64) {
+	for _, r := range receipts {
+		rows += r.RowCount
+		bytes += r.ByteCount
+	}
+	return rows, bytes
 }
 
 // Txn is one transaction. Its methods are safe for concurrent use.
@@ -353,13 +364,29 @@ func (m *Manager) Commit(ctx context.Context, owner, id string) error {
 	if err != nil {
 		return err
 	}
+	start := time.Now()
 	if err := m.commitAll(ctx, t, staged); err != nil {
 		t.reopen()
 		return err
 	}
 	t.setState(Committed)
 	m.retire(t, Committed)
+	m.logCommitted(t, staged, time.Since(start))
 	return nil
+}
+
+// logCommitted writes the one line of a committed transaction: what it
+// wrote, how long the commit took, and each table's snapshot.
+func (m *Manager) logCommitted(t *Txn, staged []*Staged, took time.Duration) {
+	var rows, bytes uint64
+	snaps := make([]string, len(staged))
+	for i, s := range staged {
+		r, b := totals(s.Receipts)
+		rows, bytes = rows+r, bytes+b
+		snaps[i] = fmt.Sprintf("%s@%d", s.Table, s.snapshot)
+	}
+	m.log.Info("transaction committed", "txn", t.id, "tables", len(staged), "rows", rows, "bytes", bytes,
+		"duration", took, "snapshots", strings.Join(snaps, ","))
 }
 
 // commitAll commits what is not yet landed of staged.
@@ -402,7 +429,7 @@ func (m *Manager) commitAll(ctx context.Context, t *Txn, staged []*Staged) error
 // id landed with other data) leaves s's own files unreferenced, so they
 // are discarded.
 func (m *Manager) landed(ctx context.Context, s *Staged, out catalogs.CommitOutcome) {
-	s.landed = true
+	s.landed, s.snapshot = true, out.SnapshotID
 	if out.Duplicate {
 		if err := discard(context.WithoutCancel(ctx), s.Provider, s.Table, s.Receipts); err != nil {
 			m.log.Warn("discard receipts of a duplicate commit", "table", s.Table.String(), "err", err)

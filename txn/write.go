@@ -72,6 +72,11 @@ type Result struct {
 	Created bool
 	// Repeated is true when an idempotent write had already landed.
 	Repeated bool
+	// Bytes is the size of the data files written; Snapshot is the
+	// snapshot the write committed (0 when it joined a transaction or
+	// was repeated).
+	Bytes    uint64
+	Snapshot int64
 }
 
 // IdempotencyCommitID scopes a client's idempotency key to its realm and
@@ -130,7 +135,8 @@ func (m *Manager) write(ctx context.Context, w Write, src Source) (Result, error
 	if err != nil {
 		return Result{Created: p.created}, p.explain(err)
 	}
-	res := Result{Rows: rows, Created: p.created}
+	_, bytes := totals(receipts)
+	res := Result{Rows: rows, Created: p.created, Bytes: bytes}
 	if w.Txn != nil {
 		superseded, err := w.Txn.add(w.Table, w.Provider, p.mode, receipts)
 		if err != nil {
@@ -164,6 +170,8 @@ func (m *Manager) write(ctx context.Context, w Write, src Source) (Result, error
 			m.log.Warn("discard staged files of a duplicate write", "table", w.Table.String(), "err", derr)
 		}
 		res.Repeated = true
+	default:
+		res.Snapshot = out.SnapshotID
 	}
 	return res, nil
 }

@@ -120,7 +120,7 @@ func (p *Provider) openSQL(ctx context.Context) error {
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
-		return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("catalog %q: open %s database", p.name, dialect))
+		return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("catalog %q: open %s database %s", p.name, dialect, catalogs.RedactURI(p.cfg.uri)))
 	}
 	if dialect == "sqlite" {
 		// One writer at a time is all SQLite allows; a small pool keeps
@@ -136,7 +136,7 @@ func (p *Provider) openSQL(ctx context.Context) error {
 	})
 	if err != nil {
 		_ = db.Close()
-		return mapErr(err, fmt.Sprintf("catalog %q: open %s catalog", p.name, dialect))
+		return mapErr(err, fmt.Sprintf("catalog %q: open %s catalog %s", p.name, dialect, catalogs.RedactURI(p.cfg.uri)))
 	}
 	p.cat, p.db = cat, db
 	return nil

@@ -76,7 +76,7 @@ func openMetastore(ctx context.Context, catalog string, cfg *jdbcConfig, policy 
 		}
 		if err != nil {
 			_ = db.Close()
-			return nil, err
+			return nil, fmt.Errorf("catalog %q: open %s metastore %s: %w", catalog, cfg.dialect, catalogs.RedactURI(cfg.dsn), err)
 		}
 	}
 	return m, nil

@@ -8,14 +8,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -32,25 +35,30 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return cli.Run(args, stdin, stdout, stderr, func(args []string) int { return runServe(args[1:], stderr) })
+	return cli.Run(args, stdin, stdout, stderr, func(args []string) int { return runServe(args[1:], stdout, stderr) })
 }
 
-func runServe(args []string, stderr io.Writer) int {
+func runServe(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// Help that was asked for goes to stdout (flightgw serve --help | less);
+	// the usage after a bad flag goes to stderr with the error.
+	var usage bytes.Buffer
+	fs.SetOutput(&usage)
 	listen := fs.String("listen", "", "address to listen on (default "+server.DefaultListen+"; env FLIGHTGW_LISTEN)")
 	dataDir := fs.String("data-dir", "", "directory of the embedded catalog (default "+server.DefaultDataDir+"; env FLIGHTGW_DATA_DIR)")
 	configPath := fs.String("config", "", "YAML configuration file (see docs/configuration.md)")
 	insecure := fs.Bool("insecure", false, "allow listening on a non-loopback address without authentication (the gRPC listener, and health.listen with health.public)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: flightgw serve [flags]\n\nFlags override the configuration file and the environment (%s).\n\n",
+		fmt.Fprintf(fs.Output(), "Usage: flightgw serve [flags]\n\nFlags override the configuration file and the environment (%s).\n\n",
 			strings.Join(server.EnvVars, ", "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			_, _ = usage.WriteTo(stdout)
 			return 0
 		}
+		_, _ = usage.WriteTo(stderr)
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -80,7 +88,7 @@ func runServe(args []string, stderr io.Writer) int {
 	log := newLogger(cfg.Log, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := server.Run(ctx, cfg, log); err != nil {
+	if err := server.Run(ctx, cfg, log, func(l server.Listening) { banner(stdout, l, cfg.DataDir) }); err != nil {
 		log.Error("flightgw failed", "err", err)
 		return 1
 	}
@@ -95,4 +103,32 @@ func newLogger(c server.LogConfig, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// banner tells whoever started the gateway by hand (make run) the next
+// step: where it listens, a client line to paste, where the data lives.
+// It goes to stdout, apart from the log on stderr.
+func banner(w io.Writer, l server.Listening, dataDir string) {
+	host, port, err := net.SplitHostPort(l.Addr.String())
+	if err != nil {
+		return
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1" // listening on every address: this machine is one
+	}
+	scheme := "grpc"
+	if l.TLS {
+		scheme = "grpc+tls"
+	}
+	uri := scheme + "://" + net.JoinHostPort(host, port)
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
+	}
+	fmt.Fprintf(w, "\nflightgw is listening on %s (Ctrl-C stops it)\n", uri)
+	fmt.Fprintf(w, "data: %s\n", dataDir)
+	if l.Auth {
+		fmt.Fprintf(w, "authentication is on: connect with db_kwargs={\"username\": ..., \"password\": ...} (docs/configuration.md)\n")
+	}
+	fmt.Fprintf(w, "try (pip install adbc-driver-flightsql pyarrow):\n  python3 -c \"import adbc_driver_flightsql.dbapi as f; "+
+		"cur = f.connect('%s', autocommit=True).cursor(); cur.execute('SELECT 42 AS answer'); print(cur.fetchall())\"\n\n", uri)
 }

@@ -83,6 +83,14 @@ def gateway(tmp_path_factory):
     yield gw
     stop_gateway(gw)
     assert "panic" not in gw.logs(), gw.logs()
+    assert not leaked_internals(gw.logs())
+
+
+def leaked_internals(logs: str) -> list:
+    """The client messages (the gateway logs each failed call's: "msg=call
+    ... err=...") that show an internal name: a private view (__flightgw_),
+    the INSERT's wrapping (__src) or anything else with "__"."""
+    return [line for line in logs.splitlines() if "msg=call" in line and "__" in line.partition(" err=")[2]]
 
 
 @pytest.fixture

@@ -69,20 +69,26 @@ def ingest_in(client, txn: bytes, table: str, ids) -> None:
     writer.close()
 
 
-def readme_python_example() -> str:
+def readme_python_examples() -> list:
+    """The section's Python blocks: a worker's, then the commit's."""
     text = (REPO / "README.md").read_text()
-    section = text.split("## Distributed commit (Flight actions)", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    section = text.split("## Distributed commit (Flight actions)", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
 def test_readme_commit_messages(gateway):
-    workers = []
+    worker_code, commit_code = readme_python_examples()
+    # The README's worker, as written: its begin and ingest_in make the
+    # other workers too.
+    scope = {}
+    exec(compile(worker_code.replace("grpc://127.0.0.1:32010", gateway.uri), "README.md", "exec"), scope)
+    workers = scope["workers"]
     for i in range(3):
         w = flight.FlightClient(gateway.uri)
-        txn = begin(w)
-        ingest_in(w, txn, "orders", range(i * 100, i * 100 + 100))
+        txn = scope["begin"](w)
+        scope["ingest_in"](w, txn, "orders", pa.table({"id": pa.array(range(i * 100, i * 100 + 100), pa.int64())}))
         workers.append((w, txn.decode()))
-    code = readme_python_example().replace("grpc://127.0.0.1:32010", gateway.uri)
+    code = commit_code.replace("grpc://127.0.0.1:32010", gateway.uri)
     scope = {"workers": workers}
     exec(compile(code, "README.md", "exec"), scope)
     snapshot = scope["snapshot"]
@@ -91,7 +97,7 @@ def test_readme_commit_messages(gateway):
     snaps = tbl.metadata.snapshots
     assert [s.snapshot_id for s in snaps] == [snapshot]
     assert snaps[0].summary["flightgw.commit-id"] == "msg-job-42"
-    assert sorted(tbl.scan().to_arrow()["id"].to_pylist()) == list(range(300))
+    assert sorted(tbl.scan().to_arrow()["id"].to_pylist()) == sorted([1, 2, 3] + list(range(300)))
 
     # Repeated after a "lost reply": the same snapshot, nothing appended.
     action = scope["action"]

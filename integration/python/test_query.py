@@ -93,6 +93,22 @@ def test_parameterized_query(seeded, direct, conn):
         assert gateway_rows(conn, sql, params) == direct_rows(direct, sql, list(params))
 
 
+def test_default_schema_unquoted(seeded, conn):
+    # default is a reserved word in DuckDB; Spark and pyiceberg users write
+    # default.t unquoted.
+    want = gateway_rows(conn, "SELECT count(*) AS n, max(id) AS m FROM trips")
+    for sql in [
+        "SELECT count(*) AS n, max(id) AS m FROM default.trips",
+        "SELECT count(*) AS n, max(id) AS m FROM lake.default.trips",
+        "SELECT count(*) AS n, max(id) AS m FROM DEFAULT.TRIPS",
+        "SELECT count(*) AS n, max(t.id) AS m FROM default.trips t JOIN default.trips u USING (id)",
+    ]:
+        assert gateway_rows(conn, sql) == want, sql
+    assert gateway_rows(conn, "SELECT count(*) AS n FROM default.trips WHERE city = ?", ("oslo",)) == gateway_rows(
+        conn, "SELECT count(*) AS n FROM trips WHERE city = ?", ("oslo",)
+    )
+
+
 def test_get_objects_and_table_schema(seeded, conn):
     objects = conn.adbc_get_objects(depth="all").read_all().to_pylist()
     lake = next(o for o in objects if o["catalog_name"] == "lake")
@@ -188,3 +204,20 @@ def test_query_reads_own_transaction(gateway):
         with other.cursor() as ocur:
             ocur.execute("SELECT count(*) AS n FROM ryw")
             assert ocur.fetch_arrow_table().to_pylist() == [{"n": 15}]
+
+
+@pytest.mark.parametrize(
+    "sql, fragment",
+    [
+        ("INSERT INTO trips (id) VALUES ('notanint')", "INSERT into lake.default.trips: column id (BIGINT): could not convert 'notanint'"),
+        ("INSERT INTO default.trips (id, city) VALUES (1)", "INSERT has 1 value for 2 columns of lake.default.trips"),
+        ("INSERT INTO trips (riders) VALUES (99999999999)", "column riders (INTEGER): value 99999999999 is out of range"),
+    ],
+)
+def test_insert_errors_name_table_and_column(seeded, conn, sql, fragment):
+    # In the user's terms: never the gateway's cast of the source (__src, c0).
+    with pytest.raises(adbc_driver_manager.Error) as err:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+    assert fragment in str(err.value)
+    assert "__" not in str(err.value)

@@ -9,6 +9,8 @@
 //	alltypes: one column of each type the lake stores (see allTypes), one
 //	  row
 //	events(id BIGINT, ts TIMESTAMP, tm TIME): one row, id 0
+//	people(id BIGINT, name VARCHAR): ids 1..3, names a b c, as README.md's
+//	  first Python example makes it (its Java example reads it)
 //
 // Usage: seed grpc://127.0.0.1:PORT [USER PASSWORD]
 //
@@ -127,6 +129,17 @@ func run(ctx context.Context, opts map[string]string) error {
 	defer events.Release()
 	if err := ingest(ctx, cnxn, "events", events, adbc.OptionValueIngestModeReplace); err != nil {
 		return fmt.Errorf("ingest events: %w", err)
+	}
+	people, _, err := array.RecordFromJSON(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil), strings.NewReader(`[{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "c"}]`))
+	if err != nil {
+		return err
+	}
+	defer people.Release()
+	if err := ingest(ctx, cnxn, "people", people, adbc.OptionValueIngestModeReplace); err != nil {
+		return fmt.Errorf("ingest people: %w", err)
 	}
 	for name, b := range map[string]*array.RecordBuilder{"sales": sales, "regions": regions} {
 		rec := b.NewRecordBatch()

@@ -5,9 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import java.io.File;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.DriverManager;
@@ -21,6 +23,10 @@ import java.sql.Timestamp;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.tools.JavaCompiler;
+import javax.tools.ToolProvider;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -263,6 +269,52 @@ class GatewayJdbcTest {
     }
   }
 
+  /** default is a reserved word in DuckDB; Spark and pyiceberg users write default.t unquoted. */
+  @Test
+  void defaultSchemaUnquoted() throws Exception {
+    try (Connection c = connect()) {
+      assertEquals(List.of("1000"), query(c, "SELECT count(*) FROM default.sales"));
+      assertEquals(List.of("1000"), query(c, "SELECT count(*) FROM lake.default.sales"));
+      assertEquals(List.of("1000"), query(c, "SELECT COUNT(*) FROM DEFAULT.SALES"));
+      assertEquals(List.of("1000"),
+          query(c, "SELECT count(*) FROM default.sales s JOIN default.regions r ON s.region = r.region"));
+      try (PreparedStatement ps = c.prepareStatement("SELECT manager FROM default.regions WHERE region = ?")) {
+        ps.setString(1, "eu");
+        assertEquals(1, rows(ps.executeQuery()).size());
+      }
+      SQLException e = assertThrows(SQLException.class, () -> query(c, "SELECT * FROM default.no_such_table"));
+      assertTrue(e.getMessage().contains("default.no_such_table"), e.getMessage());
+    }
+  }
+
+  /**
+   * README.md's Java example, as written but for the port: compiled here, run in a JVM of its own with the
+   * flag the README gives, on the driver's class path.
+   */
+  @Test
+  void readmeJavaExampleRuns() throws Exception {
+    String readme = Files.readString(Path.of("..", "..", "README.md"));
+    Matcher m = Pattern.compile("```java\n(.*?)```", Pattern.DOTALL).matcher(readme);
+    assertTrue(m.find(), "README.md has no Java example");
+    Matcher flag = Pattern.compile("JDK_JAVA_OPTIONS=(\\S+)").matcher(readme);
+    assertTrue(flag.find(), "README.md gives no JDK_JAVA_OPTIONS");
+    String snippet = m.group(1).replace("jdbc:arrow-flight-sql://127.0.0.1:32010?useEncryption=false", gateway.url());
+    Path dir = Files.createTempDirectory("readme-java");
+    Path src = dir.resolve("ReadmeExample.java");
+    Files.writeString(src, "import java.sql.*;\n\npublic class ReadmeExample {\n  public static void main(String[] args) throws Exception {\n"
+        + snippet + "  }\n}\n");
+    JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
+    assertEquals(0, javac.run(null, null, null, "-d", dir.toString(), src.toString()), "the README's Java example does not compile");
+    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    ProcessBuilder pb = new ProcessBuilder(java, "-cp", dir + File.pathSeparator + System.getProperty("java.class.path"), "ReadmeExample")
+        .redirectErrorStream(true);
+    pb.environment().put("JDK_JAVA_OPTIONS", flag.group(1));
+    Process p = pb.start();
+    String out = new String(p.getInputStream().readAllBytes());
+    assertEquals(0, p.waitFor(), out);
+    assertTrue(out.strip().endsWith("\n3") || out.strip().equals("3"), out);
+  }
+
   @Test
   void informationSchemaAsSupersetReadsIt() throws Exception {
     try (Connection c = connect()) {
@@ -272,7 +324,7 @@ class GatewayJdbcTest {
           + "WHERE table_schema = ? AND table_type = 'BASE TABLE' ORDER BY table_name")) {
         ps.setString(1, "default");
         try (ResultSet rs = ps.executeQuery()) {
-          assertEquals(List.of("alltypes", "events", "regions", "sales"), rows(rs));
+          assertEquals(List.of("alltypes", "events", "people", "regions", "sales"), rows(rs));
         }
       }
       assertEquals(List.of("id|BIGINT|NO|null|1", "region|VARCHAR|YES|null|2", "amount|DOUBLE|YES|null|3",
