@@ -109,7 +109,7 @@ func TestIcebergTableOptionsAtCreate(t *testing.T) {
 		t.Fatalf("pyiceberg output %q: %v", out, err)
 	}
 	if strings.Join(got.Spec, ",") != "ts_day=day(ts),id_bucket=bucket[8](id)" {
-		t.Errorf("spec = %q", got.Spec)
+		t.Fatalf("spec = %q", got.Spec)
 	}
 	if got.SortOrderID != 1 || strings.Join(got.Sort, ",") != "id DESC NULLS_LAST" {
 		t.Errorf("sort order %d = %q, want 1 = id DESC NULLS_LAST", got.SortOrderID, got.Sort)
