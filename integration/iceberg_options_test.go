@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc/codes"
 )
@@ -149,6 +150,31 @@ func TestIcebergTableOptionsAtCreate(t *testing.T) {
 	}
 }
 
+// TestIcebergTableOptionsFormatVersion1: a v1 table, partitioned, is
+// created, written and read back.
+func TestIcebergTableOptionsFormatVersion1(t *testing.T) {
+	g := startGateway(t, "")
+	c := g.flightClient(t)
+	o := modeCreate("v1")
+	o.Options = map[string]string{"format-version": "1", "partition": "month(ts), truncate(2, name)"}
+	for range 2 {
+		if _, err := c.ExecuteIngest(context.Background(), reader(t, events(t)), o); err != nil {
+			t.Fatal(err)
+		}
+		o = ingestOpts("v1", flightsql.TableDefinitionOptionsTableNotExistOptionCreate, flightsql.TableDefinitionOptionsTableExistsOptionAppend)
+	}
+	tbl := g.loadTable(t, "v1")
+	if v := tbl.Metadata().Version(); v != 1 {
+		t.Fatalf("format version %d, want 1", v)
+	}
+	if got := tbl.Spec().String(); !strings.Contains(got, "month") || !strings.Contains(got, "truncate[2]") {
+		t.Fatalf("spec %s", got)
+	}
+	if n := g.readTable(t, "v1").NumRows(); n != 48 {
+		t.Fatalf("read %d rows, want 48", n)
+	}
+}
+
 // TestIcebergTableOptionsRefused: every option the gateway cannot honour
 // is refused, with a message naming it (and the column at fault), and no
 // table is left behind.
@@ -170,6 +196,8 @@ func TestIcebergTableOptionsRefused(t *testing.T) {
 		{map[string]string{"sort": "missing desc"}, []string{`"sort"`, `"missing"`}},
 		{map[string]string{"format-version": "7"}, []string{`"format-version"`, "7"}},
 		{map[string]string{"write.parquet.compression-codec": "lzo"}, []string{`"write.parquet.compression-codec"`, "lzo"}},
+		{map[string]string{"write.parquet.compression-level": "30"}, []string{`"write.parquet.compression-level"`, "zstd"}},
+		{map[string]string{"write.parquet.compression-codec": "snappy", "write.parquet.compression-level": "3"}, []string{`"write.parquet.compression-level"`, "snappy"}},
 		{map[string]string{"commit.retry.num-retries": "many"}, []string{`"commit.retry.num-retries"`, "many"}},
 		{map[string]string{"gc.enabled": "yes"}, []string{`"gc.enabled"`}},
 		{map[string]string{"write.data.path": "/tmp/elsewhere"}, []string{`"write.data.path"`}},
@@ -193,6 +221,20 @@ func TestIcebergTableOptionsRefused(t *testing.T) {
 	o.Options = map[string]string{"partition": "id"}
 	_, err := c.ExecuteIngest(ctx, reader(t, events(t)), o)
 	assertStatus(t, err, codes.InvalidArgument, `"partition"`)
+	// A replace of an existing table keeps its layout: options refused.
+	o = ingestOpts("plain", flightsql.TableDefinitionOptionsTableNotExistOptionCreate, flightsql.TableDefinitionOptionsTableExistsOptionReplace)
+	o.Options = map[string]string{"partition": "id"}
+	_, err = c.ExecuteIngest(ctx, reader(t, events(t)), o)
+	assertStatus(t, err, codes.InvalidArgument, `"partition"`)
+	// A replace that creates the table applies them.
+	o = ingestOpts("replaced", flightsql.TableDefinitionOptionsTableNotExistOptionCreate, flightsql.TableDefinitionOptionsTableExistsOptionReplace)
+	o.Options = map[string]string{"partition": "id"}
+	if _, err := c.ExecuteIngest(ctx, reader(t, events(t)), o); err != nil {
+		t.Fatalf("replace that creates, with options: %v", err)
+	}
+	if got := g.loadTable(t, "replaced").Spec().String(); !strings.Contains(got, "identity") {
+		t.Errorf("replaced: spec %s, want identity(id)", got)
+	}
 	if _, err := g.catalog(t).LoadTable(ctx, table.Identifier{"default", "refused"}); err == nil {
 		t.Error("a refused create left table refused in the catalog")
 	}

@@ -53,9 +53,9 @@ type Write struct {
 	// Paimon table's bucket, primary-key, partition; an Iceberg table's
 	// partition spec, sort order and properties). A write that cannot
 	// create its table, or into a backend that takes no table options,
-	// is refused (checkTableOptions); a write that could create the table
-	// but finds it existing keeps the table as it is, as CREATE TABLE IF
-	// NOT EXISTS does.
+	// is refused (checkTableOptions), and so is a replace of an existing
+	// table; a create_append that finds the table existing appends to it
+	// as it is, as CREATE TABLE IF NOT EXISTS does.
 	TableOptions map[string]string
 }
 
@@ -253,6 +253,13 @@ func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error)
 	case ExistsFail:
 		return p, catalogs.Errorf(catalogs.ErrAlreadyExists, "write into %s: table already exists (use mode append or replace)", w.Table)
 	case ExistsReplace:
+		if len(w.TableOptions) > 0 {
+			// A replace keeps the table (its spec, order and properties)
+			// and replaces its data: options would not be applied.
+			return p, catalogs.Errorf(catalogs.ErrInvalidArgument,
+				"write into %s: option %q: a replace of an existing table keeps its layout; table options apply only when the ingest creates the table",
+				w.Table, slices.Sorted(maps.Keys(w.TableOptions))[0])
+		}
 		if _, ok := w.Provider.(catalogs.Overwriter); !ok {
 			return p, catalogs.Errorf(catalogs.ErrInvalidArgument, "write into %s: catalog %q cannot replace a table's data", w.Table, w.Table.Catalog)
 		}

@@ -194,8 +194,21 @@ func parseTableOptions(t catalogs.TableIdent, sc *ice.Schema, opts map[string]st
 			out.props[k] = v
 		}
 	}
+	if lv, ok := out.props[table.ParquetCompressionLevelKey]; ok {
+		codec := out.props.Get(table.ParquetCompressionKey, table.ParquetCompressionDefault)
+		n, _ := strconv.Atoi(lv)
+		if top, ok := compressionLevels[codec]; !ok || n > top {
+			return out, bad(table.ParquetCompressionLevelKey, "%q is not a level of codec %s (%s)", lv, codec, levelRanges)
+		}
+	}
 	return out, nil
 }
+
+// compressionLevels are the highest level of each Parquet codec that has
+// levels; the others take none.
+var compressionLevels = map[string]int{"zstd": 22, "gzip": 9, "brotli": 11}
+
+const levelRanges = "zstd 0-22, gzip 0-9, brotli 0-11, no level for the others"
 
 // splitTop splits s at the commas outside parentheses.
 func splitTop(s string) ([]string, error) {
