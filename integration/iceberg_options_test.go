@@ -61,6 +61,7 @@ for task in t.scan().plan_files():
             key.append(f.transform.transform(src.field_type)(r[src.name] if src.name != "ts" else int(r["ts"].timestamp() * 1_000_000)))
         seen.add(tuple(key))
     out["files"].append({"partition": list(df.partition), "row_partitions": sorted(list(k) for k in seen), "rows": len(rows),
+                         "desc": [r["id"] for r in rows] == sorted((r["id"] for r in rows), reverse=True),
                          "sort_order_id": df.sort_order_id})
 print(json.dumps(out))
 `
@@ -104,6 +105,7 @@ func TestIcebergTableOptionsAtCreate(t *testing.T) {
 			Partition     []any   `json:"partition"`
 			RowPartitions [][]any `json:"row_partitions"`
 			Rows          int     `json:"rows"`
+			Desc          bool    `json:"desc"`
 		} `json:"files"`
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
@@ -122,6 +124,10 @@ func TestIcebergTableOptionsAtCreate(t *testing.T) {
 		rows += f.Rows
 		if len(f.RowPartitions) != 1 || fmt.Sprint(f.RowPartitions[0]) != fmt.Sprint(f.Partition) {
 			t.Errorf("file with partition %v holds rows of partitions %v", f.Partition, f.RowPartitions)
+		}
+		// One batch: iceberg-go sorts each batch it writes by the order.
+		if !f.Desc {
+			t.Errorf("file with partition %v: ids not in descending order", f.Partition)
 		}
 		if fmt.Sprint(f.Partition[0]) == fmt.Sprint(third) {
 			day3++
