@@ -137,6 +137,31 @@ var tableProps = map[string]propKind{
 	"read.parquet.vectorization.batch-size":               intAtLeast(1),
 }
 
+// refusedProp says why an Iceberg table property the gateway cannot
+// honour is refused ("" for any other name).
+func refusedProp(k string) string {
+	for _, r := range []struct{ prefix, why string }{
+		{"write.data.path", "would put data files where the gateway does not check them"},
+		{"write.metadata.path", "would put metadata where the gateway does not check it"},
+		{"write.object-storage.", "the gateway writes data files under the table's data directory"},
+		{"write.location-provider.", "the gateway writes data files under the table's data directory"},
+		{"write.target-file-size-bytes", "the gateway's files roll at the catalog's " + PropTargetFileSize},
+		{"write.parquet.bloom-filter-", "the gateway writes no Parquet bloom filters"},
+		{"write.orc.", "the gateway writes Parquet data files only"},
+		{"write.avro.", "the gateway writes Parquet data files only"},
+		{"write.wap.", "the gateway publishes its commits; it does not stage them for write-audit-publish"},
+		{"encryption.", "the gateway does not encrypt the files it writes"},
+	} {
+		if strings.HasPrefix(k, r.prefix) {
+			return r.why
+		}
+	}
+	if slices.Contains(table.ReservedProperties[:], k) {
+		return "a reserved property, kept by the catalog"
+	}
+	return ""
+}
+
 // formatVersions are the format versions a created table may have: the
 // gateway's write and commit paths are those of v1 and v2 tables.
 var formatVersions = []string{"1", "2"}
@@ -184,6 +209,9 @@ func parseTableOptions(t catalogs.TableIdent, sc *ice.Schema, opts map[string]st
 			}
 			out.props[k] = v
 		default:
+			if why := refusedProp(k); why != "" {
+				return out, bad(k, "%s", why)
+			}
 			check, ok := tableProps[k]
 			if !ok {
 				return out, bad(k, "not an Iceberg table property the gateway takes (options: %s, %s, %s, write.*, commit.*, ...; see docs/configuration.md)", OptPartition, OptSort, OptFormatVersion)
