@@ -227,6 +227,19 @@ func TestIcebergTableOptionsRefused(t *testing.T) {
 	o.Options = map[string]string{"partition": "id"}
 	_, err := c.ExecuteIngest(ctx, reader(t, events(t)), o)
 	assertStatus(t, err, codes.InvalidArgument, `"partition"`)
+	// A create_append onto the existing table appends to it as it is, and
+	// still refuses an option no create would take.
+	o = ingestOpts("plain", flightsql.TableDefinitionOptionsTableNotExistOptionCreate, flightsql.TableDefinitionOptionsTableExistsOptionAppend)
+	o.Options = map[string]string{"partition": "day(ts)"}
+	if _, err := c.ExecuteIngest(ctx, reader(t, events(t)), o); err != nil {
+		t.Fatalf("create_append onto an existing table, with options: %v", err)
+	}
+	if tbl := g.loadTable(t, "plain"); !tbl.Spec().IsUnpartitioned() {
+		t.Errorf("plain: spec %s changed by a create_append", tbl.Spec())
+	}
+	o.Options = map[string]string{"partition": "day(name)"}
+	_, err = c.ExecuteIngest(ctx, reader(t, events(t)), o)
+	assertStatus(t, err, codes.InvalidArgument, `"name"`)
 	// A replace of an existing table keeps its layout: options refused.
 	o = ingestOpts("plain", flightsql.TableDefinitionOptionsTableNotExistOptionCreate, flightsql.TableDefinitionOptionsTableExistsOptionReplace)
 	o.Options = map[string]string{"partition": "id"}

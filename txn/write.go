@@ -55,7 +55,8 @@ type Write struct {
 	// create its table, or into a backend that takes no table options,
 	// is refused (checkTableOptions), and so is a replace of an existing
 	// table; a create_append that finds the table existing appends to it
-	// as it is, as CREATE TABLE IF NOT EXISTS does.
+	// as it is, as CREATE TABLE IF NOT EXISTS does, once the backend has
+	// checked the options (CheckTableOptions).
 	TableOptions map[string]string
 }
 
@@ -247,6 +248,13 @@ func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error)
 		// under the replace's schema, so that both land in its commit.
 		if mode, _, staged := w.Txn.StagedFor(w.Table); staged && mode == Overwrite {
 			p.replacer = sr
+		}
+	}
+	if oc, ok := w.Provider.(catalogs.TableOptionsCreator); ok && len(w.TableOptions) > 0 && !p.created && w.IfExists == ExistsAppend {
+		// A create_append onto an existing table: the options are not
+		// applied, but an option no create could apply is still refused.
+		if err := oc.CheckTableOptions(w.Table, schema, w.TableOptions); err != nil {
+			return p, err
 		}
 	}
 	switch w.IfExists {

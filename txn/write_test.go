@@ -113,6 +113,10 @@ func (*optioner) CreateTableWithOptions(context.Context, catalogs.TableIdent, *a
 	return catalogs.TableSpec{}, nil
 }
 
+func (*optioner) CheckTableOptions(catalogs.TableIdent, *arrow.Schema, map[string]string) error {
+	return nil
+}
+
 func TestCheckTableOptions(t *testing.T) {
 	opts := map[string]string{"partition": "id", "bucket": "4"}
 	for _, tc := range []struct {

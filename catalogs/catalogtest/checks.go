@@ -455,6 +455,10 @@ func (s suite) testTableOptions(t *testing.T) {
 	const bogus = "flightgw-test.no-such-option"
 	_, err := oc.CreateTableWithOptions(ctx, other, Schema, map[string]string{bogus: "1"})
 	wantKind(t, "CreateTableWithOptions(unknown option)", err, catalogs.ErrInvalidArgument, bogus)
+	wantKind(t, "CheckTableOptions(unknown option)", oc.CheckTableOptions(id, Schema, map[string]string{bogus: "1"}), catalogs.ErrInvalidArgument, bogus)
+	if err := oc.CheckTableOptions(id, Schema, nil); err != nil {
+		t.Errorf("CheckTableOptions(no options) = %v", err)
+	}
 	_, err = in.Provider.GetTableSpec(ctx, other)
 	wantKind(t, "GetTableSpec(after a refused create)", err, catalogs.ErrNotFound, other.Name)
 	_, err = oc.CreateTableWithOptions(ctx, id, Schema, nil)

@@ -32,6 +32,16 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 	return p.CreateTableWithOptions(ctx, t, schema, nil)
 }
 
+// CheckTableOptions implements catalogs.TableOptionsCreator.
+func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema, options map[string]string) error {
+	sc, err := icebergSchema(schema)
+	if err != nil {
+		return fmt.Errorf("table %s: %w", t, err)
+	}
+	_, err = parseTableOptions(t, sc, options)
+	return err
+}
+
 // CreateTableWithOptions creates a table from an Arrow schema, with
 // fresh field ids (see storedType for the type mapping), and the
 // partition spec, sort order, format version and table properties the
