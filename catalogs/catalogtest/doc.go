@@ -23,7 +23,7 @@
 // harness moves the backend's clock past it). The checks of an optional
 // interface (Discarder, IdempotentCommitter, Overwriter, StreamWriter,
 // Scanner, TableManager, TableOptionsCreator (an unknown option refused
-// naming it, no table left), FilePlanner, whose plain plans are read back with
+// naming it, by CheckTableOptions too, no table left), FilePlanner, whose plain plans are read back with
 // an independent Parquet reader, StagedPlanner, StagedScanner, TxnStreamWriter,
 // MultiTableCommitter, and the distributed commit's ReceiptChecker,
 // ReferenceChecker and PayloadCodec) run when the backend implements it
