@@ -66,6 +66,11 @@ type TableOptionsCreator interface {
 	// options; an option the backend does not accept, or a layout it
 	// cannot write, is ErrInvalidArgument naming the option.
 	CreateTableWithOptions(ctx context.Context, table TableIdent, schema *arrow.Schema, opts map[string]string) (TableSpec, error)
+	// CheckTableOptions checks, without creating anything, what
+	// CreateTableWithOptions would check of opts for a table of schema:
+	// a create_append that finds its table existing still refuses the
+	// options it could never have applied.
+	CheckTableOptions(table TableIdent, schema *arrow.Schema, opts map[string]string) error
 }
 
 // Lister is implemented by backends that can enumerate their namespaces and

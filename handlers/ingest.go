@@ -87,9 +87,10 @@ func (h *Handler) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr
 	return ident, res, err
 }
 
-// tableOptions are the ingest options a backend may apply to a table the
-// ingest creates (Paimon's bucket, primary-key, partition...): every
-// option but the gateway's own flightgw.* ones.
+// tableOptions are the ingest options a backend applies to a table the
+// ingest creates (Iceberg's partition, sort and properties; Paimon's
+// bucket, primary-key, partition...), or refuses: every option but the
+// gateway's own flightgw.* ones.
 func tableOptions(opts map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range opts {

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -48,8 +50,13 @@ type Write struct {
 	Idempotent bool
 	// TableOptions are handed to a backend that is a
 	// catalogs.TableOptionsCreator when the write creates the table (a
-	// Paimon table's bucket, primary-key, partition); they are ignored
-	// when the table exists.
+	// Paimon table's bucket, primary-key, partition; an Iceberg table's
+	// partition spec, sort order and properties). A write that cannot
+	// create its table, or into a backend that takes no table options,
+	// is refused (checkTableOptions), and so is a replace of an existing
+	// table; a create_append that finds the table existing appends to it
+	// as it is, as CREATE TABLE IF NOT EXISTS does, once the backend has
+	// checked the options (CheckTableOptions).
 	TableOptions map[string]string
 }
 
@@ -210,6 +217,9 @@ type writePlan struct {
 // plan applies the create / append / replace rules.
 func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error) {
 	p := writePlan{w: w, mode: Append}
+	if err := checkTableOptions(w); err != nil {
+		return p, err
+	}
 	spec, err := w.Provider.GetTableSpec(ctx, w.Table)
 	exists := err == nil
 	if err != nil && !errors.Is(err, catalogs.ErrNotFound) {
@@ -248,10 +258,24 @@ func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error)
 			p.replacer = sr
 		}
 	}
+	if oc, ok := w.Provider.(catalogs.TableOptionsCreator); ok && len(w.TableOptions) > 0 && !p.created && w.IfExists == ExistsAppend {
+		// A create_append onto an existing table: the options are not
+		// applied, but an option no create could apply is still refused.
+		if err := oc.CheckTableOptions(w.Table, schema, w.TableOptions); err != nil {
+			return p, err
+		}
+	}
 	switch w.IfExists {
 	case ExistsFail:
 		return p, catalogs.Errorf(catalogs.ErrAlreadyExists, "write into %s: table already exists (use mode append or replace)", w.Table)
 	case ExistsReplace:
+		if len(w.TableOptions) > 0 {
+			// A replace keeps the table (its spec, order and properties)
+			// and replaces its data: options would not be applied.
+			return p, catalogs.Errorf(catalogs.ErrInvalidArgument,
+				"write into %s: option %q: a replace of an existing table keeps its layout; table options apply only when the ingest creates the table",
+				w.Table, slices.Sorted(maps.Keys(w.TableOptions))[0])
+		}
 		if _, ok := w.Provider.(catalogs.Overwriter); !ok {
 			return p, catalogs.Errorf(catalogs.ErrInvalidArgument, "write into %s: catalog %q cannot replace a table's data", w.Table, w.Table.Catalog)
 		}
@@ -371,4 +395,22 @@ func randomID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // crypto/rand never fails on supported platforms
 	return hex.EncodeToString(b)
+}
+
+// checkTableOptions refuses table options the write could never apply,
+// whatever the table's state, so that an option is applied or refused
+// and never silently dropped.
+func checkTableOptions(w Write) error {
+	if len(w.TableOptions) == 0 {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(w.TableOptions))
+	if _, ok := w.Provider.(catalogs.TableOptionsCreator); !ok {
+		return catalogs.Errorf(catalogs.ErrInvalidArgument, "write into %s: option %q: catalog %q takes no table options", w.Table, names[0], w.Table.Catalog)
+	}
+	if !w.CreateIfMissing {
+		return catalogs.Errorf(catalogs.ErrInvalidArgument,
+			"write into %s: option %q: table options apply only to an ingest that creates the table (mode create, create_append or replace)", w.Table, names[0])
+	}
+	return nil
 }

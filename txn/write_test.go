@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -102,5 +103,43 @@ func BenchmarkCheckUTF8(b *testing.B) {
 		if err := checkUTF8(tbl, batch, 0); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// optioner is a backend that takes table options at create.
+type optioner struct{ recorder }
+
+func (*optioner) CreateTableWithOptions(context.Context, catalogs.TableIdent, *arrow.Schema, map[string]string) (catalogs.TableSpec, error) {
+	return catalogs.TableSpec{}, nil
+}
+
+func (*optioner) CheckTableOptions(catalogs.TableIdent, *arrow.Schema, map[string]string) error {
+	return nil
+}
+
+func TestCheckTableOptions(t *testing.T) {
+	opts := map[string]string{"partition": "id", "bucket": "4"}
+	for _, tc := range []struct {
+		name   string
+		p      catalogs.Provider
+		create bool
+		opts   map[string]string
+		want   string // "" is no error; else the message names it
+	}{
+		{"no options, no creator", &recorder{}, false, nil, ""},
+		{"creator, create", &optioner{}, true, opts, ""},
+		{"no creator", &recorder{}, true, opts, `option "bucket": catalog "c" takes no table options`},
+		{"append", &optioner{}, false, opts, `option "bucket": table options apply only to an ingest that creates the table`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkTableOptions(Write{Table: catalogs.TableIdent{Catalog: "c", Namespace: []string{"n"}, Name: "t"},
+				Provider: tc.p, CreateIfMissing: tc.create, TableOptions: tc.opts})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (!errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(fmt.Sprint(err), tc.want)):
+				t.Fatalf("err = %v, want InvalidArgument naming %s", err, tc.want)
+			}
+		})
 	}
 }

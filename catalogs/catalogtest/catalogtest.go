@@ -147,6 +147,7 @@ func Run(t *testing.T, h Harness, cfg Config) {
 		{"Scan", s.testScan},
 		{"BadInput", s.testBadInput},
 		{"CreateAndDrop", s.testCreateAndDrop},
+		{"TableOptions", s.testTableOptions},
 		{"SecurityContext", s.testSecurityContext},
 		{"FilePlanner", s.testFilePlanner},
 		{"StagedPlanner", s.testStagedPlanner},

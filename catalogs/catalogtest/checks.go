@@ -443,6 +443,28 @@ func (s suite) testCreateAndDrop(t *testing.T) {
 	wantKind(t, "DropTable(dropped)", tm.DropTable(ctx, id), catalogs.ErrNotFound, id.Name)
 }
 
+// testTableOptions: an option a backend does not take is refused naming
+// it, never ignored, and the refused create leaves no table.
+func (s suite) testTableOptions(t *testing.T) {
+	in, id := s.setup(t, "optioned")
+	oc, ok := in.Provider.(catalogs.TableOptionsCreator)
+	skipUnless(t, ok, "catalogs.TableOptionsCreator")
+	ctx := context.Background()
+	other := id
+	other.Name = "unoptioned"
+	const bogus = "flightgw-test.no-such-option"
+	_, err := oc.CreateTableWithOptions(ctx, other, Schema, map[string]string{bogus: "1"})
+	wantKind(t, "CreateTableWithOptions(unknown option)", err, catalogs.ErrInvalidArgument, bogus)
+	wantKind(t, "CheckTableOptions(unknown option)", oc.CheckTableOptions(id, Schema, map[string]string{bogus: "1"}), catalogs.ErrInvalidArgument, bogus)
+	if err := oc.CheckTableOptions(id, Schema, nil); err != nil {
+		t.Errorf("CheckTableOptions(no options) = %v", err)
+	}
+	_, err = in.Provider.GetTableSpec(ctx, other)
+	wantKind(t, "GetTableSpec(after a refused create)", err, catalogs.ErrNotFound, other.Name)
+	_, err = oc.CreateTableWithOptions(ctx, id, Schema, nil)
+	wantKind(t, "CreateTableWithOptions(existing)", err, catalogs.ErrAlreadyExists, id.Name)
+}
+
 func (s suite) testScan(t *testing.T) {
 	in, id := s.setup(t, "scanned")
 	sc, ok := in.Provider.(catalogs.Scanner)

@@ -22,7 +22,8 @@
 // returns an expired credential (an expiring one is replaced once the
 // harness moves the backend's clock past it). The checks of an optional
 // interface (Discarder, IdempotentCommitter, Overwriter, StreamWriter,
-// Scanner, TableManager, FilePlanner, whose plain plans are read back with
+// Scanner, TableManager, TableOptionsCreator (an unknown option refused
+// naming it, by CheckTableOptions too, no table left), FilePlanner, whose plain plans are read back with
 // an independent Parquet reader, StagedPlanner, StagedScanner, TxnStreamWriter,
 // MultiTableCommitter, and the distributed commit's ReceiptChecker,
 // ReferenceChecker and PayloadCodec) run when the backend implements it

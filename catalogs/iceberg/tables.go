@@ -26,13 +26,32 @@ func (p *Provider) GetTableSpec(ctx context.Context, t catalogs.TableIdent) (cat
 	return tableSpec(tbl)
 }
 
-// CreateTable creates an unpartitioned table from an Arrow schema, with
-// fresh field ids (see storedType for the type mapping). The namespace
+// CreateTable creates an unpartitioned, unsorted table from an Arrow
+// schema; see CreateTableWithOptions.
+func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema) (catalogs.TableSpec, error) {
+	return p.CreateTableWithOptions(ctx, t, schema, nil)
+}
+
+// CheckTableOptions implements catalogs.TableOptionsCreator.
+func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema, options map[string]string) error {
+	sc, err := icebergSchema(schema)
+	if err != nil {
+		return fmt.Errorf("table %s: %w", t, err)
+	}
+	_, err = parseTableOptions(t, sc, options)
+	return err
+}
+
+// CreateTableWithOptions creates a table from an Arrow schema, with
+// fresh field ids (see storedType for the type mapping), and the
+// partition spec, sort order, format version and table properties the
+// options name (options.go; anything else is ErrInvalidArgument naming
+// the option). The namespace
 // must exist. A SQL catalog's table goes where iceberg-go would put it,
 // checked to lie inside the warehouse before its first metadata file is
 // written; a REST catalog chooses the location itself, and a table it puts
 // outside the warehouse is dropped again (nothing deleted) and refused.
-func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema) (catalogs.TableSpec, error) {
+func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, options map[string]string) (catalogs.TableSpec, error) {
 	id, err := p.ident(t)
 	if err != nil {
 		return catalogs.TableSpec{}, err
@@ -41,7 +60,20 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 	if err != nil {
 		return catalogs.TableSpec{}, fmt.Errorf("table %s: %w", t, err)
 	}
+	to, err := parseTableOptions(t, sc, options)
+	if err != nil {
+		return catalogs.TableSpec{}, err
+	}
 	var opts []catalog.CreateTableOpt
+	if to.order.Len() > 0 {
+		opts = append(opts, catalog.WithSortOrder(to.order))
+	}
+	if to.spec != nil {
+		opts = append(opts, catalog.WithPartitionSpec(to.spec))
+	}
+	if len(to.props) > 0 {
+		opts = append(opts, catalog.WithProperties(to.props))
+	}
 	if p.db != nil {
 		loc, err := p.newLocation(ctx, t)
 		if err != nil {

@@ -244,6 +244,17 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 	return p.CreateTableWithOptions(ctx, t, schema, nil)
 }
 
+// CheckTableOptions implements catalogs.TableOptionsCreator.
+func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) error {
+	if err := checkClientOptions(t, opts); err != nil {
+		return err
+	}
+	all := maps.Clone(p.cfg.tableDefaults)
+	maps.Copy(all, opts)
+	_, err := newSchema(t.String(), schema, all, p.now().UnixMilli())
+	return err
+}
+
 // CreateTableWithOptions creates a table from an Arrow schema and Paimon
 // table options: bucket (-1, or a fixed count), bucket-key, primary-key
 // and partition (comma-separated column lists), and any other option,

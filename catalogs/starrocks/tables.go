@@ -217,6 +217,20 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 	return p.create(ctx, t, schema, layout{})
 }
 
+// CheckTableOptions implements catalogs.TableOptionsCreator.
+func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) error {
+	lay, err := parseLayout(t, opts)
+	if err != nil {
+		return err
+	}
+	db, err := p.cfg.database(t)
+	if err != nil {
+		return err
+	}
+	_, err = createDDL(t, db, schema, p.cfg.replicationNum, lay)
+	return err
+}
+
 // CreateTableWithOptions implements catalogs.TableOptionsCreator: the
 // ingest options primary-key, distributed-by and buckets.
 func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
