@@ -44,7 +44,6 @@ var legacyWriter = [][]string{
 	6: {FeatureIdentityColumns},
 }
 
-
 // RequiredReaderFeatures is what a reader must implement to read a table on this protocol:
 // the listed readerFeatures on reader version 3, columnMapping on version 2, none on 1.
 func (p *Protocol) RequiredReaderFeatures() []string {
