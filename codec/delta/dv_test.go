@@ -210,7 +210,9 @@ func TestDecodeBitmapArrayContainers(t *testing.T) {
 			}},
 		{"run with offsets, four containers", map[uint32][]byte{0: encodeRoaring32(
 			map[uint16][]uint16{0: {1}, 1: seq(0, 5), 2: {3}, 3: {4}}, map[uint16]string{1: "run"})},
-			func() []uint64 { return []uint64{1, 1 << 16, 1<<16 | 1, 1<<16 | 2, 1<<16 | 3, 1<<16 | 4, 2<<16 | 3, 3<<16 | 4} }},
+			func() []uint64 {
+				return []uint64{1, 1 << 16, 1<<16 | 1, 1<<16 | 2, 1<<16 | 3, 1<<16 | 4, 2<<16 | 3, 3<<16 | 4}
+			}},
 		{"two buckets (rows past 2^32)", map[uint32][]byte{
 			0: encodeRoaring32(map[uint16][]uint16{0: {0}}, nil),
 			5: encodeRoaring32(map[uint16][]uint16{0: {2}}, nil)},
