@@ -295,6 +295,14 @@ func (a *Action) decode(key string, raw json.RawMessage) error {
 	switch key {
 	case "commitInfo":
 		if o.err == nil {
+			// Compacted, so that writing it back gives the bytes reading it again keeps.
+			for k, v := range o.m {
+				var b bytes.Buffer
+				if err := json.Compact(&b, v); err != nil {
+					return fmt.Errorf("%w: commitInfo.%s: %v", ErrMalformed, k, err)
+				}
+				o.m[k] = b.Bytes()
+			}
 			a.CommitInfo = &CommitInfo{Fields: o.m}
 		}
 	case "protocol":
@@ -523,7 +531,7 @@ func (c CommitInfo) MarshalJSON() ([]byte, error) {
 	if c.Fields == nil {
 		return []byte("{}"), nil
 	}
-	return json.Marshal(c.Fields)
+	return marshalPlain(c.Fields)
 }
 
 // MarshalJSON writes the add action's body; partitionValues is always present.
@@ -533,6 +541,22 @@ func (f AddFile) MarshalJSON() ([]byte, error) {
 		f.PartitionValues = map[string]*string{}
 	}
 	return json.Marshal(plain(f))
+}
+
+// MarshalJSON writes the remove action's body; partitionValues is present whenever it is
+// non-nil, even empty (extendedFileMetadata says it is there).
+func (f RemoveFile) MarshalJSON() ([]byte, error) {
+	type plain RemoveFile
+	type body struct {
+		plain
+		PartitionValues *map[string]*string `json:"partitionValues,omitempty"`
+	}
+	b := body{plain: plain(f)}
+	if f.PartitionValues != nil {
+		b.PartitionValues = &f.PartitionValues
+	}
+	b.plain.PartitionValues = nil
+	return json.Marshal(b)
 }
 
 // MarshalJSON writes the cdc action's body; partitionValues is always present.
@@ -568,7 +592,7 @@ func (a Action) MarshalJSON() ([]byte, error) {
 	if n != 1 {
 		return nil, fmt.Errorf("delta: an action must hold exactly one of its fields, this one holds %d", n)
 	}
-	body, err := json.Marshal(v)
+	body, err := marshalPlain(v)
 	if err != nil {
 		return nil, err
 	}
@@ -581,7 +605,7 @@ func (a Action) MarshalJSON() ([]byte, error) {
 func EncodeCommit(actions []Action) ([]byte, error) {
 	var b bytes.Buffer
 	for i, a := range actions {
-		line, err := json.Marshal(a)
+		line, err := marshalPlain(a)
 		if err != nil {
 			return nil, fmt.Errorf("delta: action %d: %w", i, err)
 		}
@@ -589,6 +613,18 @@ func EncodeCommit(actions []Action) ([]byte, error) {
 		b.WriteByte('\n')
 	}
 	return b.Bytes(), nil
+}
+
+// marshalPlain is json.Marshal without HTML escaping: commit files are not HTML, and
+// commitInfo is written back byte for byte as it was read.
+func marshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 func nonNil(s []string) []string {
