@@ -211,4 +211,3 @@ func FuzzPartitionValue(f *testing.F) {
 		}
 	})
 }
-
