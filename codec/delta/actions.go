@@ -328,6 +328,9 @@ func (a *Action) decode(key string, raw json.RawMessage) error {
 		}
 		if f := o.sub("format", true); f != nil {
 			md.Format = Format{Provider: f.str("provider", true), Options: f.strMap("options", false)}
+			if md.Format.Options == nil {
+				md.Format.Options = map[string]string{} // what every writer writes, and we write back
+			}
 			if f.err != nil {
 				o.err = f.err
 			}
@@ -513,9 +516,6 @@ func (m Metadata) MarshalJSON() ([]byte, error) {
 		Configuration    map[string]string `json:"configuration"`
 	}
 	f := m.Format
-	if f.Provider == "" {
-		f.Provider = "parquet"
-	}
 	if f.Options == nil {
 		f.Options = map[string]string{}
 	}

@@ -124,7 +124,7 @@ func (dv *DeletionVector) InlineBitmap() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if int(dv.SizeInBytes) > len(raw) {
+	if dv.SizeInBytes < 0 || int(dv.SizeInBytes) > len(raw) {
 		return nil, fmt.Errorf("%w: inline deletion vector holds %d bytes, sizeInBytes says %d", ErrMalformed, len(raw), dv.SizeInBytes)
 	}
 	return raw[:dv.SizeInBytes], nil

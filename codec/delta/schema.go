@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -245,6 +246,17 @@ func parseField(raw json.RawMessage, depth int) (*StructField, error) {
 	if o.err != nil {
 		return nil, o.err
 	}
+	if f.Metadata == nil {
+		f.Metadata = map[string]json.RawMessage{}
+	}
+	// Compacted, so that the schema written back reads as the same value.
+	for k, v := range f.Metadata {
+		var b bytes.Buffer
+		if err := json.Compact(&b, v); err != nil {
+			return nil, fmt.Errorf("%w: column %q metadata %q: %v", ErrMalformed, f.Name, k, err)
+		}
+		f.Metadata[k] = b.Bytes()
+	}
 	t, err := parseType(tr, depth+1)
 	if err != nil {
 		return nil, fmt.Errorf("column %q: %w", f.Name, err)
@@ -273,7 +285,7 @@ func (s *StructType) MarshalJSON() ([]byte, error) {
 		}
 		fs[i] = field{f.Name, t, f.Nullable, md}
 	}
-	return json.Marshal(struct {
+	return marshalPlain(struct {
 		Type   string  `json:"type"`
 		Fields []field `json:"fields"`
 	}{"struct", fs})
@@ -282,7 +294,7 @@ func (s *StructType) MarshalJSON() ([]byte, error) {
 func marshalType(t DataType) (json.RawMessage, error) {
 	switch t := t.(type) {
 	case *PrimitiveType:
-		return json.Marshal(t.String())
+		return marshalPlain(t.String())
 	case *StructType:
 		return t.MarshalJSON()
 	case *ArrayType:
@@ -290,7 +302,7 @@ func marshalType(t DataType) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(struct {
+		return marshalPlain(struct {
 			Type         string          `json:"type"`
 			ElementType  json.RawMessage `json:"elementType"`
 			ContainsNull bool            `json:"containsNull"`
@@ -304,7 +316,7 @@ func marshalType(t DataType) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(struct {
+		return marshalPlain(struct {
 			Type              string          `json:"type"`
 			KeyType           json.RawMessage `json:"keyType"`
 			ValueType         json.RawMessage `json:"valueType"`
