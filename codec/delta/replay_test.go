@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -237,5 +238,85 @@ func TestV2CheckpointSidecars(t *testing.T) {
 	delete(m, "_sidecars/016ae953-37a9-438e-8683-9a9a4a79a395.parquet")
 	if _, err := Load(ctx, m, -1); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing sidecar: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestV2ParquetCheckpoint: a UUID-named Parquet V2 checkpoint (deltalake's checkpoint rows
+// plus the checkpointMetadata column) replays like the classic one.
+func TestV2ParquetCheckpoint(t *testing.T) {
+	m := loadDirLog(t, "checkpoint")
+	tbl := readParquetTable(t, m[cpName])
+	defer tbl.Release()
+	cmType := arrow.StructOf(
+		arrow.Field{Name: "version", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		arrow.Field{Name: "tags", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String), Nullable: true})
+	rows := make([]string, tbl.NumRows())
+	for i := range rows {
+		rows[i] = "null"
+	}
+	rows[0] = `{"version":9,"tags":[{"key":"numOfAddFiles","value":"10"}]}`
+	cm, _, err := array.FromJSON(memory.DefaultAllocator, cmType, strings.NewReader("["+strings.Join(rows, ",")+"]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cm.Release()
+	fields := append(tbl.Schema().Fields(), arrow.Field{Name: "checkpointMetadata", Type: cmType, Nullable: true})
+	cols := make([]arrow.Column, 0, len(fields))
+	for c := 0; c < int(tbl.NumCols()); c++ {
+		cols = append(cols, *tbl.Column(c))
+	}
+	ch := arrow.NewChunked(cmType, []arrow.Array{cm})
+	cols = append(cols, *arrow.NewColumn(fields[len(fields)-1], ch))
+	v2tbl := array.NewTable(arrow.NewSchema(fields, nil), cols, tbl.NumRows())
+	defer v2tbl.Release()
+
+	const v2 = "00000000000000000009.checkpoint.3a0d65cd-4056-49b8-937b-95f9e3ee90e5.parquet"
+	m[v2] = writeParquetTable(t, v2tbl)
+	delete(m, cpName)
+	dropCommitsUpTo(m, 9)
+	s, err := Load(context.Background(), m, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Checkpoint != v2 {
+		t.Fatalf("replayed from %q", s.Checkpoint)
+	}
+	checkSnapshot(t, s, lastExpected(t, "checkpoint"))
+
+	// The same file without checkpointMetadata is not a valid UUID-named checkpoint.
+	m[v2] = writeParquetTable(t, tbl)
+	if _, err := Load(context.Background(), m, -1); !errors.Is(err, ErrMalformed) {
+		t.Errorf("uuid-named checkpoint without checkpointMetadata: %v", err)
+	}
+}
+
+// TestTombstones: deltalake's delete leaves removes; they are tombstones until the
+// retention passes.
+func TestTombstones(t *testing.T) {
+	s, err := Load(context.Background(), loadDirLog(t, "checkpoint"), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Tombstones) != 2 {
+		t.Fatalf("%d tombstones, want the 2 files the delete removed", len(s.Tombstones))
+	}
+	ts := *s.Tombstones[0].DeletionTimestamp
+	week, err := ParseInterval("interval 1 week")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(ms int64) time.Time { return time.UnixMilli(ms) }
+	if n := len(s.LiveTombstones(at(ts+3600_000), week)); n != 2 {
+		t.Errorf("an hour later %d live tombstones, want 2", n)
+	}
+	if n := len(s.LiveTombstones(at(ts+8*24*3600_000), week)); n != 0 {
+		t.Errorf("eight days later %d live tombstones, want 0", n)
+	}
+	for _, r := range s.Tombstones {
+		for _, f := range s.Files {
+			if f.Path == r.Path {
+				t.Errorf("%s is both live and a tombstone", r.Path)
+			}
+		}
 	}
 }
