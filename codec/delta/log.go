@@ -165,9 +165,6 @@ func ParseLastCheckpoint(data []byte) (*LastCheckpoint, error) {
 	return lc, nil
 }
 
-// errVersionMissing is wrapped when the requested version cannot be reconstructed.
-var errVersionMissing = errors.New("version not in the log")
-
-// ErrVersionNotFound is wrapped when the asked-for version does not exist or its log
-// entries were cleaned up.
-var ErrVersionNotFound = errVersionMissing
+// ErrVersionNotFound is wrapped when the asked-for version does not exist, or cannot be
+// rebuilt because commits it needs are missing (cleaned up, or a gap).
+var ErrVersionNotFound = errors.New("version not in the delta log")
