@@ -16,43 +16,45 @@ import (
 
 // The catalog properties (docs/upstream.md).
 const (
-	propURI          = "uri"
-	propCatalog      = "upstream_catalog"
-	propUser         = "user"
-	propPassword     = "password"
-	propPasswordEnv  = "password_env"
-	propToken        = "token"
-	propTokenEnv     = "token_env"
-	propHeaders      = "headers"
-	propTimeout      = "timeout"
-	propRetries      = "retries"
-	propBreakerFail  = "breaker_failures"
-	propBreakerOpen  = "breaker_open"
-	propInfoTTL      = "info_ttl"
-	propLocations    = "location_allowlist"
-	propTLSCA        = "tls_ca_file"
-	propTLSName      = "tls_server_name"
-	propTLSCert      = "tls_cert_file"
-	propTLSKey       = "tls_key_file"
-	propTLSInsecure  = "tls_insecure_skip_verify"
-	propKeepalive    = "keepalive"
-	propIngestMode   = "write_mode"
-	propNamespace    = "namespace"
-	propQuote        = "identifier_quote"
-	writeModeAuto    = "auto"
-	writeModeIngest  = "ingest"
-	writeModeInsert  = "insert"
-	defaultTimeout   = 60 * time.Second
-	defaultInfoTTL   = 5 * time.Minute
-	defaultRetries   = 3
-	defaultBreakFail = 5
-	defaultBreakOpen = 30 * time.Second
+	propURI         = "uri"
+	propCatalog     = "upstream_catalog"
+	propUser        = "user"
+	propPassword    = "password"
+	propPasswordEnv = "password_env"
+	propToken       = "token"
+	propTokenEnv    = "token_env"
+	propHeaders     = "headers"
+	propInfoTTL     = "info_ttl"
+	propLocations   = "location_allowlist"
+	propTLSCA       = "tls_ca_file"
+	propTLSName     = "tls_server_name"
+	propTLSCert     = "tls_cert_file"
+	propTLSKey      = "tls_key_file"
+	propTLSInsecure = "tls_insecure_skip_verify"
+	propKeepalive   = "keepalive"
+	propIngestMode  = "write_mode"
+	propNamespace   = "namespace"
+	propQuote       = "identifier_quote"
+	writeModeAuto   = "auto"
+	writeModeIngest = "ingest"
+	writeModeInsert = "insert"
+	defaultInfoTTL  = 5 * time.Minute
 )
 
 var knownProps = map[string]bool{propURI: true, propCatalog: true, propUser: true, propPassword: true, propPasswordEnv: true,
-	propToken: true, propTokenEnv: true, propHeaders: true, propTimeout: true, propRetries: true, propBreakerFail: true,
-	propBreakerOpen: true, propInfoTTL: true, propLocations: true, propTLSCA: true, propTLSName: true, propTLSCert: true,
-	propTLSKey: true, propTLSInsecure: true, propKeepalive: true, propIngestMode: true, propNamespace: true, propQuote: true}
+	propToken: true, propTokenEnv: true, propHeaders: true, propInfoTTL: true, propLocations: true, propTLSCA: true,
+	propTLSName: true, propTLSCert: true, propTLSKey: true, propTLSInsecure: true, propKeepalive: true, propIngestMode: true,
+	propNamespace: true, propQuote: true}
+
+// defaultRemote bounds the calls to the upstream unless the catalog's
+// remote.* properties (catalogs/remoteprops.go) say otherwise.
+var defaultRemote = catalogs.RemotePolicy{Timeout: 60 * time.Second, Attempts: 3, BreakerFailures: 5, BreakerOpen: 30 * time.Second}
+
+// known reports whether k is a property of a flightsql catalog.
+func known(k string) bool {
+	_, alias := catalogs.ServiceAliases[k]
+	return knownProps[k] || catalogs.RemoteKeys[k] || alias
+}
 
 // config is a catalog's parsed properties.
 type config struct {
@@ -100,11 +102,9 @@ func bad(key, format string, args ...any) error {
 // parseConfig validates the properties; errors name the key, never a
 // secret's value.
 func parseConfig(props map[string]string) (config, error) {
-	c := config{timeout: defaultTimeout, retries: defaultRetries, breakerFailures: defaultBreakFail,
-		breakerOpen: defaultBreakOpen, infoTTL: defaultInfoTTL,
-		headers: map[string]string{}, locations: map[string]bool{}, writeMode: writeModeAuto}
+	c := config{infoTTL: defaultInfoTTL, headers: map[string]string{}, locations: map[string]bool{}, writeMode: writeModeAuto}
 	for k := range props {
-		if !knownProps[k] {
+		if !known(k) {
 			return c, bad(k, "unknown property of a flightsql catalog")
 		}
 	}
@@ -155,28 +155,20 @@ func parseConfig(props map[string]string) (config, error) {
 	for _, d := range []struct {
 		key string
 		v   *time.Duration
-	}{{propTimeout, &c.timeout}, {propBreakerOpen, &c.breakerOpen}, {propInfoTTL, &c.infoTTL}, {propKeepalive, &c.keepalive}} {
+	}{{propInfoTTL, &c.infoTTL}, {propKeepalive, &c.keepalive}} {
 		if s := props[d.key]; s != "" {
 			if *d.v, err = time.ParseDuration(s); err != nil || *d.v < 0 {
 				return c, bad(d.key, "%q is not a duration", s)
 			}
 		}
 	}
-	if c.timeout == 0 {
-		return c, bad(propTimeout, "must be positive")
+	// Timeouts, attempts and the breaker in every backend's dialect
+	// (catalogs/remoteprops.go), the older spellings still read.
+	rp, err := catalogs.ParseRemote(props, defaultRemote, catalogs.ServiceAliases)
+	if err != nil {
+		return c, err
 	}
-	if s := props[propRetries]; s != "" {
-		if c.retries, err = strconv.Atoi(s); err != nil || c.retries < 1 || c.retries > 10 {
-			return c, bad(propRetries, "%q is not a number of attempts in 1..10", s)
-		}
-	}
-	if s := props[propBreakerFail]; s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return c, bad(propBreakerFail, "%q is not a positive number", s)
-		}
-		c.breakerFailures = uint32(n)
-	}
+	c.timeout, c.retries, c.breakerFailures, c.breakerOpen = rp.Timeout, rp.Attempts, rp.BreakerFailures, rp.BreakerOpen
 	for h := range strings.SplitSeq(props[propLocations], ",") {
 		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
 			c.locations[h] = true

@@ -54,7 +54,7 @@ func startSail(t *testing.T) string {
 // (Utf8View strings, Int64 counts) cast to the planned ones.
 func TestSail(t *testing.T) {
 	addr := startSail(t)
-	p, err := Open(context.Background(), "sail", map[string]string{propURI: "grpc://" + addr, propNamespace: "default", propQuote: "`", propTimeout: "30s"})
+	p, err := Open(context.Background(), "sail", map[string]string{propURI: "grpc://" + addr, propNamespace: "default", propQuote: "`", catalogs.PropRemoteTimeout: "30000"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func countRows(t *testing.T, p *Provider, prefix string) int64 {
 // visible after it, and gone after a discard.
 func TestSQLitePreparedInsertInTransaction(t *testing.T) {
 	addr := startSQLite(t)
-	p, err := Open(context.Background(), "lite", map[string]string{propURI: "grpc://" + addr, propNamespace: "main", propTimeout: "5s"})
+	p, err := Open(context.Background(), "lite", map[string]string{propURI: "grpc://" + addr, propNamespace: "main", catalogs.PropRemoteTimeout: "5000"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,14 +19,12 @@ const (
 	PropCommitMaxWait = "commit.retry.max-wait-ms"
 	// PropCommitTotalTimeout bounds the whole commit loop, in ms.
 	PropCommitTotalTimeout = "commit.retry.total-timeout-ms"
-	// PropRemoteTimeout bounds one remote call, in ms.
-	PropRemoteTimeout = "remote.timeout-ms"
-	// PropRemoteAttempts bounds the attempts of an idempotent remote call.
-	PropRemoteAttempts = "remote.max-attempts"
-	// PropBreakerFailures consecutive failures open the circuit breaker.
-	PropBreakerFailures = "remote.breaker.failures"
-	// PropBreakerOpen is how long the open breaker refuses calls, in ms.
-	PropBreakerOpen = "remote.breaker.open-ms"
+	// The remote calls' properties are every backend's
+	// (catalogs/remoteprops.go): the same names here.
+	PropRemoteTimeout   = catalogs.PropRemoteTimeout
+	PropRemoteAttempts  = catalogs.PropRemoteAttempts
+	PropBreakerFailures = catalogs.PropBreakerFailures
+	PropBreakerOpen     = catalogs.PropBreakerOpen
 )
 
 // DefaultRemote bounds every remote call unless the catalog's properties
@@ -86,12 +84,11 @@ func ParseCommon(props map[string]string) (Retry, catalogs.RemotePolicy, error) 
 		IntProp{PropCommitMinWait, 1, func(v int64) { r.MinWait = ms(v) }},
 		IntProp{PropCommitMaxWait, 1, func(v int64) { r.MaxWait = ms(v) }},
 		IntProp{PropCommitTotalTimeout, 1, func(v int64) { r.TotalTimeout = ms(v) }},
-		IntProp{PropRemoteTimeout, 1, func(v int64) { rp.Timeout = ms(v) }},
-		IntProp{PropRemoteAttempts, 1, func(v int64) { rp.Attempts = int(min(v, 1<<20)) }},
-		IntProp{PropBreakerFailures, 1, func(v int64) { rp.BreakerFailures = uint32(min(v, 1<<31)) }},
-		IntProp{PropBreakerOpen, 1, func(v int64) { rp.BreakerOpen = ms(v) }},
 	)
 	if err != nil {
+		return r, rp, err
+	}
+	if rp, err = catalogs.ParseRemote(props, DefaultRemote, nil); err != nil {
 		return r, rp, err
 	}
 	if r.MinWait > r.MaxWait {

@@ -53,12 +53,8 @@ const (
 	propUser        = "user"
 	propPassword    = "password"
 	propDatabases   = "databases"
-	propTimeout     = "timeout"
 	propTxnTimeout  = "txn_timeout"
 	propIdle        = "idle_txn_timeout"
-	propRetries     = "retries"
-	propBreakerFail = "breaker_failures"
-	propBreakerOpen = "breaker_open"
 	propReplication = "replication_num"
 	propSpoolDir    = "spool_dir"
 	propTLSCA       = "tls_ca_file"
@@ -67,8 +63,14 @@ const (
 )
 
 var knownProps = map[string]bool{propFE: true, propMySQL: true, propUser: true, propPassword: true, propDatabases: true,
-	propTimeout: true, propTxnTimeout: true, propIdle: true, propRetries: true, propBreakerFail: true, propBreakerOpen: true,
-	propReplication: true, propSpoolDir: true, propTLSCA: true, propTLSName: true, propTLSInsecure: true}
+	propTxnTimeout: true, propIdle: true, propReplication: true, propSpoolDir: true, propTLSCA: true, propTLSName: true,
+	propTLSInsecure: true}
+
+// known reports whether k is a property of a starrocks catalog.
+func known(k string) bool {
+	_, alias := catalogs.ServiceAliases[k]
+	return knownProps[k] || catalogs.RemoteKeys[k] || alias
+}
 
 func bad(key, format string, args ...any) error {
 	return catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %s", key, fmt.Sprintf(format, args...))
@@ -80,7 +82,7 @@ func parseConfig(props map[string]string) (config, error) {
 	c := config{databases: map[string]string{}, timeout: 60 * time.Second, txnTimeout: 600 * time.Second,
 		retries: 3, breakerFailures: 5, breakerOpen: 30 * time.Second, spoolDir: os.TempDir()}
 	for k := range props {
-		if !knownProps[k] {
+		if !known(k) {
 			return c, bad(k, "unknown property of a starrocks catalog")
 		}
 	}
@@ -126,7 +128,7 @@ func parseConfig(props map[string]string) (config, error) {
 	for _, d := range []struct {
 		key string
 		v   *time.Duration
-	}{{propTimeout, &c.timeout}, {propTxnTimeout, &c.txnTimeout}, {propIdle, &c.idleTimeout}, {propBreakerOpen, &c.breakerOpen}} {
+	}{{propTxnTimeout, &c.txnTimeout}, {propIdle, &c.idleTimeout}} {
 		if s := props[d.key]; s != "" {
 			if *d.v, err = time.ParseDuration(s); err != nil || *d.v < 0 {
 				return c, bad(d.key, "%q is not a duration", s)
@@ -136,18 +138,14 @@ func parseConfig(props map[string]string) (config, error) {
 	if c.txnTimeout < time.Second {
 		return c, bad(propTxnTimeout, "must be at least 1s")
 	}
-	if s := props[propRetries]; s != "" {
-		if c.retries, err = strconv.Atoi(s); err != nil || c.retries < 1 || c.retries > 10 {
-			return c, bad(propRetries, "%q is not a number of attempts in 1..10", s)
-		}
+	// Timeouts, attempts and the breaker in every backend's dialect
+	// (catalogs/remoteprops.go), the older spellings still read.
+	rp, err := catalogs.ParseRemote(props, catalogs.RemotePolicy{Timeout: c.timeout, Attempts: c.retries,
+		BreakerFailures: c.breakerFailures, BreakerOpen: c.breakerOpen}, catalogs.ServiceAliases)
+	if err != nil {
+		return c, err
 	}
-	if s := props[propBreakerFail]; s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return c, bad(propBreakerFail, "%q is not a positive number", s)
-		}
-		c.breakerFailures = uint32(n)
-	}
+	c.timeout, c.retries, c.breakerFailures, c.breakerOpen = rp.Timeout, rp.Attempts, rp.BreakerFailures, rp.BreakerOpen
 	if s := props[propReplication]; s != "" {
 		if n, err := strconv.Atoi(s); err != nil || n < 1 {
 			return c, bad(propReplication, "%q is not a positive number", s)

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
 )
 
@@ -60,7 +61,7 @@ func (c cluster) freshDatabase(t *testing.T) string {
 
 func (c cluster) props(t *testing.T) map[string]string {
 	return map[string]string{propFE: c.fe, propMySQL: c.mysql, propUser: c.user, propPassword: c.password,
-		propSpoolDir: t.TempDir(), propTimeout: "20s", propReplication: os.Getenv("FLIGHTGW_STARROCKS_REPLICATION")}
+		propSpoolDir: t.TempDir(), catalogs.PropRemoteTimeout: "20000", propReplication: os.Getenv("FLIGHTGW_STARROCKS_REPLICATION")}
 }
 
 func TestConformance(t *testing.T) {
