@@ -97,4 +97,3 @@ func canonical(key string, aliases map[string]string) string {
 	}
 	return key
 }
-
