@@ -89,11 +89,14 @@ default_catalog: pm
 		opts map[string]string
 	}{{"app", nil}, {"pk", map[string]string{"bucket": "2", "primary-key": "id"}}} {
 		for i := range 2 {
+			// The table's options go with the create only: a plain append
+			// refuses options (they could not be applied).
 			o := modeCreate(tc.name)
+			o.Options = tc.opts
 			if i > 0 {
 				o = modeAppend(tc.name)
 			}
-			o.Catalog, o.Options = ptr("pm"), tc.opts
+			o.Catalog = ptr("pm")
 			if _, err := c.ExecuteIngest(ctx, reader(t, people(t, i*50, 50)), o); err != nil {
 				t.Fatal(err)
 			}
