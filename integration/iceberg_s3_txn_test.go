@@ -99,6 +99,27 @@ func TestIcebergS3ReadsOwnTransaction(t *testing.T) {
 		t.Errorf("after the replace rolled back: %s", got)
 	}
 
+	// A partitioned table: the staged files carry their partition values,
+	// and a filter on the partition column reads the matching rows of
+	// both the committed and the staged files.
+	part := modeCreate("parted")
+	part.Options = map[string]string{"partition": "bucket(4, id)"}
+	if _, err := g.flightClient(t).ExecuteIngest(ctx, reader(t, people(t, 0, 20)), part); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ingest(t, cnxn, "parted", adbc.OptionValueIngestModeAppend, people(t, 100, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := joined(t, cnxn, `SELECT count(*), sum(id) FROM parted WHERE id IN (3, 17, 103, 117, 999)`); got != "4|240" {
+		t.Errorf("a partitioned table in the transaction: %s, want ids 3, 17, 103 and 117", got)
+	}
+	if got := joined(t, other, `SELECT count(*) FROM parted`); got != "20" {
+		t.Errorf("a partitioned table from another connection: %s", got)
+	}
+	if err := cnxn.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	// A table created in the transaction: its rows are the transaction's
 	// alone, and none once it rolls back.
 	if _, err := ingest(t, cnxn, "fresh", adbc.OptionValueIngestModeCreate, people(t, 0, 7)); err != nil {
