@@ -124,13 +124,33 @@ func TestQueryReadsOwnTransaction(t *testing.T) {
 		t.Errorf("after rollback: %s", got)
 	}
 
-	// A table whose files the engine cannot read with the staged ones
-	// (its schema evolved) is refused, not read without them.
+	// A table whose files the engine cannot read natively with the staged
+	// ones (its schema evolved) is read through the backend's ScanStaged,
+	// the staged row's new column with it.
 	g.evolve(t, "rw")
 	evolved := arrow.NewSchema(append(peopleSchema.Fields(), arrow.Field{Name: "extra", Type: arrow.BinaryTypes.String, Nullable: true}), nil)
 	row := batchFromJSON(t, evolved, func(int) string { return `{"id": 900, "name": "p900", "score": 1.5, "extra": "x"}` }, 1)
 	defer row.Release()
 	if _, err := ingest(t, cnxn, "rw", adbc.OptionValueIngestModeAppend, row); err != nil {
+		t.Fatal(err)
+	}
+	if got := joined(t, cnxn, `SELECT count(*), count(extra), max(id) FROM rw`); got != "151|1|900" {
+		t.Errorf("an evolved table in the transaction: %s, want the 150 committed rows and the staged one", got)
+	}
+	if readsFiles(t, g, cnxn, "rw") {
+		t.Error("an evolved table with staged writes is read natively")
+	}
+	if err := cnxn.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A replace that changes the schema reads as the table only once its
+	// commit has changed the schema: the query is refused, not answered
+	// without the transaction's rows.
+	narrow := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "tag", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	nrow := batchFromJSON(t, narrow, func(int) string { return `{"id": 7, "tag": "t"}` }, 1)
+	defer nrow.Release()
+	if _, err := ingest(t, cnxn, "rw", adbc.OptionValueIngestModeReplace, nrow); err != nil {
 		t.Fatal(err)
 	}
 	stmt, err := cnxn.NewStatement()
@@ -147,7 +167,7 @@ func TestQueryReadsOwnTransaction(t *testing.T) {
 		rdr.Release()
 	}
 	// ADBC reports FailedPrecondition as StatusUnknown, naming the code.
-	assertADBC(t, err, adbc.StatusUnknown, "commit the transaction first")
+	assertADBC(t, err, adbc.StatusUnknown, "a replace that changes the schema")
 	assertADBC(t, err, adbc.StatusUnknown, codes.FailedPrecondition.String())
 	if err := cnxn.Rollback(ctx); err != nil {
 		t.Fatal(err)

@@ -50,6 +50,10 @@ type Config struct {
 	// files the engine may read itself. When false a plan may say why it
 	// is not plain; a plan that is plain is checked either way.
 	PlainPlans bool
+	// StagedScans: the provider is a catalogs.StagedScanner, whose check
+	// then fails rather than skips when it is not (a transaction's query
+	// would be refused where the backend promises read-your-writes).
+	StagedScans bool
 	// TransactionScoped: the streams of one catalogs.WriteTxn are one
 	// backend transaction (StarRocks Stream Load, an upstream Flight SQL
 	// transaction), so aborting one of them dooms the commit of all: it

@@ -16,6 +16,9 @@ import (
 func (s suite) testStagedScanner(t *testing.T) {
 	in, id := s.setup(t, "staged_scan")
 	ss, ok := in.Provider.(catalogs.StagedScanner)
+	if !ok && s.cfg.StagedScans {
+		t.Fatalf("the backend declares StagedScans but %T is no catalogs.StagedScanner", in.Provider)
+	}
 	skipUnless(t, ok, "catalogs.StagedScanner")
 	ctx := context.Background()
 	if _, err := in.Provider.Commit(ctx, id, []catalogs.WriteReceipt{write(t, in, id, 0, 100)}); err != nil {

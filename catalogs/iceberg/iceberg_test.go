@@ -76,12 +76,14 @@ func listDir(root string) ([]string, error) {
 // conformance is what the Iceberg backend declares to the suite: it
 // stages Parquet files, commits by compare-and-swap (merging the
 // concurrent commits of one gateway: group commit), has field ids and
-// snapshots, writes one file per partition bucket, and cannot store month
-// intervals; its file plans are plain when the warehouse is local.
+// snapshots, writes one file per partition bucket, reads a transaction's
+// staged writes through ScanStaged, and cannot store month intervals; its
+// file plans are plain when the warehouse is local.
 func conformance(local bool) catalogtest.Config {
 	return catalogtest.Config{
 		StagesFiles: true, CompareAndSwap: true, GroupsCommits: true, FieldIDs: true, Snapshots: true,
-		Layout: catalogtest.LayoutOneFilePerBucket, PlainPlans: local,
+		StagedScans: true,
+		Layout:      catalogtest.LayoutOneFilePerBucket, PlainPlans: local,
 		UnstorableType: arrow.FixedWidthTypes.MonthInterval,
 	}
 }

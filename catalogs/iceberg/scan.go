@@ -25,6 +25,13 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 	if err != nil {
 		return nil, err
 	}
+	return p.scan(ctx, t, tbl, req, nil, false)
+}
+
+// scan is Scan over tbl with the data files staged added to the planned
+// ones, which none are when skipCommitted (a staged overwrite). Staged
+// files are not pruned: ReadTasks applies the row filter to every task.
+func (p *Provider) scan(ctx context.Context, t catalogs.TableIdent, tbl *table.Table, req catalogs.ScanRequest, staged []ice.DataFile, skipCommitted bool) (*catalogs.ScanResult, error) {
 	opts := []table.ScanOption{}
 	if req.Columns != nil {
 		for _, c := range req.Columns {
@@ -59,18 +66,24 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 		opts = append(opts, table.WithSelectedFields(sel...))
 	}
 	res := &catalogs.ScanResult{}
-	if snap != nil && snap.Summary != nil {
+	if snap != nil && snap.Summary != nil && !skipCommitted {
 		res.FilesTotal, _ = strconv.Atoi(snap.Summary.Properties["total-data-files"])
 	}
+	res.FilesTotal += len(staged)
 	var (
 		sc      *arrow.Schema
 		batches func(func(arrow.RecordBatch, error) bool)
 	)
 	err = protect(catalogs.ErrInvalidArgument, "scan", func() error {
 		scan := tbl.Scan(opts...)
-		tasks, err := scan.PlanFiles(ctx)
-		if err != nil {
-			return err
+		var tasks []table.FileScanTask
+		if !skipCommitted {
+			if tasks, err = scan.PlanFiles(ctx); err != nil {
+				return err
+			}
+		}
+		for _, df := range staged {
+			tasks = append(tasks, table.FileScanTask{File: df, Length: df.FileSizeBytes()})
 		}
 		res.FilesPlanned = len(tasks)
 		sc, batches, err = scan.ReadTasks(ctx, tasks)

@@ -74,9 +74,17 @@ type scanResult struct {
 // if anything the scan allocated outlives the reader.
 func scanAll(t *testing.T, p *Provider, id catalogs.TableIdent, req catalogs.ScanRequest) scanResult {
 	t.Helper()
+	out, _ := readScan(t, req, func(ctx context.Context) (*catalogs.ScanResult, error) { return p.Scan(ctx, id, req) })
+	return out
+}
+
+// readScan reads the result of scan (Scan or ScanStaged of req) as
+// scanAll does, and returns it with the result's file counts.
+func readScan(t *testing.T, req catalogs.ScanRequest, scan func(context.Context) (*catalogs.ScanResult, error)) (scanResult, *catalogs.ScanResult) {
+	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	ctx := compute.WithAllocator(context.Background(), mem)
-	res, err := p.Scan(ctx, id, req)
+	res, err := scan(ctx)
 	if err != nil {
 		t.Fatalf("Scan(%+v): %v", req, err)
 	}
@@ -109,7 +117,7 @@ func scanAll(t *testing.T, p *Provider, id catalogs.TableIdent, req catalogs.Sca
 	}
 	res.Reader.Release()
 	mem.AssertSize(t, 0)
-	return out
+	return out, res
 }
 
 func nulls(n int) []string {

@@ -22,11 +22,12 @@ import (
 
 // conformance is what the Paimon backend declares: it stages Parquet
 // files, commits by compare-and-swap (put-if-absent of snapshot-N), has
-// field ids and snapshots, writes one file per bucket, and cannot store
-// month intervals.
+// field ids and snapshots, writes one file per bucket, reads a
+// transaction's staged writes through ScanStaged, and cannot store month
+// intervals.
 func conformance() catalogtest.Config {
 	return catalogtest.Config{
-		StagesFiles: true, CompareAndSwap: true, FieldIDs: true, Snapshots: true,
+		StagesFiles: true, CompareAndSwap: true, FieldIDs: true, Snapshots: true, StagedScans: true,
 		Layout:         catalogtest.LayoutOneFilePerBucket,
 		UnstorableType: arrow.FixedWidthTypes.MonthInterval,
 	}
