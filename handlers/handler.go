@@ -118,6 +118,11 @@ const ForwardedHeader = "x-flightgw-forwarded"
 // leave QueryQueueWait unset.
 const DefaultQueryQueueWait = 30 * time.Second
 
+// DefaultSchema is the schema a table name without one resolves in
+// (Options.DefaultSchema when empty): the embedded catalog's namespace,
+// Iceberg's and Spark's `default`.
+const DefaultSchema = "default"
+
 // IdempotencyKeyOption is the CommandStatementIngest option whose value
 // makes an ingest exactly-once: a retried ingest whose key already landed
 // returns the original row count and writes nothing.
@@ -158,7 +163,7 @@ func New(opts Options) (*Handler, error) {
 		opts.Alloc = memory.DefaultAllocator
 	}
 	if opts.DefaultSchema == "" {
-		opts.DefaultSchema = "default"
+		opts.DefaultSchema = DefaultSchema
 	}
 	h := &Handler{opts: opts, catalogs: map[string]Catalog{}, log: opts.Log}
 	if opts.MaxConcurrentQueries > 0 {

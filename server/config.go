@@ -18,6 +18,7 @@ import (
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/handlers"
 	"github.com/flightgw/flightgw/internal/duration"
+	"github.com/flightgw/flightgw/txn"
 )
 
 // Defaults of the embedded gateway.
@@ -25,14 +26,14 @@ const (
 	DefaultListen               = "127.0.0.1:32010"
 	DefaultDataDir              = "./data"
 	DefaultCatalogName          = "lake"
-	DefaultSchema               = "default"
+	DefaultSchema               = handlers.DefaultSchema
 	DefaultMaxBatchBytes        = 256 << 20
 	DefaultMaxRequestBytes      = 4 << 20
 	DefaultShutdownGrace        = 30 * time.Second
-	DefaultTxnIdleTimeout       = 10 * time.Minute
+	DefaultTxnIdleTimeout       = txn.DefaultIdleTimeout
 	DefaultMaxConcurrentWrites  = 8
 	DefaultMaxConcurrentQueries = 16
-	DefaultQueryQueueWait       = 30 * time.Second
+	DefaultQueryQueueWait       = handlers.DefaultQueryQueueWait
 	DefaultQueueWait            = 30 * time.Second
 	DefaultMaxQueuedStreams     = 256
 	DefaultMinStreamRate        = 16 << 10
