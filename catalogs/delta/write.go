@@ -1,0 +1,450 @@
+package delta
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/google/uuid"
+
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
+	dcodec "github.com/flightgw/flightgw/codec/delta"
+	"github.com/flightgw/flightgw/internal/pqwrite"
+)
+
+// receiptFormat names the layout of WriteReceipt.Metadata.
+const receiptFormat = "flightgw.delta.adds/v1"
+
+// receiptMeta is the JSON in WriteReceipt.Metadata: the add actions a
+// commit writes, as they will stand in the log.
+type receiptMeta struct {
+	Format string           `json:"format"`
+	Table  string           `json:"table"`
+	Schema string           `json:"schema"` // the schemaString the files were written for
+	Adds   []dcodec.AddFile `json:"adds"`
+}
+
+func decodeReceipts(t catalogs.TableIdent, receipts []catalogs.WriteReceipt) ([]receiptMeta, error) {
+	out := make([]receiptMeta, 0, len(receipts))
+	for i, r := range receipts {
+		var m receiptMeta
+		if err := json.Unmarshal(r.Metadata, &m); err != nil || m.Format != receiptFormat {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d is not a Delta receipt of this gateway", t, i)
+		}
+		if m.Table != t.String() {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d belongs to table %s", t, i, m.Table)
+		}
+		for _, a := range m.Adds {
+			if err := checkDataPath(t, a.Path); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// checkDataPath refuses an add path the gateway would not have written: a
+// plain file name in the table directory (receipts may come back from a
+// client in CommitMessages).
+func checkDataPath(t catalogs.TableIdent, p string) error {
+	if p == "" || strings.ContainsAny(p, "/\\%:") || strings.HasPrefix(p, ".") || !strings.HasSuffix(p, ".parquet") {
+		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: data file %q is not a file this gateway writes", t, p)
+	}
+	return nil
+}
+
+// WriteBatch writes batch as Parquet data files without committing them.
+func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch arrow.RecordBatch) (catalogs.WriteReceipt, error) {
+	s, err := p.openStream(ctx, t)
+	if err != nil {
+		return catalogs.WriteReceipt{}, err
+	}
+	if err := s.Write(ctx, batch); err != nil {
+		_ = s.Abort(ctx)
+		return catalogs.WriteReceipt{}, err
+	}
+	rs, err := s.Close(ctx)
+	if err != nil {
+		return catalogs.WriteReceipt{}, err
+	}
+	if len(rs) == 0 {
+		return p.emptyReceipt(s.st)
+	}
+	return rs[0], nil
+}
+
+func (p *Provider) emptyReceipt(st *tableState) (catalogs.WriteReceipt, error) {
+	b, err := json.Marshal(receiptMeta{Format: receiptFormat, Table: st.ident.String(), Schema: st.snap.Metadata.SchemaString, Adds: []dcodec.AddFile{}})
+	return catalogs.WriteReceipt{Metadata: b}, err
+}
+
+// OpenStream opens a stream of batches into data files that roll at the
+// target file size; Close returns one receipt with every file's add.
+func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent) (catalogs.WriteStream, error) {
+	return p.openStream(ctx, t)
+}
+
+func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stream, error) {
+	st, err := p.load(ctx, t, -1)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkWritable(st); err != nil {
+		return nil, err
+	}
+	if pc := st.snap.Metadata.PartitionColumns; len(pc) > 0 {
+		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: partitioned by %v: writes to partitioned Delta tables are not supported by this backend yet", t, pc)
+	}
+	return &stream{p: p, st: st, id: uuid.NewString()}, nil
+}
+
+type stream struct {
+	p      *Provider
+	st     *tableState
+	id     string
+	mu     sync.Mutex
+	cur    *fileWriter
+	count  int
+	files  []string // every file created, for cleanup
+	adds   []dcodec.AddFile
+	closed bool
+}
+
+type fileWriter struct {
+	name  string
+	pf    *lake.ParquetFile
+	stats *statsObserver
+}
+
+// checkBatch returns the batch's columns in the table's order, refusing
+// a missing or extra column, a type that is not the table's and nulls in a
+// column the table declares non-nullable, naming the column.
+func (s *stream) checkBatch(b arrow.RecordBatch) ([]arrow.Array, error) {
+	want := s.st.schema
+	for _, f := range b.Schema().Fields() {
+		if len(want.FieldIndices(f.Name)) == 0 {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: column %q is not in the table", s.st.ident, f.Name)
+		}
+	}
+	cols := make([]arrow.Array, 0, want.NumFields())
+	for _, f := range want.Fields() {
+		is := b.Schema().FieldIndices(f.Name)
+		if len(is) != 1 {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: the batch has %d columns %q, the table one", s.st.ident, len(is), f.Name)
+		}
+		got := b.Schema().Field(is[0])
+		if !arrow.TypeEqual(got.Type, f.Type) {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: column %q is %s in the batch, %s in the table", s.st.ident, f.Name, got.Type, f.Type)
+		}
+		c := b.Column(is[0])
+		if !f.Nullable && c.NullN() > 0 {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: column %q is not nullable: the batch holds %d nulls", s.st.ident, f.Name, c.NullN())
+		}
+		cols = append(cols, c)
+	}
+	return cols, nil
+}
+
+func (s *stream) Write(ctx context.Context, b arrow.RecordBatch) error {
+	if s.closed {
+		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: write to a closed stream", s.st.ident)
+	}
+	cols, err := s.checkBatch(b)
+	if err != nil {
+		return err
+	}
+	if b.NumRows() == 0 {
+		return nil
+	}
+	// Written under the table's schema (its nullability), not the batch's.
+	rec := array.NewRecordBatch(s.st.schema, cols, b.NumRows())
+	defer rec.Release()
+	if s.cur == nil {
+		w, err := s.newFile(ctx, rec)
+		if err != nil {
+			return err
+		}
+		s.cur = w
+	}
+	if err := s.cur.pf.Write(rec); err != nil {
+		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write %s", s.st.ident, s.cur.name))
+	}
+	if s.cur.pf.Size() >= s.p.cfg.targetFileSize {
+		return s.finish()
+	}
+	return nil
+}
+
+// newFile opens part-<n>-<uuid>-c000.zstd.parquet in the table
+// directory, Spark's name for an unpartitioned data file.
+func (s *stream) newFile(ctx context.Context, first arrow.RecordBatch) (*fileWriter, error) {
+	name := fmt.Sprintf("part-%05d-%s-c000.zstd.parquet", s.count, s.id)
+	s.count++
+	full, limit := lake.PathBound(s.p.fs, s.st.dir+"/"+name)
+	if err := catalogs.CheckFilePath(s.st.ident, name, full, limit); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.files = append(s.files, name) // before the create: cleanup deletes a partial file too
+	s.mu.Unlock()
+	out, err := s.p.fs.Writer(ctx, s.st.dir+"/"+name)
+	if err != nil {
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: create data file %s", s.st.ident, name))
+	}
+	rg := min(max(s.p.cfg.targetFileSize/4, 1<<10), 4<<20)
+	opts := []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCompressionLevel(pqwrite.DefaultZstdLevel),
+		parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(1 << 20), parquet.WithDataPageSize(min(rg/4, 1<<20))}
+	w := &fileWriter{name: name, stats: newStats(s.st.schema)}
+	w.pf, err = lake.NewParquetFile(out, s.st.schema, first, lake.ParquetOptions{Props: opts, RowGroupBytes: rg}, w.stats)
+	if err != nil {
+		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: parquet writer", s.st.ident))
+	}
+	return w, nil
+}
+
+// finish closes the current file and records its add action.
+func (s *stream) finish() error {
+	w := s.cur
+	s.cur = nil
+	if err := w.pf.Close(); err != nil {
+		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: close %s", s.st.ident, w.name))
+	}
+	stats, err := w.stats.json(w.pf.Rows())
+	if err != nil {
+		return err
+	}
+	s.adds = append(s.adds, dcodec.AddFile{Path: dcodec.EncodePath(w.name), PartitionValues: map[string]*string{},
+		Size: w.pf.Bytes(), ModificationTime: s.p.now().UnixMilli(), DataChange: true, Stats: stats})
+	return nil
+}
+
+func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
+	if s.closed {
+		return nil, nil
+	}
+	s.closed = true
+	if s.cur != nil {
+		if err := s.finish(); err != nil {
+			s.cleanup(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	}
+	if len(s.adds) == 0 {
+		return nil, nil
+	}
+	var rows, bytes uint64
+	for _, a := range s.adds {
+		n, _ := numRecords(a.Stats)
+		rows += uint64(n)
+		bytes += uint64(a.Size)
+	}
+	b, err := json.Marshal(receiptMeta{Format: receiptFormat, Table: s.st.ident.String(), Schema: s.st.snap.Metadata.SchemaString, Adds: s.adds})
+	if err != nil {
+		s.cleanup(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return []catalogs.WriteReceipt{{Metadata: b, RowCount: rows, ByteCount: bytes}}, nil
+}
+
+// Abort deletes every file the stream wrote.
+func (s *stream) Abort(ctx context.Context) error {
+	s.closed = true
+	s.cleanup(ctx)
+	return nil
+}
+
+func (s *stream) cleanup(ctx context.Context) {
+	if s.cur != nil {
+		s.cur.pf.Abort()
+		s.cur = nil
+	}
+	s.mu.Lock()
+	files := s.files
+	s.files = nil
+	s.mu.Unlock()
+	for _, f := range files {
+		if err := s.p.fs.Remove(ctx, s.st.dir+"/"+f); err != nil {
+			s.p.log.Warn("delete staged data file", "table", s.st.ident.String(), "file", f, "err", err)
+		}
+	}
+}
+
+// Discard deletes the data files the receipts staged.
+func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts []catalogs.WriteReceipt) error {
+	dir, err := p.tableDir(t)
+	if err != nil {
+		return err
+	}
+	ms, err := decodeReceipts(t, receipts)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		for _, a := range m.Adds {
+			if err := p.fs.Remove(ctx, dir+"/"+a.Path); err != nil {
+				return lake.MapErr(err, fmt.Sprintf("table %s: delete staged file %s", t, a.Path))
+			}
+		}
+	}
+	return nil
+}
+
+// statsObserver accumulates a file's statistics (lake.Observer): null
+// counts of the top-level primitive columns, and min/max where this
+// backend writes them exactly (integers, dates, finite floats, strings up
+// to maxStatString bytes). A bound not written is never wrong: readers
+// skip data only on the stats present.
+type statsObserver struct {
+	cols []colStats
+}
+
+type colStats struct {
+	name     string
+	kind     byte // 'i' integer, 'f' float, 's' string, 'd' date, 0: null count only, 'n' none
+	nulls    int64
+	seen     bool
+	noBounds bool // a NaN or an over-long string: no min/max
+	minI     int64
+	maxI     int64
+	minF     float64
+	maxF     float64
+	minS     string
+	maxS     string
+}
+
+// maxStatString bounds the strings kept as min/max.
+const maxStatString = 64
+
+func newStats(sc *arrow.Schema) *statsObserver {
+	o := &statsObserver{}
+	for _, f := range sc.Fields() {
+		c := colStats{name: f.Name}
+		switch f.Type.ID() {
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
+			c.kind = 'i'
+		case arrow.FLOAT32, arrow.FLOAT64:
+			c.kind = 'f'
+		case arrow.STRING, arrow.LARGE_STRING:
+			c.kind = 's'
+		case arrow.DATE32:
+			c.kind = 'd'
+		case arrow.STRUCT, arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
+			c.kind = 'n'
+		}
+		o.cols = append(o.cols, c)
+	}
+	return o
+}
+
+func (o *statsObserver) Observe(b arrow.RecordBatch) {
+	for i := range o.cols {
+		o.cols[i].add(b.Column(i))
+	}
+}
+
+func (c *colStats) add(a arrow.Array) {
+	c.nulls += int64(a.NullN())
+	for i := 0; i < a.Len(); i++ {
+		if a.IsNull(i) {
+			continue
+		}
+		switch c.kind {
+		case 'i', 'd':
+			var v int64
+			switch x := a.(type) {
+			case *array.Int8:
+				v = int64(x.Value(i))
+			case *array.Int16:
+				v = int64(x.Value(i))
+			case *array.Int32:
+				v = int64(x.Value(i))
+			case *array.Int64:
+				v = x.Value(i)
+			case *array.Date32:
+				v = int64(x.Value(i))
+			}
+			if !c.seen || v < c.minI {
+				c.minI = v
+			}
+			if !c.seen || v > c.maxI {
+				c.maxI = v
+			}
+		case 'f':
+			var v float64
+			switch x := a.(type) {
+			case *array.Float32:
+				v = float64(x.Value(i))
+			case *array.Float64:
+				v = x.Value(i)
+			}
+			if math.IsNaN(v) {
+				c.noBounds = true
+			}
+			if !c.seen || v < c.minF {
+				c.minF = v
+			}
+			if !c.seen || v > c.maxF {
+				c.maxF = v
+			}
+		case 's':
+			var v string
+			switch x := a.(type) {
+			case *array.String:
+				v = x.Value(i)
+			case *array.LargeString:
+				v = x.Value(i)
+			}
+			if len(v) > maxStatString || !utf8.ValidString(v) {
+				c.noBounds = true
+			}
+			if !c.seen || v < c.minS {
+				c.minS = v
+			}
+			if !c.seen || v > c.maxS {
+				c.maxS = v
+			}
+		default:
+			return
+		}
+		c.seen = true
+	}
+}
+
+// json writes the stats field of an add action.
+func (o *statsObserver) json(rows int64) (string, error) {
+	minV, maxV, nulls := map[string]any{}, map[string]any{}, map[string]any{}
+	for _, c := range o.cols {
+		if c.kind == 'n' {
+			continue
+		}
+		nulls[c.name] = c.nulls
+		if !c.seen || c.noBounds {
+			continue
+		}
+		switch c.kind {
+		case 'i':
+			minV[c.name], maxV[c.name] = c.minI, c.maxI
+		case 'd':
+			minV[c.name] = arrow.Date32(c.minI).FormattedString()
+			maxV[c.name] = arrow.Date32(c.maxI).FormattedString()
+		case 'f':
+			if !math.IsInf(c.minF, 0) && !math.IsInf(c.maxF, 0) {
+				minV[c.name], maxV[c.name] = c.minF, c.maxF
+			}
+		case 's':
+			minV[c.name], maxV[c.name] = c.minS, c.maxS
+		}
+	}
+	b, err := json.Marshal(map[string]any{"numRecords": rows, "minValues": minV, "maxValues": maxV, "nullCount": nulls})
+	return string(b), err
+}
