@@ -235,10 +235,12 @@ func (r *scanReader) readRowGroup() (arrow.RecordBatch, error) {
 	n := r.pr.MetaData().RowGroup(rg).NumRows()
 	off := r.offset
 	r.offset += n
+	// ReadRowGroups takes leaf column indexes and returns the fields
+	// holding them in file order.
 	var read []int
 	for _, i := range r.idx {
 		if i >= 0 {
-			read = append(read, i)
+			read = appendLeaves(read, &r.fr.Manifest.Fields[i])
 		}
 	}
 	var tbl arrow.Table
@@ -255,15 +257,17 @@ func (r *scanReader) readRowGroup() (arrow.RecordBatch, error) {
 			c.Release()
 		}
 	}()
-	k := 0
 	for j, c := range r.cols {
 		var a arrow.Array
 		var err error
 		if r.idx[j] < 0 {
 			a, err = r.partitionColumn(c, int(n))
 		} else {
-			a, err = r.dataColumn(c, tbl.Column(k).Data().Chunks())
-			k++
+			is := tbl.Schema().FieldIndices(c.phys)
+			if len(is) != 1 {
+				return nil, r.fileErr(fmt.Errorf("column %q not read", c.phys), "read")
+			}
+			a, err = r.dataColumn(c, tbl.Column(is[0]).Data().Chunks())
 		}
 		if err != nil {
 			return nil, err
@@ -292,6 +296,17 @@ func (r *scanReader) readRowGroup() (arrow.RecordBatch, error) {
 		return nil, r.fileErr(err, "apply deletion vector")
 	}
 	return out, nil
+}
+
+// appendLeaves appends the leaf column indexes under f.
+func appendLeaves(out []int, f *pqarrow.SchemaField) []int {
+	if f.ColIndex >= 0 {
+		return append(out, f.ColIndex)
+	}
+	for i := range f.Children {
+		out = appendLeaves(out, &f.Children[i])
+	}
+	return out
 }
 
 // dataColumn concatenates a column's chunks and casts it to the table's
