@@ -91,10 +91,28 @@ default_catalog: dl
 	if got := queryOne(t, g, "SELECT name, score, day, ok, amount FROM dl.default.typed WHERE id = 12"); got != "n12-é|12.25|2024-01-13|true|36.12" {
 		t.Fatalf("row 12 by SQL = %s", got)
 	}
-	opts := modeCreate("parted")
-	opts.Catalog, opts.Options = ptr("dl"), map[string]string{"partition": "day"}
-	if _, err := c.ExecuteIngest(ctx, reader(t, deltaBatch(t, 0, 2)), opts); err == nil || !strings.Contains(err.Error(), "partition") {
-		t.Fatalf("create with a partition option: %v, want a refusal naming it", err)
+	// A table partitioned by two columns (one with nulls) from the
+	// ingest's option; an option the backend lacks is refused naming it.
+	bad := modeCreate("parted")
+	bad.Catalog, bad.Options = ptr("dl"), map[string]string{"bucket": "4"}
+	if _, err := c.ExecuteIngest(ctx, reader(t, deltaBatch(t, 0, 2)), bad); err == nil || !strings.Contains(err.Error(), "bucket") {
+		t.Fatalf("create with option bucket: %v, want a refusal naming it", err)
+	}
+	parted := modeCreate("parted")
+	parted.Catalog, parted.Options = ptr("dl"), map[string]string{"partition": "ok,day"}
+	if _, err := c.ExecuteIngest(ctx, reader(t, deltaBatch(t, 0, 12)), parted); err != nil {
+		t.Fatal(err)
+	}
+	pa := modeAppend("parted")
+	pa.Catalog = ptr("dl")
+	if _, err := c.ExecuteIngest(ctx, reader(t, deltaBatch(t, 12, 6)), pa); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryOne(t, g, "SELECT count(*), count(DISTINCT day), count(ok) FROM dl.default.parted"); got != "18|15|15" {
+		t.Fatalf("partitioned table by SQL: %s", got)
+	}
+	if got := queryOne(t, g, "SELECT name, day, ok FROM dl.default.parted WHERE id = 12"); got != "n12-é|2024-01-13|true" {
+		t.Fatalf("row 12 of the partitioned table by SQL = %s", got)
 	}
 
 	py := deltaPython(t)
@@ -102,42 +120,67 @@ default_catalog: dl
 		t.Log("no deltalake venv (make delta-check makes one): the delta-rs read is skipped")
 		return
 	}
-	dir := filepath.Join(g.dataDir, "delta", "default", "typed")
+	for _, tc := range []struct {
+		table string
+		files int
+	}{{"typed", 3}, {"parted", 15 + 2}} {
+		got := readDelta(t, py, filepath.Join(g.dataDir, "delta", "default", tc.table))
+		if got.Version != 3-btoi(tc.table == "parted") || !slices.Equal(got.Protocol, []int{1, 7}) {
+			t.Errorf("%s: deltalake sees version %d, protocol %v", tc.table, got.Version, got.Protocol)
+		}
+		if tc.table == "typed" && got.Files != tc.files {
+			t.Errorf("%s: deltalake sees %d files, want %d", tc.table, got.Files, tc.files)
+		}
+		if len(got.Rows) != 18 {
+			t.Fatalf("%s: deltalake reads %d rows, want 18", tc.table, len(got.Rows))
+		}
+		for i, r := range got.Rows {
+			_, want := deltaRow(i)
+			for j, name := range deltaSchema.Fields() {
+				k := slices.Index(got.Columns, name.Name)
+				if k < 0 {
+					t.Fatalf("%s: deltalake reads columns %v, without %s", tc.table, got.Columns, name.Name)
+				}
+				if fmt.Sprint(r[k]) != fmt.Sprint(want[j]) {
+					t.Errorf("%s: row %d column %s: deltalake reads %v, want %v", tc.table, i, name.Name, r[k], want[j])
+				}
+			}
+		}
+	}
+}
+
+func btoi(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// deltaRead is what integration/delta/read_table.py prints.
+type deltaRead struct {
+	Version  int64
+	Protocol []int
+	Files    int
+	Columns  []string
+	Rows     [][]any
+}
+
+// readDelta has delta-rs read the table at dir.
+func readDelta(t *testing.T, py, dir string) deltaRead {
+	t.Helper()
 	out, err := exec.Command(py, "delta/read_table.py", dir).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			t.Fatalf("deltalake read: %v\n%s", err, ee.Stderr)
+			t.Fatalf("deltalake read of %s: %v\n%s", dir, err, ee.Stderr)
 		}
 		t.Fatal(err)
 	}
-	var got struct {
-		Version  int64
-		Protocol []int
-		Files    int
-		Columns  []string
-		Rows     [][]any
-	}
+	var got deltaRead
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if got.Version != 3 || !slices.Equal(got.Protocol, []int{1, 7}) || got.Files != 3 {
-		t.Errorf("deltalake sees version %d, protocol %v, %d files; want 3, [1 7], 3", got.Version, got.Protocol, got.Files)
-	}
-	if want := []string{"id", "name", "score", "day", "at", "ok", "amount"}; !slices.Equal(got.Columns, want) {
-		t.Errorf("columns %v, want %v", got.Columns, want)
-	}
-	if len(got.Rows) != 18 {
-		t.Fatalf("deltalake reads %d rows, want 18", len(got.Rows))
-	}
-	for i, r := range got.Rows {
-		_, want := deltaRow(i)
-		for j := range want {
-			if fmt.Sprint(r[j]) != fmt.Sprint(want[j]) {
-				t.Errorf("row %d column %s: deltalake reads %v, want %v", i, got.Columns[j], r[j], want[j])
-			}
-		}
-	}
+	return got
 }
 
 // deltaPython is the Python of FLIGHTGW_DELTALAKE, or of the worktree's

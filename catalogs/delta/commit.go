@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,13 +146,14 @@ func checkWritable(st *tableState) error {
 
 // committer is one append's side of lake.Run.
 type committer struct {
-	p        *Provider
-	t        catalogs.TableIdent
-	commitID string
-	adds     []dcodec.AddFile
-	schema   string // the schemaString the files were written for
-	rows     uint64
-	out      catalogs.CommitOutcome
+	p         *Provider
+	t         catalogs.TableIdent
+	commitID  string
+	adds      []dcodec.AddFile
+	schema    string // the schemaString the files were written for
+	partition []string
+	rows      uint64
+	out       catalogs.CommitOutcome
 }
 
 func (c *committer) Load(ctx context.Context) (*tableState, error) { return c.p.load(ctx, c.t, -1) }
@@ -194,8 +196,8 @@ func (c *committer) Attempt(ctx context.Context, st *tableState) error {
 	if c.schema != "" && st.snap.Metadata.SchemaString != c.schema {
 		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: the schema changed since the files of commit %s were written: nothing committed", c.t, c.commitID)
 	}
-	if len(st.snap.Metadata.PartitionColumns) > 0 {
-		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: partitioned by %v: writes to partitioned Delta tables are not supported by this backend yet", c.t, st.snap.Metadata.PartitionColumns)
+	if len(c.adds) > 0 && !slices.Equal(st.snap.Metadata.PartitionColumns, c.partition) {
+		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: the partition columns changed since the files of commit %s were written (%v, now %v): nothing committed", c.t, c.commitID, c.partition, st.snap.Metadata.PartitionColumns)
 	}
 	v := st.snap.Version + 1
 	now := c.p.now().UnixMilli()
@@ -236,8 +238,7 @@ func (c *committer) Recover(ctx context.Context, _ error) bool {
 }
 
 func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID string, receipts []catalogs.WriteReceipt) (catalogs.CommitOutcome, error) {
-	dir, err := p.tableDir(t)
-	if err != nil {
+	if _, err := p.tableDir(t); err != nil {
 		return catalogs.CommitOutcome{}, err
 	}
 	rs, err := decodeReceipts(t, receipts)
@@ -249,7 +250,7 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 		if c.schema != "" && r.Schema != c.schema {
 			return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: the receipts were written for different schemas", t)
 		}
-		c.schema = r.Schema
+		c.schema, c.partition = r.Schema, r.Partition
 		for _, a := range r.Adds {
 			if err := checkDataPath(t, a.Path); err != nil {
 				return catalogs.CommitOutcome{}, err
@@ -257,7 +258,6 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 			c.adds = append(c.adds, a)
 		}
 	}
-	_ = dir
 	retried, err := lake.Run[*tableState](ctx, p.cfg.commit, "table "+t.String(), commitID, c)
 	if err != nil {
 		return catalogs.CommitOutcome{}, err

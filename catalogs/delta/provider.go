@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,7 @@ var (
 	_ catalogs.Provider            = (*Provider)(nil)
 	_ catalogs.Discarder           = (*Provider)(nil)
 	_ catalogs.TableManager        = (*Provider)(nil)
+	_ catalogs.TableOptionsCreator = (*Provider)(nil)
 	_ catalogs.Lister              = (*Provider)(nil)
 	_ catalogs.IdempotentCommitter = (*Provider)(nil)
 	_ catalogs.StreamWriter        = (*Provider)(nil)
@@ -211,11 +213,57 @@ func derefOr(p *int64, d int64) int64 {
 // optPartition is the table option naming the partition columns.
 const optPartition = "partition"
 
-// CreateTable creates an unpartitioned table: version 0 of its log holds
-// the protocol (reader 1, writer 7 without features; reader 3 with
-// timestampNtz when a column needs it) and the metadata, written by
-// put-if-absent so that of two concurrent creates one wins.
+// CreateTable creates an unpartitioned table.
 func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema) (catalogs.TableSpec, error) {
+	return p.CreateTableWithOptions(ctx, t, schema, nil)
+}
+
+// CheckTableOptions implements catalogs.TableOptionsCreator: the one
+// option is partition, a comma-separated list of top-level columns of a
+// primitive type, not every column; any other option is refused naming
+// it.
+func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) error {
+	_, err := partitionOption(t, schema, opts)
+	return err
+}
+
+func partitionOption(t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) ([]string, error) {
+	for k := range opts {
+		if k != optPartition {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: table option %q is not supported by the Delta backend (supported: %q)", t, k, optPartition)
+		}
+	}
+	v := strings.TrimSpace(opts[optPartition])
+	if v == "" {
+		return nil, nil
+	}
+	var cols []string
+	for _, c := range strings.Split(v, ",") {
+		c = strings.TrimSpace(c)
+		is := schema.FieldIndices(c)
+		if len(is) != 1 {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: table option %q: column %q is not in the table", t, optPartition, c)
+		}
+		if slices.Contains(cols, c) {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: table option %q: column %q is named twice", t, optPartition, c)
+		}
+		if _, nested := schema.Field(is[0]).Type.(arrow.NestedType); nested {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: table option %q: column %q of type %s: only primitive columns partition", t, optPartition, c, schema.Field(is[0]).Type)
+		}
+		cols = append(cols, c)
+	}
+	if len(cols) == schema.NumFields() {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: table option %q: every column is a partition column; a data file needs one column", t, optPartition)
+	}
+	return cols, nil
+}
+
+// CreateTableWithOptions creates a table, partitioned by the partition
+// option's columns: version 0 of its log holds the protocol (reader 1,
+// writer 7 without features; reader 3 with timestampNtz when a column
+// needs it) and the metadata, written by put-if-absent so that of two
+// concurrent creates one wins.
+func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
 	dir, err := p.tableDir(t)
 	if err != nil {
 		return catalogs.TableSpec{}, err
@@ -225,6 +273,10 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 			err = catalogs.Errorf(catalogs.ErrNotFound, "table %s: namespace %q does not exist", t, t.Namespace[0])
 		}
 		return catalogs.TableSpec{}, lake.MapErr(err, fmt.Sprintf("table %s: namespace", t))
+	}
+	part, err := partitionOption(t, schema, opts)
+	if err != nil {
+		return catalogs.TableSpec{}, err
 	}
 	ds, err := dcodec.FromArrow(schema)
 	if err != nil {
@@ -240,8 +292,8 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 			ReaderFeatures: []string{dcodec.FeatureTimestampNtz}, WriterFeatures: []string{dcodec.FeatureTimestampNtz}}
 	}
 	now := p.now().UnixMilli()
-	md := dcodec.Metadata{ID: uuid.NewString(), Format: dcodec.Format{Provider: "parquet"}, SchemaString: ss, CreatedTime: &now}
-	ci := commitInfo(now, "CREATE TABLE", map[string]any{"mode": "ErrorIfExists", "location": dir}, false, "")
+	md := dcodec.Metadata{ID: uuid.NewString(), Format: dcodec.Format{Provider: "parquet"}, SchemaString: ss, CreatedTime: &now, PartitionColumns: part}
+	ci := commitInfo(now, "CREATE TABLE", map[string]any{"mode": "ErrorIfExists", "location": dir, "partitionBy": partitionBy(part)}, false, "")
 	b, err := dcodec.EncodeCommit([]dcodec.Action{{CommitInfo: ci}, {Protocol: &proto}, {MetaData: &md}})
 	if err != nil {
 		return catalogs.TableSpec{}, err
@@ -257,6 +309,15 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 		return catalogs.TableSpec{}, err
 	}
 	return st.spec(), nil
+}
+
+// partitionBy is commitInfo's partitionBy, a JSON list as Spark writes it.
+func partitionBy(cols []string) string {
+	if cols == nil {
+		cols = []string{}
+	}
+	b, _ := json.Marshal(cols)
+	return string(b)
 }
 
 // needsNtz reports whether a column (at any depth) is a timestamp

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/google/uuid"
@@ -27,10 +30,12 @@ const receiptFormat = "flightgw.delta.adds/v1"
 // receiptMeta is the JSON in WriteReceipt.Metadata: the add actions a
 // commit writes, as they will stand in the log.
 type receiptMeta struct {
-	Format string           `json:"format"`
-	Table  string           `json:"table"`
-	Schema string           `json:"schema"` // the schemaString the files were written for
-	Adds   []dcodec.AddFile `json:"adds"`
+	Format string `json:"format"`
+	Table  string `json:"table"`
+	Schema string `json:"schema"` // the schemaString the files were written for
+	// Partition are the partition columns the files were written for.
+	Partition []string         `json:"partition"`
+	Adds      []dcodec.AddFile `json:"adds"`
 }
 
 func decodeReceipts(t catalogs.TableIdent, receipts []catalogs.WriteReceipt) ([]receiptMeta, error) {
@@ -53,11 +58,21 @@ func decodeReceipts(t catalogs.TableIdent, receipts []catalogs.WriteReceipt) ([]
 	return out, nil
 }
 
-// checkDataPath refuses an add path the gateway would not have written: a
-// plain file name in the table directory (receipts may come back from a
-// client in CommitMessages).
+// checkDataPath refuses an add path the gateway would not have written:
+// a Parquet file inside the table directory (receipts may come back from
+// a client in CommitMessages).
 func checkDataPath(t catalogs.TableIdent, p string) error {
-	if p == "" || strings.ContainsAny(p, "/\\%:") || strings.HasPrefix(p, ".") || !strings.HasSuffix(p, ".parquet") {
+	rel, err := dcodec.DecodePath(p)
+	bad := err != nil || rel == "" || strings.Contains(rel, "://") || strings.HasPrefix(rel, "/") ||
+		strings.Contains(rel, "\\") || !strings.HasSuffix(rel, ".parquet")
+	if !bad {
+		for _, seg := range strings.Split(rel, "/") {
+			if seg == "" || seg == "." || seg == ".." || seg == "_delta_log" || strings.HasPrefix(seg, ".") {
+				bad = true
+			}
+		}
+	}
+	if bad {
 		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: data file %q is not a file this gateway writes", t, p)
 	}
 	return nil
@@ -102,28 +117,60 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stre
 	if err := checkWritable(st); err != nil {
 		return nil, err
 	}
-	if pc := st.snap.Metadata.PartitionColumns; len(pc) > 0 {
-		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: partitioned by %v: writes to partitioned Delta tables are not supported by this backend yet", t, pc)
+	s := &stream{p: p, st: st, id: uuid.NewString(), open: map[string]*fileWriter{}}
+	s.partCols = st.snap.Metadata.PartitionColumns
+	isPart := map[string]bool{}
+	for _, c := range s.partCols {
+		is := st.schema.FieldIndices(c)
+		f := st.snap.Schema.Field(c)
+		if len(is) != 1 || f == nil {
+			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: partition column %q is not in the schema", t, c)
+		}
+		isPart[c] = true
+		s.partIdx = append(s.partIdx, is[0])
+		s.partTypes = append(s.partTypes, f.Type)
 	}
-	return &stream{p: p, st: st, id: uuid.NewString()}, nil
+	var fields []arrow.Field
+	for i, f := range st.schema.Fields() {
+		if !isPart[f.Name] {
+			s.dataIdx = append(s.dataIdx, i)
+			fields = append(fields, f)
+		}
+	}
+	s.dataSchema = arrow.NewSchema(fields, nil)
+	return s, nil
 }
 
+// maxOpenFiles bounds the partitions a stream keeps a file open for;
+// one more first closes them all (each becomes an add of its own).
+const maxOpenFiles = 64
+
 type stream struct {
-	p      *Provider
-	st     *tableState
-	id     string
+	p  *Provider
+	st *tableState
+	id string
+	// partCols are the partition columns, partIdx their indexes in the
+	// table schema, partTypes their Delta types; dataIdx are the other
+	// columns, which the data files hold (dataSchema).
+	partCols   []string
+	partIdx    []int
+	partTypes  []dcodec.DataType
+	dataIdx    []int
+	dataSchema *arrow.Schema
+
 	mu     sync.Mutex
-	cur    *fileWriter
+	open   map[string]*fileWriter // by partition directory ("" unpartitioned)
 	count  int
-	files  []string // every file created, for cleanup
+	files  []string // every file created, relative to the table, for cleanup
 	adds   []dcodec.AddFile
 	closed bool
 }
 
 type fileWriter struct {
-	name  string
-	pf    *lake.ParquetFile
-	stats *statsObserver
+	rel    string // relative to the table directory
+	values map[string]*string
+	pf     *lake.ParquetFile
+	stats  *statsObserver
 }
 
 // checkBatch returns the batch's columns in the table's order, refusing
@@ -163,68 +210,206 @@ func (s *stream) Write(ctx context.Context, b arrow.RecordBatch) error {
 	if err != nil {
 		return err
 	}
-	if b.NumRows() == 0 {
+	n := b.NumRows()
+	if n == 0 {
 		return nil
 	}
+	data := make([]arrow.Array, 0, len(s.dataIdx))
+	for _, i := range s.dataIdx {
+		data = append(data, cols[i])
+	}
 	// Written under the table's schema (its nullability), not the batch's.
-	rec := array.NewRecordBatch(s.st.schema, cols, b.NumRows())
+	rec := array.NewRecordBatch(s.dataSchema, data, n)
 	defer rec.Release()
-	if s.cur == nil {
-		w, err := s.newFile(ctx, rec)
+	if len(s.partCols) == 0 {
+		return s.writeTo(ctx, "", nil, rec)
+	}
+	var keys []string
+	rows := map[string][]int64{}
+	values := map[string]map[string]*string{}
+	for r := 0; r < int(n); r++ {
+		vs := make(map[string]*string, len(s.partCols))
+		for j, pi := range s.partIdx {
+			v, err := partitionValue(cols[pi], r)
+			if err == nil {
+				vs[s.partCols[j]], err = dcodec.FormatPartitionValue(s.partTypes[j], v)
+			}
+			if err != nil {
+				return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: partition column %q, row %d: %v", s.st.ident, s.partCols[j], r, err)
+			}
+		}
+		k := dcodec.PartitionDir(s.partCols, vs)
+		if _, ok := rows[k]; !ok {
+			keys = append(keys, k)
+			values[k] = vs
+		}
+		rows[k] = append(rows[k], int64(r))
+	}
+	if len(keys) == 1 {
+		return s.writeTo(ctx, keys[0], values[keys[0]], rec)
+	}
+	for _, k := range keys {
+		part, err := take(ctx, rec, rows[k])
+		if err != nil {
+			return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: split the batch by partition", s.st.ident))
+		}
+		err = s.writeTo(ctx, k, values[k], part)
+		part.Release()
 		if err != nil {
 			return err
 		}
-		s.cur = w
-	}
-	if err := s.cur.pf.Write(rec); err != nil {
-		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write %s", s.st.ident, s.cur.name))
-	}
-	if s.cur.pf.Size() >= s.p.cfg.targetFileSize {
-		return s.finish()
 	}
 	return nil
 }
 
-// newFile opens part-<n>-<uuid>-c000.zstd.parquet in the table
-// directory, Spark's name for an unpartitioned data file.
-func (s *stream) newFile(ctx context.Context, first arrow.RecordBatch) (*fileWriter, error) {
-	name := fmt.Sprintf("part-%05d-%s-c000.zstd.parquet", s.count, s.id)
+// writeTo appends rec to the open file of partition directory dir.
+func (s *stream) writeTo(ctx context.Context, dir string, values map[string]*string, rec arrow.RecordBatch) error {
+	w := s.open[dir]
+	if w == nil {
+		if len(s.open) >= maxOpenFiles {
+			if err := s.finishAll(); err != nil {
+				return err
+			}
+		}
+		var err error
+		if w, err = s.newFile(ctx, dir, values, rec); err != nil {
+			return err
+		}
+		s.open[dir] = w
+	}
+	if err := w.pf.Write(rec); err != nil {
+		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write %s", s.st.ident, w.rel))
+	}
+	if w.pf.Size() >= s.p.cfg.targetFileSize {
+		delete(s.open, dir)
+		return s.finish(w)
+	}
+	return nil
+}
+
+// take selects rows of rec.
+func take(ctx context.Context, rec arrow.RecordBatch, rows []int64) (arrow.RecordBatch, error) {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	b.AppendValues(rows, nil)
+	idx := b.NewArray()
+	defer idx.Release()
+	cols := make([]arrow.Array, 0, rec.NumCols())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for i := 0; i < int(rec.NumCols()); i++ {
+		c, err := compute.TakeArray(ctx, rec.Column(i), idx)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, c)
+	}
+	return array.NewRecordBatch(rec.Schema(), cols, int64(len(rows))), nil
+}
+
+// partitionValue is row r of a, typed as codec/delta's partition values.
+func partitionValue(a arrow.Array, r int) (dcodec.PartitionValue, error) {
+	if a.IsNull(r) {
+		return nil, nil
+	}
+	switch x := a.(type) {
+	case *array.String:
+		return x.Value(r), nil
+	case *array.LargeString:
+		return x.Value(r), nil
+	case *array.Binary:
+		return x.Value(r), nil
+	case *array.Boolean:
+		return x.Value(r), nil
+	case *array.Int8:
+		return x.Value(r), nil
+	case *array.Int16:
+		return x.Value(r), nil
+	case *array.Int32:
+		return x.Value(r), nil
+	case *array.Int64:
+		return x.Value(r), nil
+	case *array.Float32:
+		return x.Value(r), nil
+	case *array.Float64:
+		return x.Value(r), nil
+	case *array.Date32:
+		return dcodec.Date(x.Value(r)), nil
+	case *array.Timestamp:
+		if x.DataType().(*arrow.TimestampType).Unit == arrow.Microsecond {
+			return dcodec.Timestamp(x.Value(r)), nil
+		}
+	case *array.Decimal128:
+		return x.Value(r), nil
+	}
+	return nil, fmt.Errorf("type %s does not partition here", a.DataType())
+}
+
+// newFile opens <partition dir>/part-<n>-<uuid>-c000.zstd.parquet,
+// Spark's name for a data file.
+func (s *stream) newFile(ctx context.Context, dir string, values map[string]*string, first arrow.RecordBatch) (*fileWriter, error) {
+	rel := fmt.Sprintf("part-%05d-%s-c000.zstd.parquet", s.count, s.id)
+	if dir != "" {
+		rel = dir + "/" + rel
+	}
 	s.count++
-	full, limit := lake.PathBound(s.p.fs, s.st.dir+"/"+name)
-	if err := catalogs.CheckFilePath(s.st.ident, name, full, limit); err != nil {
+	full, limit := lake.PathBound(s.p.fs, s.st.dir+"/"+rel)
+	if err := catalogs.CheckFilePath(s.st.ident, rel, full, limit); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.files = append(s.files, name) // before the create: cleanup deletes a partial file too
+	s.files = append(s.files, rel) // before the create: cleanup deletes a partial file too
 	s.mu.Unlock()
-	out, err := s.p.fs.Writer(ctx, s.st.dir+"/"+name)
+	out, err := s.p.fs.Writer(ctx, s.st.dir+"/"+rel)
 	if err != nil {
-		return nil, lake.MapErr(err, fmt.Sprintf("table %s: create data file %s", s.st.ident, name))
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: create data file %s", s.st.ident, rel))
 	}
 	rg := min(max(s.p.cfg.targetFileSize/4, 1<<10), 4<<20)
 	opts := []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCompressionLevel(pqwrite.DefaultZstdLevel),
 		parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(1 << 20), parquet.WithDataPageSize(min(rg/4, 1<<20))}
-	w := &fileWriter{name: name, stats: newStats(s.st.schema)}
-	w.pf, err = lake.NewParquetFile(out, s.st.schema, first, lake.ParquetOptions{Props: opts, RowGroupBytes: rg}, w.stats)
+	w := &fileWriter{rel: rel, values: values, stats: newStats(s.dataSchema)}
+	w.pf, err = lake.NewParquetFile(out, s.dataSchema, first, lake.ParquetOptions{Props: opts, RowGroupBytes: rg}, w.stats)
 	if err != nil {
 		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: parquet writer", s.st.ident))
 	}
 	return w, nil
 }
 
-// finish closes the current file and records its add action.
-func (s *stream) finish() error {
-	w := s.cur
-	s.cur = nil
+// finish closes a file and records its add action.
+func (s *stream) finish(w *fileWriter) error {
 	if err := w.pf.Close(); err != nil {
-		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: close %s", s.st.ident, w.name))
+		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: close %s", s.st.ident, w.rel))
 	}
 	stats, err := w.stats.json(w.pf.Rows())
 	if err != nil {
 		return err
 	}
-	s.adds = append(s.adds, dcodec.AddFile{Path: dcodec.EncodePath(w.name), PartitionValues: map[string]*string{},
+	pv := w.values
+	if pv == nil {
+		pv = map[string]*string{}
+	}
+	s.adds = append(s.adds, dcodec.AddFile{Path: dcodec.EncodePath(w.rel), PartitionValues: pv,
 		Size: w.pf.Bytes(), ModificationTime: s.p.now().UnixMilli(), DataChange: true, Stats: stats})
+	return nil
+}
+
+// finishAll closes every open file, in partition order.
+func (s *stream) finishAll() error {
+	keys := make([]string, 0, len(s.open))
+	for k := range s.open {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		w := s.open[k]
+		delete(s.open, k)
+		if err := s.finish(w); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -233,11 +418,9 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 		return nil, nil
 	}
 	s.closed = true
-	if s.cur != nil {
-		if err := s.finish(); err != nil {
-			s.cleanup(context.WithoutCancel(ctx))
-			return nil, err
-		}
+	if err := s.finishAll(); err != nil {
+		s.cleanup(context.WithoutCancel(ctx))
+		return nil, err
 	}
 	if len(s.adds) == 0 {
 		return nil, nil
@@ -248,7 +431,8 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 		rows += uint64(n)
 		bytes += uint64(a.Size)
 	}
-	b, err := json.Marshal(receiptMeta{Format: receiptFormat, Table: s.st.ident.String(), Schema: s.st.snap.Metadata.SchemaString, Adds: s.adds})
+	b, err := json.Marshal(receiptMeta{Format: receiptFormat, Table: s.st.ident.String(), Schema: s.st.snap.Metadata.SchemaString,
+		Partition: s.partCols, Adds: s.adds})
 	if err != nil {
 		s.cleanup(context.WithoutCancel(ctx))
 		return nil, err
@@ -264,9 +448,9 @@ func (s *stream) Abort(ctx context.Context) error {
 }
 
 func (s *stream) cleanup(ctx context.Context) {
-	if s.cur != nil {
-		s.cur.pf.Abort()
-		s.cur = nil
+	for k, w := range s.open {
+		w.pf.Abort()
+		delete(s.open, k)
 	}
 	s.mu.Lock()
 	files := s.files
@@ -291,8 +475,9 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 	}
 	for _, m := range ms {
 		for _, a := range m.Adds {
-			if err := p.fs.Remove(ctx, dir+"/"+a.Path); err != nil {
-				return lake.MapErr(err, fmt.Sprintf("table %s: delete staged file %s", t, a.Path))
+			rel, _ := dcodec.DecodePath(a.Path) // checked by decodeReceipts
+			if err := p.fs.Remove(ctx, dir+"/"+rel); err != nil {
+				return lake.MapErr(err, fmt.Sprintf("table %s: delete staged file %s", t, rel))
 			}
 		}
 	}
