@@ -21,6 +21,7 @@ import (
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/lake"
 	dcodec "github.com/flightgw/flightgw/codec/delta"
+	"github.com/flightgw/flightgw/internal/arrowconv"
 	"github.com/flightgw/flightgw/internal/pqwrite"
 )
 
@@ -173,43 +174,40 @@ type fileWriter struct {
 	stats  *statsObserver
 }
 
-// checkBatch returns the batch's columns in the table's order, refusing
-// a missing or extra column, a type that is not the table's and nulls in a
-// column the table declares non-nullable, naming the column.
-func (s *stream) checkBatch(b arrow.RecordBatch) ([]arrow.Array, error) {
-	want := s.st.schema
-	for _, f := range b.Schema().Fields() {
-		if len(want.FieldIndices(f.Name)) == 0 {
-			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: column %q is not in the table", s.st.ident, f.Name)
-		}
+// conform returns the batch with exactly the table's columns, in its
+// order and types (arrowconv.Conform, the one rule of every backend):
+// errors are InvalidArgument naming the table and the column. The caller
+// releases the result.
+func (s *stream) conform(ctx context.Context, b arrow.RecordBatch) (out arrow.RecordBatch, err error) {
+	if b == nil {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: batch is nil", s.st.ident)
 	}
-	cols := make([]arrow.Array, 0, want.NumFields())
-	for _, f := range want.Fields() {
-		is := b.Schema().FieldIndices(f.Name)
-		if len(is) != 1 {
-			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: the batch has %d columns %q, the table one", s.st.ident, len(is), f.Name)
+	defer func() {
+		// arrow-go panics on some malformed arrays: a client fault, not a
+		// crash.
+		if r := recover(); r != nil {
+			out, err = nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: malformed batch: %v", s.st.ident, r)
 		}
-		got := b.Schema().Field(is[0])
-		if !arrow.TypeEqual(got.Type, f.Type) {
-			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: column %q is %s in the batch, %s in the table", s.st.ident, f.Name, got.Type, f.Type)
-		}
-		c := b.Column(is[0])
-		if !f.Nullable && c.NullN() > 0 {
-			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: column %q is not nullable: the batch holds %d nulls", s.st.ident, f.Name, c.NullN())
-		}
-		cols = append(cols, c)
+	}()
+	out, err = arrowconv.Conform(ctx, s.st.schema, b, func(name string) error {
+		return fmt.Errorf("column %q is not in the table", name)
+	})
+	if err != nil {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: %w", s.st.ident, err)
 	}
-	return cols, nil
+	return out, nil
 }
 
 func (s *stream) Write(ctx context.Context, b arrow.RecordBatch) error {
 	if s.closed {
 		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: write to a closed stream", s.st.ident)
 	}
-	cols, err := s.checkBatch(b)
+	conformed, err := s.conform(ctx, b)
 	if err != nil {
 		return err
 	}
+	defer conformed.Release()
+	cols := conformed.Columns()
 	n := b.NumRows()
 	if n == 0 {
 		return nil
