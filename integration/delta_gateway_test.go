@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 
 	_ "github.com/flightgw/flightgw/catalogs/delta"
 )
@@ -115,27 +116,42 @@ default_catalog: dl
 		t.Fatalf("row 12 of the partitioned table by SQL = %s", got)
 	}
 
+	// A replace is one overwrite commit: the old files removed, the new
+	// ones added.
+	for i, o := range []*flightsql.ExecuteIngestOpts{modeCreate("replaced"),
+		ingestOpts("replaced", flightsql.TableDefinitionOptionsTableNotExistOptionCreate, flightsql.TableDefinitionOptionsTableExistsOptionReplace)} {
+		o.Catalog = ptr("dl")
+		if _, err := c.ExecuteIngest(ctx, reader(t, deltaBatch(t, 3*i, 10-5*i)), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := queryOne(t, g, "SELECT count(*), min(id), max(id) FROM dl.default.replaced"); got != "5|3|7" {
+		t.Fatalf("replaced table by SQL: %s, want 5|3|7", got)
+	}
+
 	py := deltaPython(t)
 	if py == "" {
 		t.Log("no deltalake venv (make delta-check makes one): the delta-rs read is skipped")
 		return
 	}
 	for _, tc := range []struct {
-		table string
-		files int
-	}{{"typed", 3}, {"parted", 15 + 2}} {
+		table     string
+		version   int64
+		files     int // 0: not checked
+		from, ids int
+	}{{"typed", 3, 3, 0, 18}, {"parted", 2, 0, 0, 18}, {"replaced", 2, 1, 3, 5}} {
 		got := readDelta(t, py, filepath.Join(g.dataDir, "delta", "default", tc.table))
-		if got.Version != 3-btoi(tc.table == "parted") || !slices.Equal(got.Protocol, []int{1, 7}) {
-			t.Errorf("%s: deltalake sees version %d, protocol %v", tc.table, got.Version, got.Protocol)
+		if got.Version != tc.version || !slices.Equal(got.Protocol, []int{1, 7}) {
+			t.Errorf("%s: deltalake sees version %d, protocol %v; want %d, [1 7]", tc.table, got.Version, got.Protocol, tc.version)
 		}
-		if tc.table == "typed" && got.Files != tc.files {
+		if tc.files != 0 && got.Files != tc.files {
 			t.Errorf("%s: deltalake sees %d files, want %d", tc.table, got.Files, tc.files)
 		}
-		if len(got.Rows) != 18 {
-			t.Fatalf("%s: deltalake reads %d rows, want 18", tc.table, len(got.Rows))
+		if len(got.Rows) != tc.ids {
+			t.Fatalf("%s: deltalake reads %d rows, want %d", tc.table, len(got.Rows), tc.ids)
 		}
 		for i, r := range got.Rows {
-			_, want := deltaRow(i)
+			_, want := deltaRow(tc.from + i)
 			for j, name := range deltaSchema.Fields() {
 				k := slices.Index(got.Columns, name.Name)
 				if k < 0 {
@@ -147,13 +163,6 @@ default_catalog: dl
 			}
 		}
 	}
-}
-
-func btoi(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // deltaRead is what integration/delta/read_table.py prints.

@@ -313,3 +313,65 @@ func equal(a, b []int64) bool {
 	}
 	return true
 }
+
+// TestOverwriteAppendOnly: a table with delta.appendOnly refuses an
+// overwrite, naming the feature, and keeps its rows; appends still land.
+func TestOverwriteAppendOnly(t *testing.T) {
+	wh := t.TempDir()
+	p := openLocal(t, wh)
+	ctx := context.Background()
+	id := ident("default", "ao")
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(wh, "default", "ao")
+	var md dcodec.Metadata
+	acts, err := dcodec.ParseCommit("0", mustRead(t, filepath.Join(dir, "_delta_log", dcodec.CommitName(0))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range acts {
+		if a.MetaData != nil {
+			md = *a.MetaData
+		}
+	}
+	md.Configuration = map[string]string{"delta.appendOnly": "true"}
+	enc, err := dcodec.EncodeCommit([]dcodec.Action{{MetaData: &md}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", dcodec.CommitName(1)), enc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := catalogtest.Batch(0, 3)
+	defer b.Release()
+	for _, overwrite := range []bool{false, true} {
+		r, err := p.WriteBatch(ctx, id, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if overwrite {
+			_, err = p.CommitOverwrite(ctx, id, "ow", []catalogs.WriteReceipt{r})
+			if !errors.Is(err, catalogs.ErrFailedPrecondition) || !strings.Contains(err.Error(), "appendOnly") {
+				t.Fatalf("overwrite of an appendOnly table: %v, want FailedPrecondition naming appendOnly", err)
+			}
+			if err := p.Discard(ctx, id, []catalogs.WriteReceipt{r}); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := p.Commit(ctx, id, []catalogs.WriteReceipt{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, n, err := scanAll(t, p, id); err != nil || n != 3 {
+		t.Fatalf("rows %d, %v; want the append's 3", n, err)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

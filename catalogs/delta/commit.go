@@ -40,7 +40,7 @@ func commitInfo(ts int64, op string, params map[string]any, blind bool, commitID
 
 // Commit commits the receipts as an append under a fresh commit id.
 func (p *Provider) Commit(ctx context.Context, t catalogs.TableIdent, receipts []catalogs.WriteReceipt) (catalogs.CommitOutcome, error) {
-	return p.commit(ctx, t, "flightgw-"+uuid.NewString(), receipts)
+	return p.commit(ctx, t, "flightgw-"+uuid.NewString(), receipts, false)
 }
 
 // CommitOnce commits the receipts as an append whose txn appId is
@@ -50,7 +50,19 @@ func (p *Provider) CommitOnce(ctx context.Context, t catalogs.TableIdent, commit
 	if commitID == "" {
 		return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: empty commit id", t)
 	}
-	return p.commit(ctx, t, commitID, receipts)
+	return p.commit(ctx, t, commitID, receipts, false)
+}
+
+// CommitOverwrite commits the receipts' files as the table's only ones:
+// one version that removes every live file and adds them (a WRITE in
+// mode Overwrite, not a blind append). A lost race overwrites the
+// version that won, so nothing appended meanwhile survives, as if the
+// overwrite had come after it. An appendOnly table refuses it.
+func (p *Provider) CommitOverwrite(ctx context.Context, t catalogs.TableIdent, commitID string, receipts []catalogs.WriteReceipt) (catalogs.CommitOutcome, error) {
+	if commitID == "" {
+		commitID = "flightgw-" + uuid.NewString()
+	}
+	return p.commit(ctx, t, commitID, receipts, true)
 }
 
 // FindCommit looks commitID up among the snapshot's app transactions
@@ -144,6 +156,11 @@ func checkWritable(st *tableState) error {
 	return nil
 }
 
+// appendOnly reports the table property delta.appendOnly.
+func appendOnly(st *tableState) bool {
+	return strings.EqualFold(st.snap.Metadata.Configuration["delta.appendOnly"], "true")
+}
+
 // committer is one append's side of lake.Run.
 type committer struct {
 	p         *Provider
@@ -152,6 +169,7 @@ type committer struct {
 	adds      []dcodec.AddFile
 	schema    string // the schemaString the files were written for
 	partition []string
+	overwrite bool
 	rows      uint64
 	out       catalogs.CommitOutcome
 }
@@ -201,9 +219,25 @@ func (c *committer) Attempt(ctx context.Context, st *tableState) error {
 	}
 	v := st.snap.Version + 1
 	now := c.p.now().UnixMilli()
+	mode := "Append"
+	if c.overwrite {
+		if appendOnly(st) {
+			return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: delta.appendOnly is true (feature %q): an overwrite would remove files", c.t, dcodec.FeatureAppendOnly)
+		}
+		mode = "Overwrite"
+	}
 	acts := []dcodec.Action{
-		{CommitInfo: commitInfo(now, "WRITE", map[string]any{"mode": "Append"}, true, c.commitID)},
+		{CommitInfo: commitInfo(now, "WRITE", map[string]any{"mode": mode}, !c.overwrite, c.commitID)},
 		{Txn: &dcodec.Txn{AppID: c.commitID, Version: v, LastUpdated: &now}},
+	}
+	if c.overwrite {
+		for _, f := range st.snap.Files {
+			size := f.Size
+			ext := true
+			acts = append(acts, dcodec.Action{Remove: &dcodec.RemoveFile{Path: f.Path, DeletionTimestamp: &now, DataChange: true,
+				ExtendedFileMetadata: &ext, PartitionValues: f.PartitionValues, Size: &size, Stats: f.Stats,
+				DeletionVector: f.DeletionVector, BaseRowID: f.BaseRowID, DefaultRowCommitVersion: f.DefaultRowCommitVersion}})
+		}
 	}
 	for i := range c.adds {
 		a := c.adds[i]
@@ -237,7 +271,7 @@ func (c *committer) Recover(ctx context.Context, _ error) bool {
 	return done && err == nil
 }
 
-func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID string, receipts []catalogs.WriteReceipt) (catalogs.CommitOutcome, error) {
+func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID string, receipts []catalogs.WriteReceipt, overwrite bool) (catalogs.CommitOutcome, error) {
 	if _, err := p.tableDir(t); err != nil {
 		return catalogs.CommitOutcome{}, err
 	}
@@ -245,7 +279,7 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 	if err != nil {
 		return catalogs.CommitOutcome{}, err
 	}
-	c := &committer{p: p, t: t, commitID: commitID}
+	c := &committer{p: p, t: t, commitID: commitID, overwrite: overwrite}
 	for _, r := range rs {
 		if c.schema != "" && r.Schema != c.schema {
 			return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: the receipts were written for different schemas", t)

@@ -46,6 +46,7 @@ var (
 	_ catalogs.TableOptionsCreator = (*Provider)(nil)
 	_ catalogs.Lister              = (*Provider)(nil)
 	_ catalogs.IdempotentCommitter = (*Provider)(nil)
+	_ catalogs.Overwriter          = (*Provider)(nil)
 	_ catalogs.StreamWriter        = (*Provider)(nil)
 	_ catalogs.Scanner             = (*Provider)(nil)
 	_ catalogs.BreakerReporter     = (*Provider)(nil)
