@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -371,6 +372,15 @@ func (p *Provider) ListNamespaces(ctx context.Context) ([][]string, error) {
 		out = append(out, []string{n})
 	}
 	return out, nil
+}
+
+// isDir reports whether the local path p is a directory.
+func isDir(p string) (bool, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return false, err
+	}
+	return fi.IsDir(), nil
 }
 
 // ListTables lists a namespace's directories that hold a _delta_log.

@@ -3,7 +3,6 @@ package delta
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 
@@ -19,14 +18,6 @@ import (
 	"github.com/flightgw/flightgw/catalogs/lake"
 	dcodec "github.com/flightgw/flightgw/codec/delta"
 )
-
-func isDir(p string) (bool, error) {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return false, err
-	}
-	return fi.IsDir(), nil
-}
 
 // Scan reads the snapshot's live files (the latest version, or
 // SnapshotID's): data columns from Parquet by physical name, partition
