@@ -1,6 +1,6 @@
 // Package lake is the floor the table formats stand on: what a backend
-// that keeps a table as files in an object store (Paimon, Iceberg, and a
-// Delta Lake to come) needs beyond its own metadata mapping.
+// that keeps a table as files in an object store (Paimon, Iceberg, Delta
+// Lake) needs beyond its own metadata mapping.
 //
 //   - Store: the object store, local files or an S3 bucket, with the one
 //     primitive a compare-and-swap commit needs, put-if-absent (Create:

@@ -22,6 +22,7 @@ import (
 	"strings"
 	"syscall"
 
+	_ "github.com/flightgw/flightgw/catalogs/delta"     // registers the delta backend
 	_ "github.com/flightgw/flightgw/catalogs/flightsql" // registers the flightsql backend
 	_ "github.com/flightgw/flightgw/catalogs/iceberg"   // registers the iceberg backend
 	_ "github.com/flightgw/flightgw/catalogs/paimon"    // registers the paimon backend

@@ -1,0 +1,85 @@
+package delta
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
+)
+
+// Property keys understood by the backend.
+const (
+	// PropWarehouse is the directory of the tables: /abs/dir, file:///abs/dir
+	// or s3://bucket/prefix. A table is <warehouse>/<namespace>/<table>, a
+	// directory holding _delta_log.
+	PropWarehouse = "warehouse"
+	// PropCreateNamespaces lists namespaces (comma separated) created at
+	// open time when missing.
+	PropCreateNamespaces = "create-namespaces"
+	// PropTargetFileSize is the data file size a stream rolls at, in bytes.
+	PropTargetFileSize = "write.target-file-size-bytes"
+)
+
+// config is the validated form of the properties.
+type config struct {
+	root             string
+	s3               *lake.S3Config
+	remote           catalogs.RemotePolicy
+	createNamespaces []string
+	targetFileSize   int64
+	commit           lake.Retry
+}
+
+func parseConfig(props map[string]string) (config, error) {
+	cfg := config{targetFileSize: lake.DefaultTargetFileSize}
+	for k := range props {
+		switch {
+		case k == PropWarehouse || k == PropCreateNamespaces || k == PropTargetFileSize || k == "type":
+		case lake.S3Keys[k], lake.CommonKeys[k]:
+		default:
+			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: unknown key", k)
+		}
+	}
+	w := props[PropWarehouse]
+	switch {
+	case w == "":
+		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: required", PropWarehouse)
+	case strings.HasPrefix(w, "/"):
+		cfg.root = w
+	case strings.HasPrefix(w, "s3://") || strings.HasPrefix(w, "s3a://"):
+		s3c, err := lake.ParseS3(PropWarehouse, w, props)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.s3 = s3c
+	default:
+		u, err := url.Parse(w)
+		if err != nil || u.Scheme != "file" || !strings.HasPrefix(u.Path, "/") {
+			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not an absolute path, file:// or s3:// url", PropWarehouse, w)
+		}
+		cfg.root = u.Path
+	}
+	if cfg.s3 == nil {
+		for k := range props {
+			if lake.S3Keys[k] {
+				return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: the warehouse is not on s3", k)
+			}
+		}
+	}
+	if ns := props[PropCreateNamespaces]; ns != "" {
+		for _, n := range strings.Split(ns, ",") {
+			n = strings.TrimSpace(n)
+			if err := catalogs.ValidateName("namespace", n); err != nil {
+				return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %w", PropCreateNamespaces, err)
+			}
+			cfg.createNamespaces = append(cfg.createNamespaces, n)
+		}
+	}
+	var err error
+	if cfg.commit, cfg.remote, err = lake.ParseCommon(props); err != nil {
+		return cfg, err
+	}
+	return cfg, lake.ParseInts(props,
+		lake.IntProp{Key: PropTargetFileSize, Min: 1 << 10, Set: func(v int64) { cfg.targetFileSize = v }})
+}

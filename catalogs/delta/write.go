@@ -1,0 +1,633 @@
+package delta
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/google/uuid"
+
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
+	dcodec "github.com/flightgw/flightgw/codec/delta"
+	"github.com/flightgw/flightgw/internal/arrowconv"
+	"github.com/flightgw/flightgw/internal/pqwrite"
+)
+
+// receiptFormat names the layout of WriteReceipt.Metadata.
+const receiptFormat = "flightgw.delta.adds/v1"
+
+// receiptMeta is the JSON in WriteReceipt.Metadata: the add actions a
+// commit writes, as they will stand in the log.
+type receiptMeta struct {
+	Format string `json:"format"`
+	Table  string `json:"table"`
+	Schema string `json:"schema"` // the schemaString the files were written for
+	// Partition are the partition columns the files were written for.
+	Partition []string         `json:"partition"`
+	Adds      []dcodec.AddFile `json:"adds"`
+}
+
+func decodeReceipts(t catalogs.TableIdent, receipts []catalogs.WriteReceipt) ([]receiptMeta, error) {
+	out := make([]receiptMeta, 0, len(receipts))
+	for i, r := range receipts {
+		var m receiptMeta
+		if err := json.Unmarshal(r.Metadata, &m); err != nil || m.Format != receiptFormat {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d is not a Delta receipt of this gateway", t, i)
+		}
+		if m.Table != t.String() {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d belongs to table %s", t, i, m.Table)
+		}
+		for _, a := range m.Adds {
+			if err := checkDataPath(t, a.Path); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// checkDataPath refuses an add path the gateway would not have written:
+// a Parquet file inside the table directory (receipts may come back from
+// a client in CommitMessages).
+func checkDataPath(t catalogs.TableIdent, p string) error {
+	rel, err := dcodec.DecodePath(p)
+	bad := err != nil || rel == "" || strings.Contains(rel, "://") || strings.HasPrefix(rel, "/") ||
+		strings.Contains(rel, "\\") || !strings.HasSuffix(rel, ".parquet")
+	if !bad {
+		for _, seg := range strings.Split(rel, "/") {
+			if seg == "" || seg == "." || seg == ".." || seg == "_delta_log" || strings.HasPrefix(seg, ".") {
+				bad = true
+			}
+		}
+	}
+	if bad {
+		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: data file %q is not a file this gateway writes", t, p)
+	}
+	return nil
+}
+
+// WriteBatch writes batch as Parquet data files without committing them.
+func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch arrow.RecordBatch) (catalogs.WriteReceipt, error) {
+	s, err := p.openStream(ctx, t)
+	if err != nil {
+		return catalogs.WriteReceipt{}, err
+	}
+	if err := s.Write(ctx, batch); err != nil {
+		_ = s.Abort(ctx)
+		return catalogs.WriteReceipt{}, err
+	}
+	rs, err := s.Close(ctx)
+	if err != nil {
+		return catalogs.WriteReceipt{}, err
+	}
+	if len(rs) == 0 {
+		return p.emptyReceipt(s.st)
+	}
+	return rs[0], nil
+}
+
+func (p *Provider) emptyReceipt(st *tableState) (catalogs.WriteReceipt, error) {
+	b, err := json.Marshal(receiptMeta{Format: receiptFormat, Table: st.ident.String(), Schema: st.snap.Metadata.SchemaString, Adds: []dcodec.AddFile{}})
+	return catalogs.WriteReceipt{Metadata: b}, err
+}
+
+// OpenStream opens a stream of batches into data files that roll at the
+// target file size; Close returns one receipt with every file's add.
+func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent) (catalogs.WriteStream, error) {
+	return p.openStream(ctx, t)
+}
+
+func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stream, error) {
+	st, err := p.load(ctx, t, -1)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkWritable(st); err != nil {
+		return nil, err
+	}
+	s := &stream{p: p, st: st, id: uuid.NewString(), open: map[string]*fileWriter{}}
+	s.partCols = st.snap.Metadata.PartitionColumns
+	isPart := map[string]bool{}
+	for _, c := range s.partCols {
+		is := st.schema.FieldIndices(c)
+		f := st.snap.Schema.Field(c)
+		if len(is) != 1 || f == nil {
+			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: partition column %q is not in the schema", t, c)
+		}
+		isPart[c] = true
+		s.partIdx = append(s.partIdx, is[0])
+		s.partTypes = append(s.partTypes, f.Type)
+	}
+	var fields []arrow.Field
+	for i, f := range st.schema.Fields() {
+		if !isPart[f.Name] {
+			s.dataIdx = append(s.dataIdx, i)
+			fields = append(fields, f)
+		}
+	}
+	s.dataSchema = arrow.NewSchema(fields, nil)
+	return s, nil
+}
+
+// maxOpenFiles bounds the partitions a stream keeps a file open for;
+// one more first closes them all (each becomes an add of its own).
+const maxOpenFiles = 64
+
+type stream struct {
+	p  *Provider
+	st *tableState
+	id string
+	// partCols are the partition columns, partIdx their indexes in the
+	// table schema, partTypes their Delta types; dataIdx are the other
+	// columns, which the data files hold (dataSchema).
+	partCols   []string
+	partIdx    []int
+	partTypes  []dcodec.DataType
+	dataIdx    []int
+	dataSchema *arrow.Schema
+
+	mu     sync.Mutex
+	open   map[string]*fileWriter // by partition directory ("" unpartitioned)
+	count  int
+	files  []string // every file created, relative to the table, for cleanup
+	adds   []dcodec.AddFile
+	closed bool
+}
+
+type fileWriter struct {
+	rel    string // relative to the table directory
+	values map[string]*string
+	pf     *lake.ParquetFile
+	stats  *statsObserver
+}
+
+// conform returns the batch with exactly the table's columns, in its
+// order and types (arrowconv.Conform, the one rule of every backend):
+// errors are InvalidArgument naming the table and the column. The caller
+// releases the result.
+func (s *stream) conform(ctx context.Context, b arrow.RecordBatch) (out arrow.RecordBatch, err error) {
+	if b == nil {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: batch is nil", s.st.ident)
+	}
+	defer func() {
+		// arrow-go panics on some malformed arrays: a client fault, not a
+		// crash.
+		if r := recover(); r != nil {
+			out, err = nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: malformed batch: %v", s.st.ident, r)
+		}
+	}()
+	out, err = arrowconv.Conform(ctx, s.st.schema, b, func(name string) error {
+		return fmt.Errorf("column %q is not in the table", name)
+	})
+	if err != nil {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: %w", s.st.ident, err)
+	}
+	return out, nil
+}
+
+func (s *stream) Write(ctx context.Context, b arrow.RecordBatch) error {
+	if s.closed {
+		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: write to a closed stream", s.st.ident)
+	}
+	conformed, err := s.conform(ctx, b)
+	if err != nil {
+		return err
+	}
+	defer conformed.Release()
+	cols := conformed.Columns()
+	n := b.NumRows()
+	if n == 0 {
+		return nil
+	}
+	data := make([]arrow.Array, 0, len(s.dataIdx))
+	for _, i := range s.dataIdx {
+		data = append(data, cols[i])
+	}
+	// Written under the table's schema (its nullability), not the batch's.
+	rec := array.NewRecordBatch(s.dataSchema, data, n)
+	defer rec.Release()
+	if len(s.partCols) == 0 {
+		return s.writeTo(ctx, "", nil, rec)
+	}
+	var keys []string
+	rows := map[string][]int64{}
+	values := map[string]map[string]*string{}
+	for r := 0; r < int(n); r++ {
+		vs := make(map[string]*string, len(s.partCols))
+		for j, pi := range s.partIdx {
+			v, err := partitionValue(cols[pi], r)
+			if err == nil {
+				vs[s.partCols[j]], err = dcodec.FormatPartitionValue(s.partTypes[j], v)
+			}
+			if err != nil {
+				return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: partition column %q, row %d: %v", s.st.ident, s.partCols[j], r, err)
+			}
+		}
+		k := dcodec.PartitionDir(s.partCols, vs)
+		if _, ok := rows[k]; !ok {
+			keys = append(keys, k)
+			values[k] = vs
+		}
+		rows[k] = append(rows[k], int64(r))
+	}
+	if len(keys) == 1 {
+		return s.writeTo(ctx, keys[0], values[keys[0]], rec)
+	}
+	for _, k := range keys {
+		part, err := take(ctx, rec, rows[k])
+		if err != nil {
+			return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: split the batch by partition", s.st.ident))
+		}
+		err = s.writeTo(ctx, k, values[k], part)
+		part.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeTo appends rec to the open file of partition directory dir.
+func (s *stream) writeTo(ctx context.Context, dir string, values map[string]*string, rec arrow.RecordBatch) error {
+	w := s.open[dir]
+	if w == nil {
+		if len(s.open) >= maxOpenFiles {
+			if err := s.finishAll(); err != nil {
+				return err
+			}
+		}
+		var err error
+		if w, err = s.newFile(ctx, dir, values, rec); err != nil {
+			return err
+		}
+		s.open[dir] = w
+	}
+	if err := w.pf.Write(rec); err != nil {
+		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write %s", s.st.ident, w.rel))
+	}
+	if w.pf.Size() >= s.p.cfg.targetFileSize {
+		delete(s.open, dir)
+		return s.finish(w)
+	}
+	return nil
+}
+
+// take selects rows of rec.
+func take(ctx context.Context, rec arrow.RecordBatch, rows []int64) (arrow.RecordBatch, error) {
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	b.AppendValues(rows, nil)
+	idx := b.NewArray()
+	defer idx.Release()
+	cols := make([]arrow.Array, 0, rec.NumCols())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for i := 0; i < int(rec.NumCols()); i++ {
+		c, err := compute.TakeArray(ctx, rec.Column(i), idx)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, c)
+	}
+	return array.NewRecordBatch(rec.Schema(), cols, int64(len(rows))), nil
+}
+
+// partitionValue is row r of a, typed as codec/delta's partition values.
+func partitionValue(a arrow.Array, r int) (dcodec.PartitionValue, error) {
+	if a.IsNull(r) {
+		return nil, nil
+	}
+	switch x := a.(type) {
+	case *array.String:
+		return x.Value(r), nil
+	case *array.LargeString:
+		return x.Value(r), nil
+	case *array.Binary:
+		return x.Value(r), nil
+	case *array.Boolean:
+		return x.Value(r), nil
+	case *array.Int8:
+		return x.Value(r), nil
+	case *array.Int16:
+		return x.Value(r), nil
+	case *array.Int32:
+		return x.Value(r), nil
+	case *array.Int64:
+		return x.Value(r), nil
+	case *array.Float32:
+		return x.Value(r), nil
+	case *array.Float64:
+		return x.Value(r), nil
+	case *array.Date32:
+		return dcodec.Date(x.Value(r)), nil
+	case *array.Timestamp:
+		if x.DataType().(*arrow.TimestampType).Unit == arrow.Microsecond {
+			return dcodec.Timestamp(x.Value(r)), nil
+		}
+	case *array.Decimal128:
+		return x.Value(r), nil
+	}
+	return nil, fmt.Errorf("type %s does not partition here", a.DataType())
+}
+
+// newFile opens <partition dir>/part-<n>-<uuid>-c000.zstd.parquet,
+// Spark's name for a data file.
+func (s *stream) newFile(ctx context.Context, dir string, values map[string]*string, first arrow.RecordBatch) (*fileWriter, error) {
+	rel := fmt.Sprintf("part-%05d-%s-c000.zstd.parquet", s.count, s.id)
+	if dir != "" {
+		rel = dir + "/" + rel
+	}
+	s.count++
+	full, limit := lake.PathBound(s.p.fs, s.st.dir+"/"+rel)
+	if err := catalogs.CheckFilePath(s.st.ident, rel, full, limit); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.files = append(s.files, rel) // before the create: cleanup deletes a partial file too
+	s.mu.Unlock()
+	out, err := s.p.fs.Writer(ctx, s.st.dir+"/"+rel)
+	if err != nil {
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: create data file %s", s.st.ident, rel))
+	}
+	rg := min(max(s.p.cfg.targetFileSize/4, 1<<10), 4<<20)
+	opts := []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCompressionLevel(pqwrite.DefaultZstdLevel),
+		parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(1 << 20), parquet.WithDataPageSize(min(rg/4, 1<<20))}
+	w := &fileWriter{rel: rel, values: values, stats: newStats(s.dataSchema)}
+	w.pf, err = lake.NewParquetFile(out, s.dataSchema, first, lake.ParquetOptions{Props: opts, RowGroupBytes: rg}, w.stats)
+	if err != nil {
+		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: parquet writer", s.st.ident))
+	}
+	return w, nil
+}
+
+// finish closes a file and records its add action.
+func (s *stream) finish(w *fileWriter) error {
+	if err := w.pf.Close(); err != nil {
+		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: close %s", s.st.ident, w.rel))
+	}
+	stats, err := w.stats.json(w.pf.Rows())
+	if err != nil {
+		return err
+	}
+	pv := w.values
+	if pv == nil {
+		pv = map[string]*string{}
+	}
+	s.adds = append(s.adds, dcodec.AddFile{Path: dcodec.EncodePath(w.rel), PartitionValues: pv,
+		Size: w.pf.Bytes(), ModificationTime: s.p.now().UnixMilli(), DataChange: true, Stats: stats})
+	return nil
+}
+
+// finishAll closes every open file, in partition order.
+func (s *stream) finishAll() error {
+	keys := make([]string, 0, len(s.open))
+	for k := range s.open {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		w := s.open[k]
+		delete(s.open, k)
+		if err := s.finish(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
+	if s.closed {
+		return nil, nil
+	}
+	s.closed = true
+	if err := s.finishAll(); err != nil {
+		s.cleanup(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	if len(s.adds) == 0 {
+		return nil, nil
+	}
+	var rows, bytes uint64
+	for _, a := range s.adds {
+		n, _ := numRecords(a.Stats)
+		rows += uint64(n)
+		bytes += uint64(a.Size)
+	}
+	b, err := json.Marshal(receiptMeta{Format: receiptFormat, Table: s.st.ident.String(), Schema: s.st.snap.Metadata.SchemaString,
+		Partition: s.partCols, Adds: s.adds})
+	if err != nil {
+		s.cleanup(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return []catalogs.WriteReceipt{{Metadata: b, RowCount: rows, ByteCount: bytes}}, nil
+}
+
+// Abort deletes every file the stream wrote.
+func (s *stream) Abort(ctx context.Context) error {
+	s.closed = true
+	s.cleanup(ctx)
+	return nil
+}
+
+func (s *stream) cleanup(ctx context.Context) {
+	for k, w := range s.open {
+		w.pf.Abort()
+		delete(s.open, k)
+	}
+	s.mu.Lock()
+	files := s.files
+	s.files = nil
+	s.mu.Unlock()
+	for _, f := range files {
+		if err := s.p.fs.Remove(ctx, s.st.dir+"/"+f); err != nil {
+			s.p.log.Warn("delete staged data file", "table", s.st.ident.String(), "file", f, "err", err)
+		}
+	}
+}
+
+// Discard deletes the data files the receipts staged.
+func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts []catalogs.WriteReceipt) error {
+	dir, err := p.tableDir(t)
+	if err != nil {
+		return err
+	}
+	ms, err := decodeReceipts(t, receipts)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		for _, a := range m.Adds {
+			rel, _ := dcodec.DecodePath(a.Path) // checked by decodeReceipts
+			if err := p.fs.Remove(ctx, dir+"/"+rel); err != nil {
+				return lake.MapErr(err, fmt.Sprintf("table %s: delete staged file %s", t, rel))
+			}
+		}
+	}
+	return nil
+}
+
+// statsObserver accumulates a file's statistics (lake.Observer): null
+// counts of the top-level primitive columns, and min/max where this
+// backend writes them exactly (integers, dates, finite floats, strings up
+// to maxStatString bytes). A bound not written is never wrong: readers
+// skip data only on the stats present.
+type statsObserver struct {
+	cols []colStats
+}
+
+type colStats struct {
+	name     string
+	kind     byte // 'i' integer, 'f' float, 's' string, 'd' date, 0: null count only, 'n' none
+	nulls    int64
+	seen     bool
+	noBounds bool // a NaN or an over-long string: no min/max
+	minI     int64
+	maxI     int64
+	minF     float64
+	maxF     float64
+	minS     string
+	maxS     string
+}
+
+// maxStatString bounds the strings kept as min/max.
+const maxStatString = 64
+
+func newStats(sc *arrow.Schema) *statsObserver {
+	o := &statsObserver{}
+	for _, f := range sc.Fields() {
+		c := colStats{name: f.Name}
+		switch f.Type.ID() {
+		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
+			c.kind = 'i'
+		case arrow.FLOAT32, arrow.FLOAT64:
+			c.kind = 'f'
+		case arrow.STRING, arrow.LARGE_STRING:
+			c.kind = 's'
+		case arrow.DATE32:
+			c.kind = 'd'
+		case arrow.STRUCT, arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
+			c.kind = 'n'
+		}
+		o.cols = append(o.cols, c)
+	}
+	return o
+}
+
+func (o *statsObserver) Observe(b arrow.RecordBatch) {
+	for i := range o.cols {
+		o.cols[i].add(b.Column(i))
+	}
+}
+
+func (c *colStats) add(a arrow.Array) {
+	c.nulls += int64(a.NullN())
+	for i := 0; i < a.Len(); i++ {
+		if a.IsNull(i) {
+			continue
+		}
+		switch c.kind {
+		case 'i', 'd':
+			var v int64
+			switch x := a.(type) {
+			case *array.Int8:
+				v = int64(x.Value(i))
+			case *array.Int16:
+				v = int64(x.Value(i))
+			case *array.Int32:
+				v = int64(x.Value(i))
+			case *array.Int64:
+				v = x.Value(i)
+			case *array.Date32:
+				v = int64(x.Value(i))
+			}
+			if !c.seen || v < c.minI {
+				c.minI = v
+			}
+			if !c.seen || v > c.maxI {
+				c.maxI = v
+			}
+		case 'f':
+			var v float64
+			switch x := a.(type) {
+			case *array.Float32:
+				v = float64(x.Value(i))
+			case *array.Float64:
+				v = x.Value(i)
+			}
+			if math.IsNaN(v) {
+				c.noBounds = true
+			}
+			if !c.seen || v < c.minF {
+				c.minF = v
+			}
+			if !c.seen || v > c.maxF {
+				c.maxF = v
+			}
+		case 's':
+			var v string
+			switch x := a.(type) {
+			case *array.String:
+				v = x.Value(i)
+			case *array.LargeString:
+				v = x.Value(i)
+			}
+			if len(v) > maxStatString || !utf8.ValidString(v) {
+				c.noBounds = true
+			}
+			if !c.seen || v < c.minS {
+				c.minS = v
+			}
+			if !c.seen || v > c.maxS {
+				c.maxS = v
+			}
+		default:
+			return
+		}
+		c.seen = true
+	}
+}
+
+// json writes the stats field of an add action.
+func (o *statsObserver) json(rows int64) (string, error) {
+	minV, maxV, nulls := map[string]any{}, map[string]any{}, map[string]any{}
+	for _, c := range o.cols {
+		if c.kind == 'n' {
+			continue
+		}
+		nulls[c.name] = c.nulls
+		if !c.seen || c.noBounds {
+			continue
+		}
+		switch c.kind {
+		case 'i':
+			minV[c.name], maxV[c.name] = c.minI, c.maxI
+		case 'd':
+			minV[c.name] = arrow.Date32(c.minI).FormattedString()
+			maxV[c.name] = arrow.Date32(c.maxI).FormattedString()
+		case 'f':
+			if !math.IsInf(c.minF, 0) && !math.IsInf(c.maxF, 0) {
+				minV[c.name], maxV[c.name] = c.minF, c.maxF
+			}
+		case 's':
+			minV[c.name], maxV[c.name] = c.minS, c.maxS
+		}
+	}
+	b, err := json.Marshal(map[string]any{"numRecords": rows, "minValues": minV, "maxValues": maxV, "nullCount": nulls})
+	return string(b), err
+}
