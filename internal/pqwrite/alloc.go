@@ -61,10 +61,14 @@ func (a *Alloc) allocate(size int) []byte {
 // Reallocate grows b to size bytes as Go's allocator does (see
 // growAlloc.Reallocate), and keeps b when it had to move.
 func (a *Alloc) Reallocate(size int, b []byte) []byte {
+	var sum uint32
 	oldLen, oldCap := len(b), cap(b)
+	if AllocCheck {
+		sum = kept(b, size)
+	}
 	nb := a.reallocate(size, b)
 	if AllocCheck {
-		verifyReallocate(size, b, oldLen, oldCap, nb)
+		verifyReallocate(size, oldLen, oldCap, sum, nb)
 	}
 	return nb
 }
