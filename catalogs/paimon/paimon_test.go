@@ -29,6 +29,7 @@ func conformance() catalogtest.Config {
 		StagesFiles: true, CompareAndSwap: true, FieldIDs: true, Snapshots: true,
 		Layout:         catalogtest.LayoutOneFilePerBucket,
 		UnstorableType: arrow.FixedWidthTypes.MonthInterval,
+		DropsUnwritten: true,
 	}
 }
 
