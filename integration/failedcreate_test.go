@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -192,5 +194,35 @@ func TestConcurrentCreates(t *testing.T) {
 				t.Errorf("rows = %s, want the winner's 5", got)
 			}
 		})
+	}
+}
+
+// TestCreateCutByShutdownLeavesNoTable: a gateway stopped (as by SIGTERM)
+// while a create streams, past its shutdown grace, leaves no table in the
+// catalog it shares with other engines.
+func TestCreateCutByShutdownLeavesNoTable(t *testing.T) {
+	requireEngine(t)
+	g := startGateway(t, "timeouts: {shutdown_grace: 1s}\n")
+	st := &stallingReader{RecordReader: reader(t, people(t, 0, 3), people(t, 3, 3)), sent: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.flightClient(t).ExecuteIngest(context.Background(), st, createOpts("cut", ""))
+		done <- err
+	}()
+	<-st.sent
+	if !eventually(t, 10*time.Second, func() bool {
+		_, err := queryRows(t, g.adbcConn(t, nil), `SELECT count(*) FROM "default".cut`, nil)
+		return err == nil
+	}) {
+		t.Fatal("the create never made the table")
+	}
+	g.shutdown()
+	close(st.release)
+	if err := <-done; err == nil {
+		t.Fatal("the ingest cut by shutdown succeeded")
+	}
+	_, err := g.catalog(t).LoadTable(context.Background(), table.Identifier{"default", "cut"})
+	if !errors.Is(err, catalog.ErrNoSuchTable) {
+		t.Fatalf("table after shutdown: %v, want none", err)
 	}
 }
