@@ -14,6 +14,8 @@ var Contract = []Capability{
 		"staged files stay until the backend's own cleanup or Reclaimer", "Discard, Stream (Abort), messages"},
 	{"TableManager", false, "txn/write.go: ingest modes create and replace",
 		"a write that must create a table is InvalidArgument", "CreateTable, DropTable"},
+	{"Uncreator", false, "txn: a write that created its table and failed before its first commit landed; ROLLBACK of a transaction that created a table",
+		"the table stays, empty, and the client's error says it was created and kept", "Uncreator (Config.DropsUnwritten); integration TestFailedCreateLeavesNoTable"},
 	{"TableOptionsCreator", false, "txn/write.go: ingest with table options (Iceberg partition spec, sort order, properties; Paimon and StarRocks layout)",
 		"a write with table options is refused (InvalidArgument): an option is never ignored", "TableOptions"},
 	{"Lister", false, "handlers: catalogs' metadata, information_schema, name resolution",

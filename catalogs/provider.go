@@ -57,6 +57,20 @@ type TableManager interface {
 	DropTable(ctx context.Context, table TableIdent) error
 }
 
+// Uncreator is implemented by backends that can undo a create whose first
+// write failed before its commit landed, so that the failed create leaves
+// no table behind and a retry with mode create succeeds. The check and the
+// drop are one atomic step: a table another writer has committed to in
+// the meantime is never dropped, so no acknowledged row is lost.
+type Uncreator interface {
+	// DropUnwritten drops table when no commit has landed on it since it
+	// was created (its metadata is still the creation's), and reports
+	// whether it did. A table that cannot be dropped so (someone
+	// committed, or the catalog cannot drop conditionally) is kept:
+	// dropped is false and err nil.
+	DropUnwritten(ctx context.Context, table TableIdent) (dropped bool, err error)
+}
+
 // TableOptionsCreator is implemented by backends whose tables take
 // creation options (Paimon's bucket, bucket-key, primary-key, partition).
 // The write path uses it, when the write carries table options, instead

@@ -16,9 +16,9 @@ func TestPrepareHandsReceiptsOut(t *testing.T) {
 	p := &recorder{committed: map[string][]string{}}
 	ctx := context.Background()
 	a, _ := m.Begin("r/a", "s")
-	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")})
-	a.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("2")})
-	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("3")})
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")}, false)
+	a.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("2")}, false)
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("3")}, false)
 
 	if _, err := m.Prepare(ctx, "r/b", a.ID(), nil); !errors.Is(err, catalogs.ErrNotFound) {
 		t.Fatalf("prepare by another owner: %v", err)
@@ -56,7 +56,7 @@ func TestPrepareRefusesAndStaysOpen(t *testing.T) {
 	p := &recorder{committed: map[string][]string{}}
 	ctx := context.Background()
 	a, _ := m.Begin("r/a", "")
-	a.add(tbl("t1"), p, Overwrite, []catalogs.WriteReceipt{rc("1")})
+	a.add(tbl("t1"), p, Overwrite, []catalogs.WriteReceipt{rc("1")}, false)
 	if _, err := m.Prepare(ctx, "r/a", a.ID(), nil); !errors.Is(err, catalogs.ErrFailedPrecondition) {
 		t.Fatalf("prepare of a replace: %v", err)
 	}
@@ -67,8 +67,8 @@ func TestPrepareRefusesAndStaysOpen(t *testing.T) {
 	// Partly committed by an earlier COMMIT.
 	p.failOn = "t2"
 	b, _ := m.Begin("r/a", "")
-	b.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")})
-	b.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("2")})
+	b.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")}, false)
+	b.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("2")}, false)
 	if err := m.Commit(ctx, "r/a", b.ID()); err == nil {
 		t.Fatal("commit should fail on t2")
 	}

@@ -63,6 +63,9 @@ type Staged struct {
 	commitID string
 	// snapshot is the snapshot its commit made, once landed.
 	snapshot int64
+	// created is set when a write of the transaction created the table:
+	// a ROLLBACK drops it again (Manager.uncreate).
+	created bool
 }
 
 // totals are the rows and bytes of receipts.
@@ -105,7 +108,7 @@ func (t *Txn) used() time.Time { return time.Unix(0, t.lastUsed.Load()) }
 // COMMIT is under way); the caller then discards the receipts itself. With
 // Overwrite, what the transaction had staged for the table before is
 // superseded: add returns those receipts for the caller to discard.
-func (t *Txn) add(table catalogs.TableIdent, p catalogs.Provider, mode Mode, receipts []catalogs.WriteReceipt) (superseded []catalogs.WriteReceipt, err error) {
+func (t *Txn) add(table catalogs.TableIdent, p catalogs.Provider, mode Mode, receipts []catalogs.WriteReceipt, created bool) (superseded []catalogs.WriteReceipt, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.state != Open {
@@ -121,6 +124,7 @@ func (t *Txn) add(table catalogs.TableIdent, p catalogs.Provider, mode Mode, rec
 			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition,
 				"transaction %s: table %s was already committed by an earlier COMMIT of this transaction", t.id, table)
 		}
+		s.created = s.created || created
 		if mode == Overwrite {
 			// A later replace supersedes what the transaction staged
 			// before: those files must not land.
@@ -133,7 +137,7 @@ func (t *Txn) add(table catalogs.TableIdent, p catalogs.Provider, mode Mode, rec
 		return nil, nil
 	}
 	t.tables = append(t.tables, &Staged{Table: table, Provider: p, Mode: mode,
-		Receipts: append([]catalogs.WriteReceipt(nil), receipts...), commitID: t.CommitID()})
+		Receipts: append([]catalogs.WriteReceipt(nil), receipts...), commitID: t.CommitID(), created: created})
 	return nil, nil
 }
 
@@ -527,6 +531,11 @@ func (m *Manager) discardAll(ctx context.Context, staged []*Staged) error {
 		if err := discard(ctx, s.Provider, s.Table, s.Receipts); err != nil {
 			m.log.Warn("discard staged files", "table", s.Table.String(), "receipts", len(s.Receipts), "err", err)
 			errs = append(errs, err)
+		}
+		if s.created {
+			// The transaction's create becomes visible only with its
+			// COMMIT: rolled back, the table goes too.
+			m.uncreate(ctx, s.Provider, s.Table)
 		}
 	}
 	return errors.Join(errs...)

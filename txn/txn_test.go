@@ -68,11 +68,11 @@ func TestCommitAndRollback(t *testing.T) {
 	ctx := context.Background()
 
 	a, _ := m.Begin("realm/alice", "s1")
-	if _, err := a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("a1")}); err != nil {
+	if _, err := a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("a1")}, false); err != nil {
 		t.Fatal(err)
 	}
-	a.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("a2")})
-	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("a3")})
+	a.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("a2")}, false)
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("a3")}, false)
 	if len(p.committed) != 0 {
 		t.Fatal("data committed before EndTransaction")
 	}
@@ -84,7 +84,7 @@ func TestCommitAndRollback(t *testing.T) {
 	}
 
 	b, _ := m.Begin("realm/alice", "s1")
-	b.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("b1")})
+	b.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("b1")}, false)
 	if err := m.Rollback(ctx, "realm/alice", b.ID()); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestEndErrors(t *testing.T) {
 	if !errors.Is(err, catalogs.ErrFailedPrecondition) {
 		t.Fatalf("ended id: %v", err)
 	}
-	if _, err := a.add(tbl("t"), &recorder{}, Append, nil); !errors.Is(err, catalogs.ErrFailedPrecondition) {
+	if _, err := a.add(tbl("t"), &recorder{}, Append, nil, false); !errors.Is(err, catalogs.ErrFailedPrecondition) {
 		t.Fatalf("add to ended: %v", err)
 	}
 }
@@ -126,9 +126,9 @@ func TestFailedCommitStaysRetryable(t *testing.T) {
 	p := &recorder{committed: map[string][]string{}, failOn: "t2"}
 	ctx := context.Background()
 	a, _ := m.Begin("r/a", "")
-	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")})
-	a.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("2")})
-	a.add(tbl("t3"), p, Append, []catalogs.WriteReceipt{rc("3")})
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")}, false)
+	a.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("2")}, false)
+	a.add(tbl("t3"), p, Append, []catalogs.WriteReceipt{rc("3")}, false)
 	err := m.Commit(ctx, "r/a", a.ID())
 	if !errors.Is(err, catalogs.ErrConflict) {
 		t.Fatalf("err = %v", err)
@@ -159,8 +159,8 @@ func TestRollbackAfterFailedCommit(t *testing.T) {
 	p := &recorder{committed: map[string][]string{}, failOn: "t2"}
 	ctx := context.Background()
 	a, _ := m.Begin("r/a", "")
-	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")})
-	a.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("2")})
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")}, false)
+	a.add(tbl("t2"), p, Append, []catalogs.WriteReceipt{rc("2")}, false)
 	if err := m.Commit(ctx, "r/a", a.ID()); err == nil {
 		t.Fatal("commit succeeded")
 	}
@@ -215,7 +215,7 @@ func TestLostReplyKeepsFiles(t *testing.T) {
 	defer m.Close()
 	p := &lossy{recorder: recorder{committed: map[string][]string{}}, lose: true, ids: map[string]bool{}}
 	a, _ := m.Begin("r/a", "")
-	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")})
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")}, false)
 	if err := m.Commit(context.Background(), "r/a", a.ID()); err != nil {
 		t.Fatalf("a commit that landed must report success: %v", err)
 	}
@@ -230,7 +230,7 @@ func TestUnknownOutcomeKeepsFiles(t *testing.T) {
 	p := &lossy{recorder: recorder{committed: map[string][]string{}}, blind: true, ids: map[string]bool{}}
 	ctx := context.Background()
 	a, _ := m.Begin("r/a", "")
-	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")})
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("1")}, false)
 	err := m.Commit(ctx, "r/a", a.ID())
 	if !errors.Is(err, catalogs.ErrUnavailable) || !strings.Contains(err.Error(), "outcome unknown") {
 		t.Fatalf("err = %v", err)
@@ -257,7 +257,7 @@ func TestTwoTransactionsOneSessionConcurrently(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 200 {
-				x.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("x")})
+				x.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("x")}, false)
 			}
 		}()
 		go func() {
@@ -278,8 +278,8 @@ func TestOverwriteSupersedes(t *testing.T) {
 	defer m.Close()
 	p := &recorder{committed: map[string][]string{}}
 	a, _ := m.Begin("r/a", "")
-	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("old")})
-	sup, err := a.add(tbl("t1"), p, Overwrite, []catalogs.WriteReceipt{rc("new")})
+	a.add(tbl("t1"), p, Append, []catalogs.WriteReceipt{rc("old")}, false)
+	sup, err := a.add(tbl("t1"), p, Overwrite, []catalogs.WriteReceipt{rc("new")}, false)
 	if err != nil || len(sup) != 1 || string(sup[0].Metadata) != `"old"` {
 		t.Fatalf("superseded = %v, %v", sup, err)
 	}
@@ -299,7 +299,7 @@ func TestSessionBindingAndIdleExpiry(t *testing.T) {
 	if _, ok := m.ForSession("r/a", "peer:2"); ok {
 		t.Fatal("another session found the transaction")
 	}
-	a.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("x")})
+	a.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("x")}, false)
 	m.expireIdle(time.Now().Add(2 * time.Hour))
 	if m.OpenCount() != 0 || len(p.discarded) != 1 {
 		t.Fatalf("open=%d discarded=%v", m.OpenCount(), p.discarded)
@@ -313,7 +313,7 @@ func TestCloseRollsBackOpen(t *testing.T) {
 	m := NewManager(time.Hour, nil)
 	p := &recorder{committed: map[string][]string{}}
 	a, _ := m.Begin("r/a", "")
-	a.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("x")})
+	a.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("x")}, false)
 	m.Close()
 	if len(p.discarded) != 1 {
 		t.Fatalf("discarded = %v", p.discarded)
@@ -329,8 +329,8 @@ func TestOrphanedSessionExpiresEarly(t *testing.T) {
 	p := &recorder{committed: map[string][]string{}}
 	a, _ := m.Begin("r/a", "peer:1")
 	b, _ := m.Begin("r/a", "peer:2")
-	a.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("a")})
-	b.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("b")})
+	a.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("a")}, false)
+	b.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("b")}, false)
 	m.SessionEnded("peer:1")
 	m.expireIdle(time.Now().Add(DefaultOrphanGrace + time.Second))
 	if _, err := m.Get("r/a", a.ID()); !errors.Is(err, catalogs.ErrFailedPrecondition) {
@@ -350,9 +350,9 @@ func TestHeldListsOpenReceipts(t *testing.T) {
 	p := &recorder{committed: map[string][]string{}}
 	a, _ := m.Begin("r/a", "")
 	b, _ := m.Begin("r/b", "")
-	a.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("a")})
-	b.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("b")})
-	b.add(tbl("u"), p, Append, []catalogs.WriteReceipt{rc("u")})
+	a.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("a")}, false)
+	b.add(tbl("t"), p, Append, []catalogs.WriteReceipt{rc("b")}, false)
+	b.add(tbl("u"), p, Append, []catalogs.WriteReceipt{rc("u")}, false)
 	if got := m.Held(context.Background(), tbl("t")); len(got) != 2 {
 		t.Fatalf("held = %v", got)
 	}

@@ -100,9 +100,13 @@ func IdempotencyCommitID(realm, principal, key string) string {
 // check. On any failure what it staged is deleted, unless a commit's
 // outcome is unknown (then nothing is, and the error says so).
 //
-// A table it creates is never dropped again, even when the write then
-// fails: other writers may already have committed to it, and their
-// acknowledged rows must not be lost.
+// A table it creates becomes the write's only when its commit lands: when
+// the write fails before that, the table is dropped again if no one else
+// has committed to it meanwhile (catalogs.Uncreator, an atomic check and
+// drop), so a retry with mode create succeeds and no acknowledged row of
+// another writer is lost. Inside a transaction the table is dropped so at
+// ROLLBACK. A backend that cannot drop so keeps the table, and the error
+// says so.
 func (m *Manager) write(ctx context.Context, w Write, src Source) (Result, error) {
 	if w.Txn != nil && w.CommitID != "" {
 		return Result{}, catalogs.Errorf(catalogs.ErrInvalidArgument,
@@ -125,33 +129,33 @@ func (m *Manager) write(ctx context.Context, w Write, src Source) (Result, error
 	}
 	p, err := plan(ctx, w, schema)
 	if err != nil {
-		return Result{Created: p.created}, p.explain(err)
+		return m.failed(ctx, p, err)
 	}
 	ws, err := p.open(ctx, schema)
 	if err != nil {
-		return Result{Created: p.created}, p.explain(err)
+		return m.failed(ctx, p, err)
 	}
 	rows, err := copyBatches(ctx, w.Table, ws, src)
 	if err != nil {
 		if aerr := ws.Abort(context.WithoutCancel(ctx)); aerr != nil {
 			m.log.Warn("abort write stream", "table", w.Table.String(), "err", aerr)
 		}
-		return Result{Created: p.created}, p.explain(err)
+		return m.failed(ctx, p, err)
 	}
 	receipts, err := ws.Close(ctx)
 	if err != nil {
-		return Result{Created: p.created}, p.explain(err)
+		return m.failed(ctx, p, err)
 	}
 	_, bytes := totals(receipts)
 	res := Result{Rows: rows, Created: p.created, Bytes: bytes}
 	if w.Txn != nil {
-		superseded, err := w.Txn.add(w.Table, w.Provider, p.mode, receipts)
+		superseded, err := w.Txn.add(w.Table, w.Provider, p.mode, receipts, p.created)
 		if err != nil {
 			receipts = append(receipts, superseded...)
 			if derr := discard(context.WithoutCancel(ctx), w.Provider, w.Table, receipts); derr != nil {
 				m.log.Warn("discard staged files", "table", w.Table.String(), "err", derr)
 			}
-			return Result{Created: p.created}, err
+			return m.failed(ctx, p, err)
 		}
 		if err := discard(context.WithoutCancel(ctx), w.Provider, w.Table, superseded); err != nil {
 			m.log.Warn("discard superseded receipts", "table", w.Table.String(), "err", err)
@@ -169,7 +173,7 @@ func (m *Manager) write(ctx context.Context, w Write, src Source) (Result, error
 		if derr := discard(context.WithoutCancel(ctx), w.Provider, w.Table, receipts); derr != nil {
 			m.log.Warn("discard staged files", "table", w.Table.String(), "err", derr)
 		}
-		return Result{Created: p.created}, p.explain(err)
+		return m.failed(ctx, p, err)
 	case out.Duplicate:
 		// Another write with the same commit id landed first: this one's
 		// files are in no snapshot.
@@ -292,12 +296,41 @@ func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error)
 	return p, nil
 }
 
+// failed ends a write that failed before its commit landed: a table the
+// write created is dropped again unless someone else has committed to it
+// (uncreate).
+func (m *Manager) failed(ctx context.Context, p writePlan, err error) (Result, error) {
+	if !p.created || m.uncreate(ctx, p.w.Provider, p.w.Table) {
+		return Result{}, err
+	}
+	return Result{Created: true}, p.explain(err)
+}
+
+// uncreate drops table, which this gateway created for a write that did
+// not land, when no commit has landed on it since; it reports whether the
+// table is gone.
+func (m *Manager) uncreate(ctx context.Context, p catalogs.Provider, table catalogs.TableIdent) bool {
+	u, ok := p.(catalogs.Uncreator)
+	if !ok {
+		return false
+	}
+	dropped, err := u.DropUnwritten(context.WithoutCancel(ctx), table)
+	if err != nil {
+		m.log.Warn("drop the table a failed create made", "table", table.String(), "err", err)
+		return false
+	}
+	if !dropped {
+		m.log.Info("table a failed create made is kept: another write committed to it", "table", table.String())
+	}
+	return dropped
+}
+
 // explain adds to a failed write's error that the table it created stays.
 func (p writePlan) explain(err error) error {
 	if err == nil || !p.created {
 		return err
 	}
-	return fmt.Errorf("%w (table %s was created by this write and is kept, empty: retry with mode create_append)", err, p.w.Table)
+	return fmt.Errorf("%w (table %s was created by this write and is kept: retry with mode create_append)", err, p.w.Table)
 }
 
 // open opens the write stream: a replace's stream, a stream that knows

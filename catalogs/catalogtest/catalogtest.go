@@ -60,6 +60,10 @@ type Config struct {
 	// fails with ErrFailedPrecondition and nothing becomes visible. It
 	// requires catalogs.TxnStreamWriter.
 	TransactionScoped bool
+	// DropsUnwritten: the backend's catalogs.Uncreator drops a table no
+	// commit has landed on. When false a DropUnwritten that keeps such a
+	// table is accepted; a table with a commit is never dropped either way.
+	DropsUnwritten bool
 	// UnstorableType is a column type CreateTable must refuse with
 	// ErrInvalidArgument naming the column; nil when the backend stores
 	// every Arrow type (the check is then skipped).
@@ -151,6 +155,7 @@ func Run(t *testing.T, h Harness, cfg Config) {
 		{"Scan", s.testScan},
 		{"BadInput", s.testBadInput},
 		{"CreateAndDrop", s.testCreateAndDrop},
+		{"Uncreator", s.testUncreator},
 		{"TableOptions", s.testTableOptions},
 		{"SecurityContext", s.testSecurityContext},
 		{"FilePlanner", s.testFilePlanner},

@@ -443,6 +443,49 @@ func (s suite) testCreateAndDrop(t *testing.T) {
 	wantKind(t, "DropTable(dropped)", tm.DropTable(ctx, id), catalogs.ErrNotFound, id.Name)
 }
 
+// testUncreator: DropUnwritten keeps a table a commit has landed on, and
+// a table it drops is gone: found by no one, created again by the next
+// create, and written to as a new table.
+func (s suite) testUncreator(t *testing.T) {
+	in, id := s.setup(t, "uncreated")
+	u, ok := in.Provider.(catalogs.Uncreator)
+	skipUnless(t, ok, "catalogs.Uncreator")
+	tm, ok := in.Provider.(catalogs.TableManager)
+	skipUnless(t, ok, "catalogs.TableManager")
+	ctx := context.Background()
+	written := createTable(t, in, "uncreated_written")
+	if _, err := in.Provider.Commit(ctx, written, []catalogs.WriteReceipt{write(t, in, written, 0, 5)}); err != nil {
+		t.Fatal(err)
+	}
+	if dropped, err := u.DropUnwritten(ctx, written); err != nil || dropped {
+		t.Fatalf("DropUnwritten(table with a commit) = %v, %v; want kept", dropped, err)
+	}
+	if n := rows(t, in, written); n != 5 {
+		t.Errorf("rows of the kept table = %d, want 5", n)
+	}
+	dropped, err := u.DropUnwritten(ctx, id)
+	if err != nil {
+		t.Fatalf("DropUnwritten(fresh table): %v", err)
+	}
+	if !dropped {
+		if s.cfg.DropsUnwritten {
+			t.Fatal("DropUnwritten(fresh table) kept it; Config.DropsUnwritten is declared")
+		}
+		return
+	}
+	_, err = in.Provider.GetTableSpec(ctx, id)
+	wantKind(t, "GetTableSpec(dropped unwritten)", err, catalogs.ErrNotFound, id.Name)
+	if _, err := tm.CreateTable(ctx, id, Schema); err != nil {
+		t.Fatalf("CreateTable after DropUnwritten: %v", err)
+	}
+	if _, err := in.Provider.Commit(ctx, id, []catalogs.WriteReceipt{write(t, in, id, 10, 3)}); err != nil {
+		t.Fatalf("Commit after DropUnwritten and CreateTable: %v", err)
+	}
+	if n := rows(t, in, id); n != 3 {
+		t.Errorf("rows of the new table = %d, want 3", n)
+	}
+}
+
 // testTableOptions: an option a backend does not take is refused naming
 // it, never ignored, and the refused create leaves no table.
 func (s suite) testTableOptions(t *testing.T) {

@@ -30,6 +30,7 @@ func conformance() catalogtest.Config {
 		StagesFiles: true, CompareAndSwap: true, FieldIDs: true, Snapshots: true, StagedScans: true,
 		Layout:         catalogtest.LayoutOneFilePerBucket,
 		UnstorableType: arrow.FixedWidthTypes.MonthInterval,
+		DropsUnwritten: true,
 	}
 }
 
