@@ -1,7 +1,6 @@
 package delta
 
 import (
-	"net/url"
 	"strings"
 
 	"github.com/flightgw/flightgw/catalogs"
@@ -41,31 +40,9 @@ func parseConfig(props map[string]string) (config, error) {
 			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: unknown key", k)
 		}
 	}
-	w := props[PropWarehouse]
-	switch {
-	case w == "":
-		return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: required", PropWarehouse)
-	case strings.HasPrefix(w, "/"):
-		cfg.root = w
-	case strings.HasPrefix(w, "s3://") || strings.HasPrefix(w, "s3a://"):
-		s3c, err := lake.ParseS3(PropWarehouse, w, props)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.s3 = s3c
-	default:
-		u, err := url.Parse(w)
-		if err != nil || u.Scheme != "file" || !strings.HasPrefix(u.Path, "/") {
-			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: %q is not an absolute path, file:// or s3:// url", PropWarehouse, w)
-		}
-		cfg.root = u.Path
-	}
-	if cfg.s3 == nil {
-		for k := range props {
-			if lake.S3Keys[k] {
-				return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: the warehouse is not on s3", k)
-			}
-		}
+	var err error
+	if cfg.root, cfg.s3, err = lake.ParseWarehouse(PropWarehouse, props); err != nil {
+		return cfg, err
 	}
 	if ns := props[PropCreateNamespaces]; ns != "" {
 		for _, n := range strings.Split(ns, ",") {
@@ -76,7 +53,6 @@ func parseConfig(props map[string]string) (config, error) {
 			cfg.createNamespaces = append(cfg.createNamespaces, n)
 		}
 	}
-	var err error
 	if cfg.commit, cfg.remote, err = lake.ParseCommon(props); err != nil {
 		return cfg, err
 	}

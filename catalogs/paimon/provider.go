@@ -73,14 +73,9 @@ func Open(ctx context.Context, name string, props map[string]string) (*Provider,
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{name: name, cfg: cfg, fs: lake.Local{Root: cfg.root}, now: time.Now,
-		log: slog.Default().With("catalog", name, "backend", Type)}
-	if cfg.s3 != nil {
-		s3fs, err := lake.NewS3(ctx, cfg.s3, cfg.remote)
-		if err != nil {
-			return nil, err
-		}
-		p.fs, p.s3 = s3fs, s3fs
+	p := &Provider{name: name, cfg: cfg, now: time.Now, log: slog.Default().With("catalog", name, "backend", Type)}
+	if p.fs, p.s3, err = lake.OpenStore(ctx, cfg.root, cfg.s3, cfg.remote); err != nil {
+		return nil, err
 	}
 	if cfg.jdbc != nil {
 		if p.meta, err = openMetastore(ctx, name, cfg.jdbc, cfg.remote); err != nil {
