@@ -83,6 +83,9 @@ func TestStarRocksSystemDatabases(t *testing.T) {
 	requireEngine(t)
 	e := startStarRocks(t)
 	e.needStandin()
+	// StarRocks' audit database and table names hold "__": the refusals
+	// below name them, as the client wrote them.
+	e.g.ownUnderscores = append(e.g.ownUnderscores, "starrocks_audit_db__", "starrocks_audit_tbl__")
 	c := e.g.flightClient(t)
 	ctx := context.Background()
 	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 3)), e.opts("people", true)); err != nil {
