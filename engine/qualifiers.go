@@ -20,22 +20,11 @@ func quoteQualifiers(query string, reserved map[string]bool) (string, bool) {
 	var b strings.Builder
 	at := 0
 	for i := 0; i < len(query); {
+		if j := skipLiteral(query, i); j != i {
+			i = j
+			continue
+		}
 		switch c := query[i]; {
-		case c == '\'':
-			escapes := i > 0 && (query[i-1] == 'e' || query[i-1] == 'E') && (i < 2 || !identByte(query[i-2]))
-			i = skipQuoted(query, i, '\'', escapes)
-		case c == '"':
-			i = skipQuoted(query, i, '"', false)
-		case c == '-' && strings.HasPrefix(query[i:], "--"):
-			if j := strings.IndexByte(query[i:], '\n'); j >= 0 {
-				i += j + 1
-			} else {
-				i = len(query)
-			}
-		case c == '/' && strings.HasPrefix(query[i:], "/*"):
-			i = skipBlockComment(query, i)
-		case c == '$' && (i == 0 || !identByte(query[i-1])):
-			i = skipDollar(query, i)
 		case identByte(c) && !(c >= '0' && c <= '9'):
 			j := i
 			for j < len(query) && (identByte(query[j]) || query[j] == '$') {

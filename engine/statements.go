@@ -17,30 +17,15 @@ func Statements(query string) []string {
 		}
 	}
 	for i := 0; i < len(query); {
-		switch c := query[i]; {
-		case c == ';':
-			add(i)
-			i++
-			start = i
-		case c == '\'':
-			// E'...' takes backslash escapes; '' is a quote in any string.
-			escapes := i > 0 && (query[i-1] == 'e' || query[i-1] == 'E') && (i < 2 || !identByte(query[i-2]))
-			i = skipQuoted(query, i, '\'', escapes)
-		case c == '"':
-			i = skipQuoted(query, i, '"', false)
-		case c == '-' && strings.HasPrefix(query[i:], "--"):
-			if j := strings.IndexByte(query[i:], '\n'); j >= 0 {
-				i += j + 1
-			} else {
-				i = len(query)
-			}
-		case c == '/' && strings.HasPrefix(query[i:], "/*"):
-			i = skipBlockComment(query, i)
-		case c == '$' && (i == 0 || !identByte(query[i-1])):
-			i = skipDollar(query, i)
-		default:
-			i++
+		if j := skipLiteral(query, i); j != i {
+			i = j
+			continue
 		}
+		if query[i] == ';' {
+			add(i)
+			start = i + 1
+		}
+		i++
 	}
 	add(len(query))
 	return out
@@ -60,6 +45,31 @@ func StatementKinds(query string) []string {
 
 func identByte(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+}
+
+// skipLiteral returns where the string literal, quoted name, comment or
+// dollar-quoted text that starts at query[i] ends, or i when none starts
+// there: the one rule by which Statements and quoteQualifiers step over
+// what is not SQL code.
+func skipLiteral(query string, i int) int {
+	switch c := query[i]; {
+	case c == '\'':
+		// E'...' takes backslash escapes; '' is a quote in any string.
+		escapes := i > 0 && (query[i-1] == 'e' || query[i-1] == 'E') && (i < 2 || !identByte(query[i-2]))
+		return skipQuoted(query, i, '\'', escapes)
+	case c == '"':
+		return skipQuoted(query, i, '"', false)
+	case c == '-' && strings.HasPrefix(query[i:], "--"):
+		if j := strings.IndexByte(query[i:], '\n'); j >= 0 {
+			return i + j + 1
+		}
+		return len(query)
+	case c == '/' && strings.HasPrefix(query[i:], "/*"):
+		return skipBlockComment(query, i)
+	case c == '$' && (i == 0 || !identByte(query[i-1])):
+		return skipDollar(query, i)
+	}
+	return i
 }
 
 // skipQuoted returns the index past the literal opening at i, which is
