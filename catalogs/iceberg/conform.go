@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	ice "github.com/apache/iceberg-go"
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/internal/arrowconv"
@@ -15,16 +16,18 @@ import (
 // and types (arrowconv.Conform). Every column must be present, none may be
 // extra, each type must be the table's or one that converts without loss
 // of meaning (narrower ints, large strings, other timestamp units), and a
-// non-nullable column may hold no null. Errors are ErrInvalidArgument and
-// name the column. The caller releases the result.
-func conform(ctx context.Context, tbl string, target *arrow.Schema, batch arrow.RecordBatch) (out arrow.RecordBatch, err error) {
+// non-nullable column may hold no null. A finer timestamp than the
+// column's converts only without loss, unless the table's property
+// PropTruncateNanos is true. Errors are ErrInvalidArgument and name the
+// column. The caller releases the result.
+func conform(ctx context.Context, tbl string, target *arrow.Schema, props ice.Properties, batch arrow.RecordBatch) (out arrow.RecordBatch, err error) {
 	if batch == nil {
 		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: batch is nil", tbl)
 	}
 	err = protect(catalogs.ErrInvalidArgument, fmt.Sprintf("table %s: batch", tbl), func() error {
-		out, err = arrowconv.Conform(ctx, target, batch, func(name string) error {
+		out, err = arrowconv.ConformWith(ctx, target, batch, func(name string) error {
 			return fmt.Errorf("column %q is not in the table (columns: %v)", name, columnNames(target))
-		})
+		}, arrowconv.Options{TruncateTime: props.GetBool(PropTruncateNanos, false)})
 		if err != nil {
 			return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: %w", tbl, err)
 		}
@@ -32,3 +35,10 @@ func conform(ctx context.Context, tbl string, target *arrow.Schema, batch arrow.
 	})
 	return out, err
 }
+
+// PropTruncateNanos is the table property (set at create, as an ingest
+// option) that lets a write into a timestamp column of microseconds drop
+// the sub-microsecond digits of nanosecond values, as pyiceberg's
+// downcast-ns-timestamp-to-us-on-write does. Without it such a value is
+// refused, naming it; a table of format version 3 keeps nanoseconds.
+const PropTruncateNanos = "flightgw.write.truncate-timestamp-nanos"

@@ -156,7 +156,7 @@ func TestHostileNamesTouchNothing(t *testing.T) {
 // sharing the catalog (or an edit of its database) could.
 func register(t *testing.T, p *Provider, name, loc string) catalogs.TableIdent {
 	t.Helper()
-	sc, err := icebergSchema(oneColumn)
+	sc, err := icebergSchema(oneColumn, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

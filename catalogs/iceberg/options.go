@@ -113,6 +113,7 @@ var tableProps = map[string]propKind{
 	"write.update.isolation-level":                        oneOf("serializable", "snapshot"),
 	"write.merge.isolation-level":                         oneOf("serializable", "snapshot"),
 	"write.spark.fanout.enabled":                          boolean,
+	PropTruncateNanos:                                     boolean,
 	"write.spark.accept-any-schema":                       boolean,
 	table.CommitNumRetriesKey:                             intAtLeast(0),
 	table.CommitMinRetryWaitMsKey:                         intAtLeast(0),
@@ -163,8 +164,20 @@ func refusedProp(k string) string {
 }
 
 // formatVersions are the format versions a created table may have: the
-// gateway's write and commit paths are those of v1 and v2 tables.
+// gateway's commit paths are those of v1 and v2 tables (a v3 commit must
+// give each added data file its first_row_id from the table's next-row-id,
+// again on every retry).
 var formatVersions = []string{"1", "2"}
+
+// createdVersion is the format version a create with these options gives
+// the table: the option's, else iceberg-go's default (2). A bad value is
+// parseTableOptions' to refuse; here it counts as the default.
+func createdVersion(opts map[string]string) int {
+	if v, err := strconv.Atoi(strings.TrimSpace(opts[OptFormatVersion])); err == nil && v > 0 {
+		return v
+	}
+	return table.DefaultFormatVersion
+}
 
 // parseTableOptions validates a create's options against the schema sc
 // the table gets (with the field ids icebergSchema gave it).

@@ -18,7 +18,7 @@ func TestParseTableOptions(t *testing.T) {
 		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
 		{Name: "d", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
 		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
-	}, nil))
+	}, nil), 2)
 	if err != nil {
 		t.Fatal(err)
 	}

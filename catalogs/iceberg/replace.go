@@ -73,11 +73,11 @@ func (p *Provider) OpenReplaceStream(ctx context.Context, t catalogs.TableIdent,
 	if err != nil {
 		return nil, err
 	}
-	want, err := icebergSchema(schema)
+	meta := tbl.Metadata()
+	want, err := icebergSchema(schema, meta.Version())
 	if err != nil {
 		return nil, fmt.Errorf("table %s: %w", t, err)
 	}
-	meta := tbl.Metadata()
 	cur := meta.CurrentSchema()
 	var sc *ice.Schema
 	err = protect(catalogs.ErrInvalidArgument, fmt.Sprintf("table %s: assign field ids", t), func() error {

@@ -19,12 +19,14 @@ import (
 // int64, uint32 → long (int64); float32, float64; utf8 and large_utf8 →
 // string; binary and large_binary → binary; fixed_size_binary → fixed;
 // decimal (precision ≤ 38) → decimal; date32 and date64 → date;
-// time64[us] → time; timestamp in s, ms, us or ns → timestamp in us
-// (sub-microsecond digits are truncated on write), with a zone → timestamptz;
+// time64[us] → time; timestamp in s, ms or us → timestamp in us, with a
+// zone → timestamptz; timestamp in ns → timestamp_ns (timestamptz_ns) on a
+// table of format version 3 (nanos), and timestamp in us below it, where a
+// write refuses a value with sub-microsecond digits (internal/arrowconv);
 // list, large_list, fixed_size_list → list; struct; map. Everything else
 // (uint64, float16, durations, intervals, unions, dictionaries, null) is
 // rejected, since Iceberg cannot hold it without losing values.
-func storedType(path string, dt arrow.DataType) (arrow.DataType, error) {
+func storedType(path string, dt arrow.DataType, nanos bool) (arrow.DataType, error) {
 	bad := func(why string) error {
 		return catalogs.Errorf(catalogs.ErrInvalidArgument, "column %q: arrow type %s %s", path, dt, why)
 	}
@@ -50,21 +52,25 @@ func storedType(path string, dt arrow.DataType) (arrow.DataType, error) {
 		}
 		return dt, nil
 	case *arrow.TimestampType:
-		if t.TimeZone == "" {
-			return &arrow.TimestampType{Unit: arrow.Microsecond}, nil
+		unit := arrow.Microsecond
+		if nanos && t.Unit == arrow.Nanosecond {
+			unit = arrow.Nanosecond
 		}
-		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nil
+		if t.TimeZone == "" {
+			return &arrow.TimestampType{Unit: unit}, nil
+		}
+		return &arrow.TimestampType{Unit: unit, TimeZone: "UTC"}, nil
 	case arrow.DecimalType:
 		if t.GetPrecision() > 38 || t.GetPrecision() < 1 {
 			return nil, bad("has a precision Iceberg cannot hold (at most 38)")
 		}
 		return &arrow.Decimal128Type{Precision: t.GetPrecision(), Scale: t.GetScale()}, nil
 	case *arrow.ListType:
-		return storedList(path, t.ElemField())
+		return storedList(path, t.ElemField(), nanos)
 	case *arrow.LargeListType:
-		return storedList(path, t.ElemField())
+		return storedList(path, t.ElemField(), nanos)
 	case *arrow.FixedSizeListType:
-		return storedList(path, t.ElemField())
+		return storedList(path, t.ElemField(), nanos)
 	case *arrow.StructType:
 		if t.NumFields() == 0 {
 			return nil, bad("has no fields")
@@ -76,7 +82,7 @@ func storedType(path string, dt arrow.DataType) (arrow.DataType, error) {
 				return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "column %q: field name %q is empty or repeated", path, f.Name)
 			}
 			seen[f.Name] = true
-			ft, err := storedType(path+"."+f.Name, f.Type)
+			ft, err := storedType(path+"."+f.Name, f.Type, nanos)
 			if err != nil {
 				return nil, err
 			}
@@ -84,11 +90,11 @@ func storedType(path string, dt arrow.DataType) (arrow.DataType, error) {
 		}
 		return arrow.StructOf(fields...), nil
 	case *arrow.MapType:
-		kt, err := storedType(path+".key", t.KeyType())
+		kt, err := storedType(path+".key", t.KeyType(), nanos)
 		if err != nil {
 			return nil, err
 		}
-		vt, err := storedType(path+".value", t.ItemField().Type)
+		vt, err := storedType(path+".value", t.ItemField().Type, nanos)
 		if err != nil {
 			return nil, err
 		}
@@ -105,8 +111,8 @@ func storedType(path string, dt arrow.DataType) (arrow.DataType, error) {
 	}
 }
 
-func storedList(path string, elem arrow.Field) (arrow.DataType, error) {
-	et, err := storedType(path+".element", elem.Type)
+func storedList(path string, elem arrow.Field, nanos bool) (arrow.DataType, error) {
+	et, err := storedType(path+".element", elem.Type, nanos)
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +120,9 @@ func storedList(path string, elem arrow.Field) (arrow.DataType, error) {
 }
 
 // icebergSchema converts an Arrow schema to a fresh Iceberg schema with
-// field ids assigned, naming the first column that cannot be stored.
-func icebergSchema(sc *arrow.Schema) (*ice.Schema, error) {
+// field ids assigned, for a table of the given format version, naming the
+// first column that cannot be stored.
+func icebergSchema(sc *arrow.Schema, formatVersion int) (*ice.Schema, error) {
 	if sc == nil || sc.NumFields() == 0 {
 		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "schema has no columns")
 	}
@@ -129,7 +136,7 @@ func icebergSchema(sc *arrow.Schema) (*ice.Schema, error) {
 			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "column %q: appears twice", f.Name)
 		}
 		seen[f.Name] = true
-		t, err := storedType(f.Name, f.Type)
+		t, err := storedType(f.Name, f.Type, formatVersion >= 3)
 		if err != nil {
 			return nil, err
 		}
@@ -137,7 +144,7 @@ func icebergSchema(sc *arrow.Schema) (*ice.Schema, error) {
 	}
 	var out *ice.Schema
 	err := protect(catalogs.ErrInvalidArgument, "convert schema", func() (err error) {
-		out, err = table.ArrowSchemaToIcebergWithFreshIDs(arrow.NewSchema(fields, nil), true)
+		out, err = table.ArrowSchemaToIcebergWithFreshIDs(arrow.NewSchema(fields, nil), false)
 		return err
 	})
 	if err != nil {

@@ -36,7 +36,7 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent, tbl *t
 	if err != nil {
 		return nil, mapErr(err, fmt.Sprintf("table %s: schema", t))
 	}
-	s := &stream{ident: t, target: target, replace: rep, in: make(chan arrow.RecordBatch, 1)}
+	s := &stream{ident: t, target: target, props: tbl.Properties(), replace: rep, in: make(chan arrow.RecordBatch, 1)}
 	// The writer outlives the OpenStream call: it stops on Close or Abort,
 	// not when ctx ends.
 	s.w = p.newFileWriter(context.WithoutCancel(ctx), t, tbl, target)
@@ -56,6 +56,7 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent, tbl *t
 type stream struct {
 	ident  catalogs.TableIdent
 	target *arrow.Schema
+	props  ice.Properties // the table's, for conform
 	// replace is set when the stream writes under a new schema.
 	replace *replacement
 	w       *fileWriter
@@ -72,7 +73,7 @@ func (s *stream) Write(ctx context.Context, batch arrow.RecordBatch) error {
 	if s.closed {
 		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: write on a closed stream", s.ident)
 	}
-	rec, err := conform(ctx, s.ident.String(), s.target, batch)
+	rec, err := conform(ctx, s.ident.String(), s.target, s.props, batch)
 	if err != nil {
 		return err
 	}

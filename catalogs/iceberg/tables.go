@@ -34,7 +34,7 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 
 // CheckTableOptions implements catalogs.TableOptionsCreator.
 func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema, options map[string]string) error {
-	sc, err := icebergSchema(schema)
+	sc, err := icebergSchema(schema, createdVersion(options))
 	if err != nil {
 		return fmt.Errorf("table %s: %w", t, err)
 	}
@@ -56,7 +56,7 @@ func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableI
 	if err != nil {
 		return catalogs.TableSpec{}, err
 	}
-	sc, err := icebergSchema(schema)
+	sc, err := icebergSchema(schema, createdVersion(options))
 	if err != nil {
 		return catalogs.TableSpec{}, fmt.Errorf("table %s: %w", t, err)
 	}

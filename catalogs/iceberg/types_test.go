@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/iceberg"
 )
 
 // wide has a column of every Arrow type the backend maps, in the client's
@@ -59,7 +60,9 @@ func TestWideSchemaRoundTrip(t *testing.T) {
 	p, _ := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "wide"}
-	spec, err := p.CreateTable(ctx, id, wide)
+	// The row's ts_ns has digits below a microsecond: a v2 table takes
+	// them only with the truncation property (TestNanosecondTimestamps).
+	spec, err := p.CreateTableWithOptions(ctx, id, wide, map[string]string{iceberg.PropTruncateNanos: "true"})
 	if err != nil {
 		t.Fatalf("CreateTable: %v", err)
 	}
@@ -150,5 +153,72 @@ func TestCreateTableRejectsTypes(t *testing.T) {
 		arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}}, nil))
 	if !errors.Is(err, catalogs.ErrNotFound) {
 		t.Errorf("CreateTable in a missing namespace = %v, want ErrNotFound", err)
+	}
+}
+
+// TestNanosecondTimestamps: a v2 table refuses a nanosecond value that
+// would lose digits, naming the column and the value, and takes one
+// without sub-microsecond digits.
+func TestNanosecondTimestamps(t *testing.T) {
+	p, _ := openLocal(t, nil)
+	ctx := context.Background()
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}, Nullable: true},
+		{Name: "tz", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}, Nullable: true},
+	}, nil)
+	batch := func(ts string) arrow.RecordBatch {
+		rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader(
+			`[{"id": 1, "ts": "`+ts+`", "tz": "`+ts+`Z"}, {"id": 2, "ts": null, "tz": null}]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	write := func(id catalogs.TableIdent, ts string) error {
+		rec := batch(ts)
+		defer rec.Release()
+		r, err := p.WriteBatch(ctx, id, rec)
+		if err != nil {
+			return err
+		}
+		_, err = p.Commit(ctx, id, []catalogs.WriteReceipt{r})
+		return err
+	}
+	read := func(id catalogs.TableIdent) []string {
+		res, err := p.Scan(ctx, id, catalogs.ScanRequest{Columns: []string{"ts", "tz"},
+			Filters: []catalogs.Filter{{Column: "id", Op: catalogs.OpEq, Values: []any{int64(1)}}}})
+		if err != nil {
+			t.Fatalf("Scan: %v", err)
+		}
+		defer res.Reader.Release()
+		var got []string
+		for res.Reader.Next() {
+			b := res.Reader.RecordBatch()
+			for c := range int(b.NumCols()) {
+				got = append(got, b.Column(c).DataType().String()+" "+b.Column(c).ValueStr(0))
+			}
+		}
+		if err := res.Reader.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	const fine = "2024-01-02T03:04:05.123456789"
+
+	v2 := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "ns_v2"}
+	if _, err := p.CreateTable(ctx, v2, sc); err != nil {
+		t.Fatalf("create v2: %v", err)
+	}
+	err := write(v2, fine)
+	if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), `column "ts"`) ||
+		!strings.Contains(err.Error(), "2024-01-02T03:04:05.123456789") {
+		t.Fatalf("v2 write of nanoseconds = %v, want InvalidArgument naming column ts and the value", err)
+	}
+	if err := write(v2, "2024-01-02T03:04:05.123456"); err != nil {
+		t.Fatalf("v2 write of whole microseconds in a ns batch: %v", err)
+	}
+	if got := strings.Join(read(v2), "; "); !strings.Contains(got, "timestamp[us] 2024-01-02T03:04:05.123456") {
+		t.Errorf("v2 read back %q", got)
 	}
 }

@@ -64,7 +64,7 @@ func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch 
 	if err != nil {
 		return catalogs.WriteReceipt{}, mapErr(err, fmt.Sprintf("table %s: schema", t))
 	}
-	rec, err := conform(ctx, t.String(), target, batch)
+	rec, err := conform(ctx, t.String(), target, tbl.Properties(), batch)
 	if err != nil {
 		return catalogs.WriteReceipt{}, err
 	}

@@ -23,9 +23,25 @@ import (
 // nullability, or one that converts without loss of meaning (narrower
 // ints, float32, large or view strings and binaries, other timestamp
 // units, date64, a wider decimal), and a non-nullable column (or a
-// required field of a struct) may hold no null. The caller releases the
-// result. arrow-go may panic on a malformed array: the caller recovers.
+// required field of a struct) may hold no null. A timestamp of a finer
+// unit than the table's converts only when no value has digits below the
+// table's unit (a value that would change is refused, named), unless
+// Options.TruncateTime. The caller releases the result. arrow-go may
+// panic on a malformed array: the caller recovers.
 func Conform(ctx context.Context, target *arrow.Schema, batch arrow.RecordBatch, unknown func(name string) error) (arrow.RecordBatch, error) {
+	return ConformWith(ctx, target, batch, unknown, Options{})
+}
+
+// Options are the conversions a table allows beyond the lossless ones.
+type Options struct {
+	// TruncateTime lets a timestamp finer than the table's column lose its
+	// extra digits (rounded toward zero, as arrow-go's cast does) instead
+	// of being refused.
+	TruncateTime bool
+}
+
+// ConformWith is Conform with the table's Options.
+func ConformWith(ctx context.Context, target *arrow.Schema, batch arrow.RecordBatch, unknown func(name string) error, o Options) (arrow.RecordBatch, error) {
 	in := batch.Schema()
 	index := make(map[string]int, in.NumFields())
 	for i, f := range in.Fields() {
@@ -48,7 +64,7 @@ func Conform(ctx context.Context, target *arrow.Schema, batch arrow.RecordBatch,
 		if !ok {
 			return nil, fmt.Errorf("column %q is missing from the batch", f.Name)
 		}
-		col, err := column(ctx, f.Name, batch.Column(i), f.Type)
+		col, err := column(ctx, f.Name, batch.Column(i), f.Type, o)
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +77,7 @@ func Conform(ctx context.Context, target *arrow.Schema, batch arrow.RecordBatch,
 }
 
 // column returns col, named name, as type want (a new reference).
-func column(ctx context.Context, name string, col arrow.Array, want arrow.DataType) (arrow.Array, error) {
+func column(ctx context.Context, name string, col arrow.Array, want arrow.DataType, o Options) (arrow.Array, error) {
 	have := col.DataType()
 	if sameShape(have, want) {
 		d := retype(col.Data(), want)
@@ -72,7 +88,12 @@ func column(ctx context.Context, name string, col arrow.Array, want arrow.DataTy
 		return nil, fmt.Errorf("column %q: type %s does not match the table's %s", name, have, want)
 	}
 	opts := compute.SafeCastOptions(want)
-	opts.AllowTimeTruncate = true // ns → us drops the sub-microsecond digits
+	opts.AllowTimeTruncate = o.TruncateTime
+	if !o.TruncateTime {
+		if err := lostDigits(name, col, want); err != nil {
+			return nil, err
+		}
+	}
 	// On a goroutine of arrow-go's: see internal/recovered's package doc
 	// for why its kernels are safe here.
 	out, err := compute.CastArray(ctx, col, opts)
@@ -80,6 +101,33 @@ func column(ctx context.Context, name string, col arrow.Array, want arrow.DataTy
 		return nil, fmt.Errorf("column %q: cannot convert %s to %s: %v", name, have, want, err)
 	}
 	return out, nil
+}
+
+// lostDigits refuses a timestamp column finer than want when a value has
+// digits below want's unit, naming the first such value: a write keeps
+// every value it acknowledges, and arrow-go's own error says only "would
+// lose data".
+func lostDigits(name string, col arrow.Array, want arrow.DataType) error {
+	ts, ok := col.(*array.Timestamp)
+	w, wok := want.(*arrow.TimestampType)
+	if !ok || !wok {
+		return nil
+	}
+	h := ts.DataType().(*arrow.TimestampType)
+	factor := int64(1)
+	for u := w.Unit; u < h.Unit; u++ {
+		factor *= 1000
+	}
+	if factor == 1 {
+		return nil
+	}
+	for i := range ts.Len() {
+		if ts.IsValid(i) && int64(ts.Value(i))%factor != 0 {
+			return fmt.Errorf("column %q: value %s (row %d) has digits below the table's %s precision: storing it would change it",
+				name, ts.ValueStr(i), i, w.Unit)
+		}
+	}
+	return nil
 }
 
 // sameShape reports whether have and want have the same physical layout,
