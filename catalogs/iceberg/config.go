@@ -37,6 +37,10 @@ const (
 	PropCreateNamespaces = "create-namespaces"
 	// PropTargetFileSize is the data file size a stream rolls at, in bytes.
 	PropTargetFileSize = "write.target-file-size-bytes"
+	// PropMaxOpenFiles bounds the data files one upload into a
+	// partitioned table keeps open at once (DefaultMaxOpenFiles); an
+	// upload touching more partitions is written in passes (partcount.go).
+	PropMaxOpenFiles = "write.max-open-files"
 	// PropCommitGroupEnabled turns group commit on (default) or off:
 	// concurrent commits to one table from this gateway are merged into
 	// one snapshot per round.
@@ -92,6 +96,7 @@ type config struct {
 	warehouse        string
 	createNamespaces [][]string
 	targetFileSize   int64
+	maxOpenFiles     int
 	commit           lake.Retry
 	group            groupPolicy
 	remote           catalogs.RemotePolicy
@@ -125,10 +130,11 @@ func parseConfig(props map[string]string) (config, error) {
 	cfg := config{
 		catalogType:    TypeSQL,
 		targetFileSize: lake.DefaultTargetFileSize,
+		maxOpenFiles:   DefaultMaxOpenFiles,
 		group:          groupPolicy{enabled: true, maxMembers: 1000},
 		passthrough:    map[string]string{},
 	}
-	own := map[string]bool{PropTargetFileSize: true, PropCommitGroupEnabled: true, PropCommitGroupMaxMembers: true}
+	own := map[string]bool{PropTargetFileSize: true, PropMaxOpenFiles: true, PropCommitGroupEnabled: true, PropCommitGroupMaxMembers: true}
 	for k := range props {
 		ours := strings.HasPrefix(k, "remote.") || strings.HasPrefix(k, "commit.retry.") || strings.HasPrefix(k, "commit.group.")
 		if lake.CommonKeys[k] {
@@ -184,6 +190,7 @@ func parseConfig(props map[string]string) (config, error) {
 	}
 	err = lake.ParseInts(props,
 		lake.IntProp{Key: PropTargetFileSize, Min: 1 << 10, Set: func(v int64) { cfg.targetFileSize = v }},
+		lake.IntProp{Key: PropMaxOpenFiles, Min: 1, Set: func(v int64) { cfg.maxOpenFiles = int(v) }},
 		lake.IntProp{Key: PropCommitGroupMaxMembers, Min: 1, Set: func(v int64) { cfg.group.maxMembers = int(v) }})
 	if err != nil {
 		return cfg, err

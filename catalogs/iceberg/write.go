@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -102,6 +103,7 @@ type fileWriter struct {
 	tbl    *table.Table
 	target *arrow.Schema
 	id     uuid.UUID
+	ids    []uuid.UUID // of the passes after the first (passes)
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -172,23 +174,8 @@ func (w *fileWriter) run(batches iter.Seq2[arrow.RecordBatch, error]) {
 			// partitioned writer can lose the error of a partition's
 			// writer (see guardWrites), and with it that partition's rows.
 			var sent int64
-			counted := func(yield func(arrow.RecordBatch, error) bool) {
-				for b, err := range batches {
-					if b != nil {
-						sent += b.NumRows()
-					}
-					if !yield(b, err) {
-						return
-					}
-				}
-			}
-			for df, err := range table.WriteRecords(w.ctx, w.tbl, w.target, counted,
-				table.WithTargetFileSize(w.p.cfg.targetFileSize), table.WithWriteUUID(w.id),
-				table.WithRecordBatchBufferSize(2)) {
-				if err != nil {
-					return err
-				}
-				w.files = append(w.files, df)
+			if err := w.passes(batches, &sent); err != nil {
+				return err
 			}
 			if err := w.refused.get(); err != nil {
 				return err
@@ -203,6 +190,82 @@ func (w *fileWriter) run(batches iter.Seq2[arrow.RecordBatch, error]) {
 			return nil
 		})
 	}()
+}
+
+// passes writes batches with WriteRecords in passes of at most
+// cfg.maxOpenFiles partitions each (partcount.go), counting the rows sent
+// into *sent.
+func (w *fileWriter) passes(batches iter.Seq2[arrow.RecordBatch, error], sent *int64) error {
+	counter := newPartitionCounter(w.tbl.Spec(), w.tbl.Schema(), w.p.cfg.maxOpenFiles)
+	next, stop := iter.Pull2(batches)
+	defer stop()
+	var carry arrow.RecordBatch // the rows of a batch the last pass had no room for
+	defer func() {
+		if carry != nil {
+			carry.Release()
+		}
+	}()
+	for i := 0; ; i++ {
+		ended := false
+		pass := func(yield func(arrow.RecordBatch, error) bool) {
+			if counter != nil {
+				counter.reset()
+			}
+			for {
+				b := carry
+				carry = nil
+				if b == nil {
+					var err error
+					var ok bool
+					if b, err, ok = next(); !ok {
+						return
+					} else if err != nil {
+						yield(nil, err)
+						return
+					}
+				}
+				if b != nil && counter != nil {
+					if n := counter.fits(b); n < b.NumRows() {
+						ended = true
+						carry = b.NewSlice(n, b.NumRows())
+						head := b.NewSlice(0, n)
+						b.Release()
+						if n == 0 {
+							head.Release()
+							return
+						}
+						*sent += n
+						yield(head, nil)
+						return
+					}
+				}
+				if b != nil {
+					*sent += b.NumRows()
+				}
+				if !yield(b, nil) {
+					return
+				}
+			}
+		}
+		id := w.id
+		if i > 0 {
+			// Each pass names its files after its own id: iceberg-go numbers
+			// them from zero on every call.
+			id = uuid.New()
+			w.ids = append(w.ids, id)
+		}
+		for df, err := range table.WriteRecords(w.ctx, w.tbl, w.target, pass,
+			table.WithTargetFileSize(w.p.cfg.targetFileSize), table.WithWriteUUID(id),
+			table.WithRecordBatchBufferSize(2)) {
+			if err != nil {
+				return err
+			}
+			w.files = append(w.files, df)
+		}
+		if !ended {
+			return nil
+		}
+	}
 }
 
 // wait waits for the writer and, on failure, removes what it wrote.
@@ -247,7 +310,9 @@ func (w *fileWriter) cleanup(ctx context.Context, files []ice.DataFile) {
 	root := dataRoot(w.tbl)
 	var stray []string
 	_ = l.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && d != nil && !d.IsDir() && strings.Contains(path, w.id.String()) {
+		if err == nil && d != nil && !d.IsDir() && slices.ContainsFunc(append([]uuid.UUID{w.id}, w.ids...), func(id uuid.UUID) bool {
+			return strings.Contains(path, id.String())
+		}) {
 			stray = append(stray, path)
 		}
 		return nil
