@@ -342,7 +342,13 @@ func (r *round) prepare(ctx context.Context, tbl *table.Table) {
 	var inTable map[string]int64
 	if !r.overwrite && len(cands) > 0 {
 		var err error
-		if inTable, err = referenced(ctx, tbl, cands); err != nil {
+		want := map[string]bool{}
+		for _, m := range cands {
+			for _, df := range m.dfs {
+				want[df.FilePath()] = true
+			}
+		}
+		if inTable, err = referenced(ctx, tbl, want); err != nil {
 			for _, m := range cands {
 				m.finish(catalogs.CommitOutcome{}, mapErr(err, fmt.Sprintf("table %s: commit: read manifests", r.t)))
 			}
@@ -507,22 +513,19 @@ func addedFiles(ctx context.Context, tbl *table.Table, s *table.Snapshot) (map[s
 	return out, err
 }
 
-// referenced returns which of the members' files the table's current
+// referenced returns which of the files in want the table's current
 // snapshot already holds, each with the snapshot that added it (a plain
 // Commit repeated with the same receipts, or another process's commit of
-// the same files that won the compare-and-swap this round lost),
-// so that such a member fails alone instead of failing its round: one
-// read of the current manifests, as iceberg-go's own check makes.
-func referenced(ctx context.Context, tbl *table.Table, ms []*member) (map[string]int64, error) {
+// the same files that won the compare-and-swap this attempt lost): the
+// floor's file check (lake.Committer.Claimed) on Iceberg metadata, one
+// read of the current manifests, as iceberg-go's own duplicate check
+// makes, which the attempts therefore skip. The current snapshot holds
+// every file that landed since any base, so a landed file is found
+// whichever replica's snapshot added it.
+func referenced(ctx context.Context, tbl *table.Table, want map[string]bool) (map[string]int64, error) {
 	cur := tbl.CurrentSnapshot()
-	if cur == nil {
+	if cur == nil || len(want) == 0 {
 		return nil, nil
-	}
-	want := map[string]bool{}
-	for _, m := range ms {
-		for _, df := range m.dfs {
-			want[df.FilePath()] = true
-		}
 	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {

@@ -120,10 +120,37 @@ func (m *multiRound) Landed(ctx context.Context, tbls []*table.Table) (bool, err
 	return done, err
 }
 
-// Claimed has nothing to find: each table's change is staged with
-// iceberg-go's duplicate check, which refuses a file its current snapshot
-// holds.
-func (m *multiRound) Claimed(context.Context, []*table.Table, []*table.Table, bool) (string, int64, error) {
+// Claimed is the file check: the first data file an appending table's
+// current snapshot already holds (another replica's commit of the same
+// receipts under another id won, or landed before) refuses the whole
+// commit with lake.Claimed naming that table, the file and the snapshot.
+// iceberg-go's own duplicate check, which would call it an existing
+// file, is skipped by stage: this one read the same manifests. An
+// overwrite replaces whatever the table holds, so its files are not
+// checked (as in a group-commit round).
+func (m *multiRound) Claimed(ctx context.Context, _, tbls []*table.Table, _ bool) (string, int64, error) {
+	for i, t := range m.tables {
+		if t.Mode == catalogs.ModeOverwrite {
+			continue
+		}
+		want := map[string]bool{}
+		for _, rm := range m.rms[i] {
+			for _, f := range rm.Files {
+				want[f.Path] = true
+			}
+		}
+		in, err := referenced(ctx, tbls[i], want)
+		if err != nil {
+			return "", 0, mapErr(err, fmt.Sprintf("table %s: commit %s: read manifests", t.Table, m.commitID))
+		}
+		for _, rm := range m.rms[i] {
+			for _, f := range rm.Files {
+				if snap, ok := in[f.Path]; ok {
+					return "", 0, lake.Claimed("table "+t.Table.String(), m.commitID, f.Path, snap)
+				}
+			}
+		}
+	}
 	return "", 0, nil
 }
 
@@ -369,7 +396,8 @@ func stage(ctx context.Context, tbl *table.Table, commitID string, files []ice.D
 				}
 			}
 		} else if len(files) > 0 {
-			if err := txn.AddDataFiles(ctx, files, props); err != nil {
+			// multiRound.Claimed checked these files against tbl.
+			if err := txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck()); err != nil {
 				return err
 			}
 		}
