@@ -2,7 +2,6 @@ package iceberg
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -187,7 +186,7 @@ func (m *multiRound) Attempt(ctx context.Context, tbls []*table.Table) error {
 		return mapErr(err, fmt.Sprintf("tables %s: commit", tableNames(m.tables)))
 	}
 	for _, s := range staged {
-		if list, id := addedManifestList(s.commit.Updates); list != "" {
+		if id, list := addedSnapshot(s.commit.Updates); list != "" {
 			p.dropOrphans(context.WithoutCancel(ctx), s.tbl, list, id)
 		}
 	}
@@ -344,7 +343,7 @@ func (p *Provider) stageAll(ctx context.Context, commitID string, tables []catal
 	var out []stagedCommit
 	fail := func(err error) ([]stagedCommit, error) {
 		for _, s := range out {
-			if list, id := addedManifestList(s.commit.Updates); list != "" {
+			if id, list := addedSnapshot(s.commit.Updates); list != "" {
 				p.dropOrphans(context.WithoutCancel(ctx), s.tbl, list, id)
 			}
 		}
@@ -433,28 +432,6 @@ func (p *Provider) committed(ctx context.Context, commitID string, tables []cata
 		}
 	}
 	return out, nil
-}
-
-// addedManifestList finds the manifest list of the snapshot an update set
-// adds (the update types are internal to iceberg-go; their JSON is not).
-func addedManifestList(ups []table.Update) (string, int64) {
-	for _, u := range ups {
-		b, err := json.Marshal(u)
-		if err != nil {
-			continue
-		}
-		var v struct {
-			Action   string `json:"action"`
-			Snapshot struct {
-				ID           int64  `json:"snapshot-id"`
-				ManifestList string `json:"manifest-list"`
-			} `json:"snapshot"`
-		}
-		if json.Unmarshal(b, &v) == nil && v.Action == "add-snapshot" {
-			return v.Snapshot.ManifestList, v.Snapshot.ID
-		}
-	}
-	return "", 0
 }
 
 // dropOrphans deletes the manifest list of a commit attempt that lost and

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -302,16 +303,6 @@ func (p *Provider) ListTables(ctx context.Context, namespace []string) ([]catalo
 		}
 		out = append(out, catalogs.TableIdent{Catalog: p.name, Namespace: slices.Clone(id[:len(id)-1]), Name: id[len(id)-1]})
 	}
-	slices.SortFunc(out, func(a, b catalogs.TableIdent) int { return cmpStr(a.Key(), b.Key()) })
+	slices.SortFunc(out, func(a, b catalogs.TableIdent) int { return strings.Compare(a.Key(), b.Key()) })
 	return out, nil
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
