@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -186,5 +189,77 @@ func TestPyIcebergReadsReplace(t *testing.T) {
 	}
 	if !slices.Equal(after.Columns, []string{"id", "label"}) || after.Rows != 3 || !slices.Equal(after.IDs, []int64{100, 101, 102}) {
 		t.Errorf("pyiceberg reads %+v, want columns id, label and ids 100..102", after)
+	}
+}
+
+// TestPyIcebergReadsRacedCommitOnce: two replicas (two providers on one
+// embedded catalog) commit the same receipts under two commit ids at the
+// same instant; one lands, the other is ErrFailedPrecondition, and
+// pyiceberg reads each row once, in one snapshot.
+func TestPyIcebergReadsRacedCommitOnce(t *testing.T) {
+	py := pyiceberg(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	var reps []*iceberg.Provider
+	for range 2 {
+		p, err := iceberg.OpenEmbedded(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		reps = append(reps, p)
+	}
+	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: "raced"}
+	if _, err := reps[0].CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		t.Fatal(err)
+	}
+	b := catalogtest.Batch(0, 10)
+	r, err := reps[0].WriteBatch(ctx, id, b)
+	b.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start, done sync.WaitGroup
+	start.Add(1)
+	errs := make([]error, len(reps))
+	for i, p := range reps {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			start.Wait()
+			_, errs[i] = p.CommitOnce(ctx, id, fmt.Sprintf("replica-%d", i), []catalogs.WriteReceipt{r})
+		}()
+	}
+	start.Done()
+	done.Wait()
+	landed := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			landed++
+		case !errors.Is(err, catalogs.ErrFailedPrecondition):
+			t.Errorf("replica %d: %v; want ErrFailedPrecondition (the file is in a snapshot)", i, err)
+		}
+	}
+	if landed != 1 {
+		t.Errorf("%d commits landed, want exactly one", landed)
+	}
+	cmd := exec.Command(py, filepath.Join("testdata", "pyiceberg_replace.py"), dir, "default.raced")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Snapshots int     `json:"snapshots"`
+		Rows      int     `json:"rows"`
+		IDs       []int64 `json:"ids"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("pyiceberg output %q: %v", out, err)
+	}
+	if got.Snapshots != 1 || got.Rows != 10 || !slices.Equal(got.IDs, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Errorf("pyiceberg reads %+v, want one snapshot of rows 0..9, each once", got)
 	}
 }
