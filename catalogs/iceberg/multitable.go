@@ -119,15 +119,16 @@ func (m *multiRound) Landed(ctx context.Context, tbls []*table.Table) (bool, err
 	return done, err
 }
 
-// Claimed is the file check: the first data file an appending table's
-// current snapshot already holds (another replica's commit of the same
-// receipts under another id won, or landed before) refuses the whole
-// commit with lake.Claimed naming that table, the file and the snapshot.
-// iceberg-go's own duplicate check, which would call it an existing
-// file, is skipped by stage: this one read the same manifests. An
-// overwrite replaces whatever the table holds, so its files are not
-// checked (as in a group-commit round).
-func (m *multiRound) Claimed(ctx context.Context, _, tbls []*table.Table, _ bool) (string, int64, error) {
+// Claimed is the file check: the first data file of an appending table
+// that its current snapshot holds, or that a snapshot landed since base
+// added (another replica's commit of the same receipts under another id
+// won, or landed before), refuses the whole commit with lake.Claimed
+// naming that table, the file and the snapshot. iceberg-go's own
+// duplicate check, which would call it an existing file, is skipped by
+// stage: this one read the same manifests. An overwrite replaces whatever
+// the table holds, so its files are not checked (as in a group-commit
+// round).
+func (m *multiRound) Claimed(ctx context.Context, base, tbls []*table.Table, _ bool) (string, int64, error) {
 	for i, t := range m.tables {
 		if t.Mode == catalogs.ModeOverwrite {
 			continue
@@ -138,7 +139,11 @@ func (m *multiRound) Claimed(ctx context.Context, _, tbls []*table.Table, _ bool
 				want[f.Path] = true
 			}
 		}
-		in, err := referenced(ctx, tbls[i], want)
+		var since *table.Table
+		if base != nil {
+			since = base[i]
+		}
+		in, err := claimed(ctx, since, tbls[i], want)
 		if err != nil {
 			return "", 0, mapErr(err, fmt.Sprintf("table %s: commit %s: read manifests", t.Table, m.commitID))
 		}

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
 )
@@ -152,5 +155,64 @@ func TestReplicasCommitTablesAFileOnce(t *testing.T) {
 				t.Errorf("trial %d: table %s: %d snapshots, want 1", trial, c.Table, n)
 			}
 		}
+	}
+}
+
+// interferingCatalog runs before, once, ahead of the first commit it is
+// asked for: another replica's commits land between an attempt's load
+// and its compare-and-swap, which then loses.
+type interferingCatalog struct {
+	catalog.Catalog
+	once   sync.Once
+	before func()
+}
+
+func (c *interferingCatalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
+	c.once.Do(c.before)
+	return c.Catalog.CommitTable(ctx, id, reqs, ups)
+}
+
+// TestReplicaCommitAfterOverwriteAFileOnce: while replica a's commit is
+// in flight, replica b commits the same receipts under another id and
+// then overwrites the table. a's attempt loses the race, and its retry
+// finds its file in b's append (no longer in the current snapshot): it is
+// ErrFailedPrecondition naming that snapshot, and the table holds b's
+// overwrite alone, not the overwritten rows again.
+func TestReplicaCommitAfterOverwriteAFileOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var reps []*Provider
+	for range 2 {
+		p, err := OpenEmbedded(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		reps = append(reps, p)
+	}
+	a, b := reps[0], reps[1]
+	id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: "overwritten"}
+	if _, err := a.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		t.Fatal(err)
+	}
+	rs := []catalogs.WriteReceipt{stageIn(t, a, id, 0, 10)}
+	over := []catalogs.WriteReceipt{stageIn(t, b, id, 100, 5)}
+	var appended int64
+	a.cat = &interferingCatalog{Catalog: a.cat, before: func() {
+		out, err := b.CommitOnce(ctx, id, "b-append", rs)
+		if err != nil {
+			t.Errorf("replica b's append: %v", err)
+		}
+		appended = out.SnapshotID
+		if _, err := b.CommitOverwrite(ctx, id, "b-overwrite", over); err != nil {
+			t.Errorf("replica b's overwrite: %v", err)
+		}
+	}}
+	_, err := a.CommitOnce(ctx, id, "a-append", rs)
+	if want := fmt.Sprintf("already in snapshot %d", appended); !errors.Is(err, catalogs.ErrFailedPrecondition) || !strings.Contains(err.Error(), want) {
+		t.Errorf("replica a's commit after b's append and overwrite: %v; want ErrFailedPrecondition (%s)", err, want)
+	}
+	if got := scanAll(t, a, id, catalogs.ScanRequest{}).rows; got != 5 {
+		t.Errorf("the table holds %d rows, want the overwrite's 5", got)
 	}
 }
