@@ -37,6 +37,22 @@ func pyiceberg(t *testing.T) string {
 	return py
 }
 
+// runScript runs a script of testdata with py and decodes the one JSON
+// object it prints into v.
+func runScript(t *testing.T, py string, v any, script string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(py, append([]string{filepath.Join("testdata", script)}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, stderr.String())
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("%s output %q: %v", script, out, err)
+	}
+}
+
 // TestPyIcebergInterop proves the embedded lake is a catalog pyiceberg's
 // SqlCatalog reads and writes: same catalog name, same iceberg_tables
 // layout, files it can open; and that what pyiceberg appends is visible
@@ -63,13 +79,6 @@ func TestPyIcebergInterop(t *testing.T) {
 	if _, err := p.CommitOnce(ctx, id, "from-go", []catalogs.WriteReceipt{r}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(py, filepath.Join("testdata", "pyiceberg_check.py"), dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
-	}
 	var got struct {
 		Namespaces [][]string `json:"namespaces"`
 		Tables     [][]string `json:"tables"`
@@ -78,9 +87,7 @@ func TestPyIcebergInterop(t *testing.T) {
 		CommitID   string     `json:"commit_id"`
 		FieldIDs   []int      `json:"field_ids"`
 	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("pyiceberg output %q: %v", out, err)
-	}
+	runScript(t, py, &got, "pyiceberg_check.py", dir)
 	if !slices.ContainsFunc(got.Namespaces, func(ns []string) bool { return slices.Equal(ns, []string{"default"}) }) ||
 		!slices.ContainsFunc(got.Tables, func(tb []string) bool { return slices.Equal(tb, []string{"default", "people"}) }) {
 		t.Errorf("pyiceberg sees namespaces %v, tables %v", got.Namespaces, got.Tables)
@@ -144,17 +151,8 @@ func TestPyIcebergReadsReplace(t *testing.T) {
 	}
 	read := func() view {
 		t.Helper()
-		cmd := exec.Command(py, filepath.Join("testdata", "pyiceberg_replace.py"), dir, "default.people")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
-		}
 		var v view
-		if err := json.Unmarshal(out, &v); err != nil {
-			t.Fatalf("pyiceberg output %q: %v", out, err)
-		}
+		runScript(t, py, &v, "pyiceberg_replace.py", dir, "default.people")
 		return v
 	}
 	before := read()
@@ -244,21 +242,12 @@ func TestPyIcebergReadsRacedCommitOnce(t *testing.T) {
 	if landed != 1 {
 		t.Errorf("%d commits landed, want exactly one", landed)
 	}
-	cmd := exec.Command(py, filepath.Join("testdata", "pyiceberg_replace.py"), dir, "default.raced")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
-	}
 	var got struct {
 		Snapshots int     `json:"snapshots"`
 		Rows      int     `json:"rows"`
 		IDs       []int64 `json:"ids"`
 	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("pyiceberg output %q: %v", out, err)
-	}
+	runScript(t, py, &got, "pyiceberg_replace.py", dir, "default.raced")
 	if got.Snapshots != 1 || got.Rows != 10 || !slices.Equal(got.IDs, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
 		t.Errorf("pyiceberg reads %+v, want one snapshot of rows 0..9, each once", got)
 	}

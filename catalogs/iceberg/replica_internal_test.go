@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
 )
@@ -158,20 +155,6 @@ func TestReplicasCommitTablesAFileOnce(t *testing.T) {
 	}
 }
 
-// interferingCatalog runs before, once, ahead of the first commit it is
-// asked for: another replica's commits land between an attempt's load
-// and its compare-and-swap, which then loses.
-type interferingCatalog struct {
-	catalog.Catalog
-	once   sync.Once
-	before func()
-}
-
-func (c *interferingCatalog) CommitTable(ctx context.Context, id table.Identifier, reqs []table.Requirement, ups []table.Update) (table.Metadata, string, error) {
-	c.once.Do(c.before)
-	return c.Catalog.CommitTable(ctx, id, reqs, ups)
-}
-
 // TestReplicaCommitAfterOverwriteAFileOnce: while replica a's commit is
 // in flight, replica b commits the same receipts under another id and
 // then overwrites the table. a's attempt loses the race, and its retry
@@ -198,7 +181,7 @@ func TestReplicaCommitAfterOverwriteAFileOnce(t *testing.T) {
 	rs := []catalogs.WriteReceipt{stageIn(t, a, id, 0, 10)}
 	over := []catalogs.WriteReceipt{stageIn(t, b, id, 100, 5)}
 	var appended int64
-	a.cat = &interferingCatalog{Catalog: a.cat, before: func() {
+	a.cat = &racingCatalog{Catalog: a.cat, before: func() {
 		out, err := b.CommitOnce(ctx, id, "b-append", rs)
 		if err != nil {
 			t.Errorf("replica b's append: %v", err)
