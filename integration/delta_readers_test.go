@@ -266,28 +266,23 @@ default_catalog: dl
 					want = append(want, w)
 				}
 			}
-			compareDeltaRows(t, what, ck.table.schema, got[k], want)
+			compareDeltaRows(t, what, fieldNames(ck.table.schema), got[k], want)
 		}
 	}
 }
 
 // compareDeltaRows checks a reader's rows against want, column by column
 // by name, each value by its JSON rendering.
-func compareDeltaRows(t *testing.T, what string, schema *arrow.Schema, got deltaReaderOut, want [][]any) {
+func compareDeltaRows(t *testing.T, what string, columns []string, got deltaReaderOut, want [][]any) {
 	t.Helper()
 	if len(got.Rows) != len(want) {
 		t.Errorf("%s: %d rows, want %d", what, len(got.Rows), len(want))
 		return
 	}
-	for j, f := range schema.Fields() {
-		k := -1
-		for n, c := range got.Columns {
-			if c == f.Name {
-				k = n
-			}
-		}
+	for j, name := range columns {
+		k := slices.Index(got.Columns, name)
 		if k < 0 {
-			t.Errorf("%s: columns %v, without %s", what, got.Columns, f.Name)
+			t.Errorf("%s: columns %v, without %s", what, got.Columns, name)
 			return
 		}
 		bad := 0
@@ -296,7 +291,7 @@ func compareDeltaRows(t *testing.T, what string, schema *arrow.Schema, got delta
 			w, _ := json.Marshal(want[i][j])
 			if !bytes.Equal(g, w) && bad < 3 {
 				bad++
-				t.Errorf("%s: row %d column %s = %s, want %s", what, i, f.Name, g, w)
+				t.Errorf("%s: row %d column %s = %s, want %s", what, i, name, g, w)
 			}
 		}
 	}
@@ -371,4 +366,12 @@ func deltaReaders(t *testing.T) []deltaReader {
 		t.Fatal(err)
 	}
 	return append(rs, deltaReader{"delta-kernel", []string{"java", "-cp", strings.TrimSpace(string(cp)), "delta/java/Read.java"}})
+}
+
+func fieldNames(s *arrow.Schema) []string {
+	var out []string
+	for _, f := range s.Fields() {
+		out = append(out, f.Name)
+	}
+	return out
 }

@@ -1,5 +1,6 @@
 # Delta Lake: independent readers read, value by value, the tables the gateway writes
-# (TestDeltaThroughTheGateway, TestDeltaReaders; docs/delta.md):
+# (TestDeltaThroughTheGateway, TestDeltaReaders), and the gateway reads what delta-rs and
+# DuckDB wrote (TestDeltaGatewayReadsOthers; docs/delta.md):
 #   delta-rs (deltalake 1.6.6, .venv-delta), DuckDB 1.5.5 with its delta extension
 #   (.venv-delta-duckdb: the extension loads only into its own DuckDB release), and
 #   Delta Kernel Java 4.4.0 (needs java 17+ and mvn; the jars come from Maven Central,
@@ -28,6 +29,6 @@ delta-check: delta-readers
 	FLIGHTGW_DELTALAKE=$(CURDIR)/$(DELTA_VENV)/bin/python \
 	FLIGHTGW_DELTA_DUCKDB=$(CURDIR)/$(DELTA_DUCKDB_VENV)/bin/python \
 	FLIGHTGW_DELTA_KERNEL=$(CURDIR)/$(DELTA_KERNEL_CP) \
-	  $(GO) test -count=1 -run '^(TestDeltaThroughTheGateway|TestDeltaReaders)$$' ./integration
+	  $(GO) test -count=1 -run '^(TestDeltaThroughTheGateway|TestDeltaReaders|TestDeltaGatewayReadsOthers)$$' ./integration
 
 TEST_TARGETS += delta-check
