@@ -32,3 +32,15 @@ delta-check: delta-readers
 	  $(GO) test -count=1 -run '^(TestDeltaThroughTheGateway|TestDeltaReaders|TestDeltaGatewayReadsOthers)$$' ./integration
 
 TEST_TARGETS += delta-check
+
+# Ingest into a Delta table: the same 10M rows through the gateway (Python ADBC, a delta
+# catalog on local files) and by delta-rs's write_deltalake in-process (deltalake 1.6.6,
+# ZSTD level 1 as the gateway's), in paired alternating rounds: the median and range of the
+# time ratio, CPU seconds, both peak RSS and the load average (integration/bench/delta).
+DELTA_BENCH_ROWS   ?= 10000000
+DELTA_BENCH_ROUNDS ?= 5
+BENCH_TARGETS += delta-ingest-bench
+.PHONY: delta-ingest-bench
+delta-ingest-bench: build $(DELTA_VENV)/.installed
+	$(DELTA_VENV)/bin/python integration/bench/delta/compare.py --bin $(BIN) \
+	  --rows $(DELTA_BENCH_ROWS) --rounds $(DELTA_BENCH_ROUNDS)
