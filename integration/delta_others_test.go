@@ -93,7 +93,7 @@ default_catalog: dl
 	}
 	var names []string
 	var want []deltaReaderOut
-	for _, r := range []deltaReader{{"deltalake", []string{py, "delta/read_table.py"}}, {"duckdb-delta", []string{deltaDuckDB(), "delta/read_duckdb.py"}}} {
+	for _, r := range []deltaReader{{name: "deltalake", argv: []string{py, "delta/read_table.py"}}, {name: "duckdb-delta", argv: []string{deltaDuckDB(), "delta/read_duckdb.py"}}} {
 		var specs []string
 		for _, name := range byReader[r.name] {
 			specs = append(specs, filepath.Join(ns, name))

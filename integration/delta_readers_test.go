@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
 
 // Where the independent Delta readers are (mk/delta.mk sets them; without
@@ -175,10 +178,10 @@ type deltaVersionRows [][2]int
 // TestDeltaReaders has the gateway write two tables (one of every type
 // with nulls, NaN and infinities; one partitioned by two columns with
 // hostile values, null and empty) through create, append, replace and
-// append again, and a third through twelve appends, and every independent reader there is read each version
-// of both (time travel) value by value: delta-rs (deltalake 1.6.6), DuckDB
-// 1.5.5 with its delta extension, Delta Kernel Java 4.4.0 (make
-// delta-check installs all three).
+// append again, and a third through twelve appends, on local files, and
+// every independent reader there read each version of them (time travel)
+// value by value: delta-rs (deltalake 1.6.6), DuckDB 1.5.5 with its delta
+// extension, Delta Kernel Java 4.4.0 (make delta-check installs all three).
 func TestDeltaReaders(t *testing.T) {
 	requireEngine(t)
 	g := startGateway(t, `
@@ -188,6 +191,49 @@ catalogs:
     properties: {warehouse: "${DATA}/delta", create-namespaces: default}
 default_catalog: dl
 `)
+	checkDeltaReaders(t, g, filepath.Join(g.dataDir, "delta", "default"), deltaReaders(t))
+}
+
+// TestDeltaReadersS3 is TestDeltaReaders on S3 (gofakes3 on memory, as
+// integration/s3server serves it), read by delta-rs and by DuckDB (its
+// httpfs extension from the wheel too); Delta Kernel's default engine
+// would need hadoop-aws and the AWS SDK bundle, which are not installed.
+func TestDeltaReadersS3(t *testing.T) {
+	requireEngine(t)
+	be := s3mem.New()
+	if err := be.CreateBucket("lake"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(be, gofakes3.WithAutoBucket(false)).Server())
+	t.Cleanup(srv.Close)
+	g := startGateway(t, strings.ReplaceAll(`
+catalogs:
+  - name: dl
+    type: delta
+    properties:
+      warehouse: "s3://lake/wh"
+      create-namespaces: default
+      s3.endpoint: "${S3}"
+      s3.region: us-east-1
+      s3.access-key-id: test
+      s3.secret-access-key: test-secret
+      s3.force-virtual-addressing: "false"
+default_catalog: dl
+`, "${S3}", srv.URL))
+	var readers []deltaReader
+	for _, r := range deltaReaders(t) {
+		if r.name != "delta-kernel" {
+			r.env = []string{"AWS_ENDPOINT_URL=" + srv.URL, "AWS_ALLOW_HTTP=true", "AWS_REGION=us-east-1",
+				"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test-secret"}
+			readers = append(readers, r)
+		}
+	}
+	checkDeltaReaders(t, g, "s3://lake/wh/default", readers)
+}
+
+// checkDeltaReaders writes the tables of TestDeltaReaders through g into
+// its catalog dl, whose namespace default is at ns, and has readers read them.
+func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReader) {
 	c, ctx := g.flightClient(t), context.Background()
 	type table struct {
 		name     string
@@ -241,7 +287,7 @@ default_catalog: dl
 				t.Fatalf("%s version %d: %v", tb.name, v, err)
 			}
 		}
-		dir := filepath.Join(g.dataDir, "delta", "default", tb.name)
+		dir := ns + "/" + tb.name
 		for v := range len(tb.versions) + 1 {
 			if tb.name == "many" && v > 1 && v < 9 {
 				continue // like the versions around them; the JVM takes a second a snapshot here
@@ -256,7 +302,6 @@ default_catalog: dl
 		t.Errorf("hostile by SQL: %s, want 20|16|11|15", got)
 	}
 
-	readers := deltaReaders(t)
 	if len(readers) == 0 {
 		t.Skip("no Delta reader installed (make delta-check installs them)")
 	}
@@ -325,11 +370,13 @@ type deltaReaderOut struct {
 type deltaReader struct {
 	name string
 	argv []string
+	env  []string // beside the test's environment
 }
 
 func (r deltaReader) read(t *testing.T, specs []string) []deltaReaderOut {
 	t.Helper()
 	cmd := exec.Command(r.argv[0], append(r.argv[1:], specs...)...)
+	cmd.Env = append(os.Environ(), r.env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	start := time.Now()
@@ -360,12 +407,12 @@ func (r deltaReader) read(t *testing.T, specs []string) []deltaReaderOut {
 func deltaReaders(t *testing.T) []deltaReader {
 	var rs []deltaReader
 	if py := deltaPython(t); py != "" {
-		rs = append(rs, deltaReader{"deltalake", []string{py, "delta/read_table.py"}})
+		rs = append(rs, deltaReader{name: "deltalake", argv: []string{py, "delta/read_table.py"}})
 	}
 	if py := os.Getenv(deltaDuckDBEnv); py != "" {
-		rs = append(rs, deltaReader{"duckdb-delta", []string{py, "delta/read_duckdb.py"}})
+		rs = append(rs, deltaReader{name: "duckdb-delta", argv: []string{py, "delta/read_duckdb.py"}})
 	} else if _, err := os.Stat("../.venv-delta-duckdb/bin/python"); err == nil {
-		rs = append(rs, deltaReader{"duckdb-delta", []string{"../.venv-delta-duckdb/bin/python", "delta/read_duckdb.py"}})
+		rs = append(rs, deltaReader{name: "duckdb-delta", argv: []string{"../.venv-delta-duckdb/bin/python", "delta/read_duckdb.py"}})
 	} else {
 		t.Logf("no %s and no .venv-delta-duckdb: DuckDB's reading is not checked", deltaDuckDBEnv)
 	}
@@ -380,7 +427,7 @@ func deltaReaders(t *testing.T) []deltaReader {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(rs, deltaReader{"delta-kernel", []string{"java", "-cp", strings.TrimSpace(string(cp)), "delta/java/Read.java"}})
+	return append(rs, deltaReader{name: "delta-kernel", argv: []string{"java", "-cp", strings.TrimSpace(string(cp)), "delta/java/Read.java"}})
 }
 
 func fieldNames(s *arrow.Schema) []string {

@@ -1,5 +1,5 @@
 # Delta Lake: independent readers read, value by value, the tables the gateway writes
-# (TestDeltaThroughTheGateway, TestDeltaReaders), and the gateway reads what delta-rs and
+# (TestDeltaThroughTheGateway, TestDeltaReaders, on S3 TestDeltaReadersS3), and the gateway reads what delta-rs and
 # DuckDB wrote (TestDeltaGatewayReadsOthers; docs/delta.md):
 #   delta-rs (deltalake 1.6.6, .venv-delta), DuckDB 1.5.5 with its delta extension
 #   (.venv-delta-duckdb: the extension loads only into its own DuckDB release), and
@@ -29,7 +29,7 @@ delta-check: delta-readers
 	FLIGHTGW_DELTALAKE=$(CURDIR)/$(DELTA_VENV)/bin/python \
 	FLIGHTGW_DELTA_DUCKDB=$(CURDIR)/$(DELTA_DUCKDB_VENV)/bin/python \
 	FLIGHTGW_DELTA_KERNEL=$(CURDIR)/$(DELTA_KERNEL_CP) \
-	  $(GO) test -count=1 -run '^(TestDeltaThroughTheGateway|TestDeltaReaders|TestDeltaGatewayReadsOthers)$$' ./integration
+	  $(GO) test -count=1 -run '^(TestDeltaThroughTheGateway|TestDeltaReaders|TestDeltaReadersS3|TestDeltaGatewayReadsOthers)$$' ./integration
 
 TEST_TARGETS += delta-check
 
