@@ -35,16 +35,21 @@ const (
 	propIngestMode  = "write_mode"
 	propNamespace   = "namespace"
 	propQuote       = "identifier_quote"
+	propParallel    = "parallel_endpoints"
 	writeModeAuto   = "auto"
 	writeModeIngest = "ingest"
 	writeModeInsert = "insert"
 	defaultInfoTTL  = 5 * time.Minute
+	// defaultParallel endpoints of a FlightInfo are read at once: a
+	// distributed upstream (one endpoint per node) streams from several
+	// nodes while the gateway hands the batches on in order.
+	defaultParallel = 4
 )
 
 var knownProps = map[string]bool{propURI: true, propCatalog: true, propUser: true, propPassword: true, propPasswordEnv: true,
 	propToken: true, propTokenEnv: true, propHeaders: true, propInfoTTL: true, propLocations: true, propTLSCA: true,
 	propTLSName: true, propTLSCert: true, propTLSKey: true, propTLSInsecure: true, propKeepalive: true, propIngestMode: true,
-	propNamespace: true, propQuote: true}
+	propNamespace: true, propQuote: true, propParallel: true}
 
 // defaultRemote bounds the calls to the upstream unless the catalog's
 // remote.* properties (catalogs/remoteprops.go) say otherwise.
@@ -93,6 +98,8 @@ type config struct {
 	// writeMode forces bulk ingest or prepared INSERT ("auto": ingest
 	// when the upstream has it).
 	writeMode string
+	// parallel bounds the endpoints of one FlightInfo read at once.
+	parallel int
 }
 
 func bad(key, format string, args ...any) error {
@@ -102,7 +109,7 @@ func bad(key, format string, args ...any) error {
 // parseConfig validates the properties; errors name the key, never a
 // secret's value.
 func parseConfig(props map[string]string) (config, error) {
-	c := config{infoTTL: defaultInfoTTL, headers: map[string]string{}, locations: map[string]bool{}, writeMode: writeModeAuto}
+	c := config{infoTTL: defaultInfoTTL, headers: map[string]string{}, locations: map[string]bool{}, writeMode: writeModeAuto, parallel: defaultParallel}
 	for k := range props {
 		if !known(k) {
 			return c, bad(k, "unknown property of a flightsql catalog")
@@ -172,6 +179,11 @@ func parseConfig(props map[string]string) (config, error) {
 	for h := range strings.SplitSeq(props[propLocations], ",") {
 		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
 			c.locations[h] = true
+		}
+	}
+	if s := props[propParallel]; s != "" {
+		if c.parallel, err = strconv.Atoi(s); err != nil || c.parallel < 1 || c.parallel > 64 {
+			return c, bad(propParallel, "%q is not a number of streams from 1 to 64", s)
 		}
 	}
 	switch m := props[propIngestMode]; m {
