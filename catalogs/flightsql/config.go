@@ -36,6 +36,7 @@ const (
 	propNamespace   = "namespace"
 	propQuote       = "identifier_quote"
 	propParallel    = "parallel_endpoints"
+	propForward     = "forward_caller_token"
 	writeModeAuto   = "auto"
 	writeModeIngest = "ingest"
 	writeModeInsert = "insert"
@@ -49,7 +50,7 @@ const (
 var knownProps = map[string]bool{propURI: true, propCatalog: true, propUser: true, propPassword: true, propPasswordEnv: true,
 	propToken: true, propTokenEnv: true, propHeaders: true, propInfoTTL: true, propLocations: true, propTLSCA: true,
 	propTLSName: true, propTLSCert: true, propTLSKey: true, propTLSInsecure: true, propKeepalive: true, propIngestMode: true,
-	propNamespace: true, propQuote: true, propParallel: true}
+	propNamespace: true, propQuote: true, propParallel: true, propForward: true}
 
 // defaultRemote bounds the calls to the upstream unless the catalog's
 // remote.* properties (catalogs/remoteprops.go) say otherwise.
@@ -100,6 +101,9 @@ type config struct {
 	writeMode string
 	// parallel bounds the endpoints of one FlightInfo read at once.
 	parallel int
+	// forward sends the caller's own bearer token, instead of the
+	// catalog's credential, on the queries and writes made for a caller.
+	forward bool
 }
 
 func bad(key, format string, args ...any) error {
@@ -184,6 +188,11 @@ func parseConfig(props map[string]string) (config, error) {
 	if s := props[propParallel]; s != "" {
 		if c.parallel, err = strconv.Atoi(s); err != nil || c.parallel < 1 || c.parallel > 64 {
 			return c, bad(propParallel, "%q is not a number of streams from 1 to 64", s)
+		}
+	}
+	if s := props[propForward]; s != "" {
+		if c.forward, err = strconv.ParseBool(s); err != nil {
+			return c, bad(propForward, "%q is not a boolean", s)
 		}
 	}
 	switch m := props[propIngestMode]; m {

@@ -29,8 +29,11 @@ type fakeUpstream struct {
 	afterInfo func()
 
 	mu   sync.Mutex
-	auth map[string][]string // ticket handle -> authorization headers
+	auth map[string][]string // ticket handle (or infoKey) -> authorization headers
 }
+
+// infoKey keys the authorization headers of the FlightInfo requests.
+const infoKey = "(GetFlightInfo)"
 
 var fakeSchema = arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
 
@@ -53,7 +56,11 @@ func ticket(t *testing.T, handle string, locs ...string) *flight.FlightEndpoint 
 	return ep
 }
 
-func (f *fakeUpstream) GetFlightInfoStatement(_ context.Context, _ fsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+func (f *fakeUpstream) GetFlightInfoStatement(ctx context.Context, _ fsql.StatementQuery, desc *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	f.mu.Lock()
+	f.auth[infoKey] = append(f.auth[infoKey], md.Get("authorization")...)
+	f.mu.Unlock()
 	if f.afterInfo != nil {
 		defer f.afterInfo()
 	}
@@ -98,6 +105,12 @@ func (f *fakeUpstream) authOf(handle string) []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.auth[handle]...)
+}
+
+func (f *fakeUpstream) resetAuth() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.auth)
 }
 
 // serveFake serves f on a loopback port until the test ends.

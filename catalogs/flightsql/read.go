@@ -204,10 +204,14 @@ func (r *infoReader) read(ep *flight.FlightEndpoint, c *conn, e *endpointRead) {
 // FlightInfo) is handshaken again and the DoGet repeated once: nothing
 // was read.
 func (r *infoReader) openStream(c *conn, ep *flight.FlightEndpoint) (*flight.Reader, error) {
+	_, fwd := forwarded(r.ctx)
 	for attempt := 0; ; attempt++ {
-		tok, err := c.bearer(r.ctx)
-		if err != nil {
-			return nil, err
+		var tok catalogs.Secret
+		if !fwd {
+			var err error
+			if tok, err = c.bearer(r.ctx); err != nil {
+				return nil, err
+			}
 		}
 		octx, err := c.outgoing(r.ctx)
 		if err != nil {
@@ -220,7 +224,7 @@ func (r *infoReader) openStream(c *conn, ep *flight.FlightEndpoint) (*flight.Rea
 				return rd, nil
 			}
 		}
-		if status.Code(err) == codes.Unauthenticated && c.cfg.user != "" && attempt == 0 {
+		if status.Code(err) == codes.Unauthenticated && c.cfg.user != "" && !fwd && attempt == 0 {
 			c.forget(tok)
 			continue
 		}
@@ -234,7 +238,8 @@ func (r *infoReader) failed(c *conn, err error) error {
 		err = io.ErrUnexpectedEOF
 	}
 	c.remote.Record(err)
-	return c.classify(err, r.what)
+	_, fwd := forwarded(r.ctx)
+	return c.classifyAs(err, r.what, fwd || c.caller)
 }
 
 func (r *infoReader) Next() bool {
@@ -292,13 +297,15 @@ func (r *infoReader) Release() {
 		}
 	}
 	if early && r.p.canCancel.Load() {
-		go r.p.cancelInfo(r.info)
+		// Without the read's cancellation, with its values: a forwarded
+		// caller's token cancels the caller's query.
+		go r.p.cancelInfo(context.WithoutCancel(r.ctx), r.info)
 	}
 }
 
 // cancelInfo asks the upstream to stop a query nobody reads any more.
-func (p *Provider) cancelInfo(info *flight.FlightInfo) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (p *Provider) cancelInfo(ctx context.Context, info *flight.FlightInfo) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	octx, err := p.main.outgoing(ctx)
 	if err != nil {
