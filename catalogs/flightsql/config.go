@@ -37,10 +37,15 @@ const (
 	propQuote       = "identifier_quote"
 	propParallel    = "parallel_endpoints"
 	propForward     = "forward_caller_token"
+	propSchemaTTL   = "schema_ttl"
 	writeModeAuto   = "auto"
 	writeModeIngest = "ingest"
 	writeModeInsert = "insert"
 	defaultInfoTTL  = 5 * time.Minute
+	// defaultSchemaTTL keeps a table's schema for the several look-ups
+	// of one query and the queries that follow it, without a GetTables
+	// round trip (tens of ms on a busy upstream) each.
+	defaultSchemaTTL = 10 * time.Second
 	// defaultParallel endpoints of a FlightInfo are read at once: a
 	// distributed upstream (one endpoint per node) streams from several
 	// nodes while the gateway hands the batches on in order.
@@ -50,7 +55,7 @@ const (
 var knownProps = map[string]bool{propURI: true, propCatalog: true, propUser: true, propPassword: true, propPasswordEnv: true,
 	propToken: true, propTokenEnv: true, propHeaders: true, propInfoTTL: true, propLocations: true, propTLSCA: true,
 	propTLSName: true, propTLSCert: true, propTLSKey: true, propTLSInsecure: true, propKeepalive: true, propIngestMode: true,
-	propNamespace: true, propQuote: true, propParallel: true, propForward: true}
+	propNamespace: true, propQuote: true, propParallel: true, propForward: true, propSchemaTTL: true}
 
 // defaultRemote bounds the calls to the upstream unless the catalog's
 // remote.* properties (catalogs/remoteprops.go) say otherwise.
@@ -91,7 +96,9 @@ type config struct {
 	breakerFailures uint32
 	breakerOpen     time.Duration
 	infoTTL         time.Duration
-	keepalive       time.Duration
+	// schemaTTL is how long a table's schema is kept (0: read every time).
+	schemaTTL time.Duration
+	keepalive time.Duration
 	// locations are the hosts (host or host:port) an endpoint's location
 	// may name; any other location is refused (a FlightInfo can point
 	// anywhere).
@@ -113,7 +120,7 @@ func bad(key, format string, args ...any) error {
 // parseConfig validates the properties; errors name the key, never a
 // secret's value.
 func parseConfig(props map[string]string) (config, error) {
-	c := config{infoTTL: defaultInfoTTL, headers: map[string]string{}, locations: map[string]bool{}, writeMode: writeModeAuto, parallel: defaultParallel}
+	c := config{infoTTL: defaultInfoTTL, schemaTTL: defaultSchemaTTL, headers: map[string]string{}, locations: map[string]bool{}, writeMode: writeModeAuto, parallel: defaultParallel}
 	for k := range props {
 		if !known(k) {
 			return c, bad(k, "unknown property of a flightsql catalog")
@@ -166,7 +173,7 @@ func parseConfig(props map[string]string) (config, error) {
 	for _, d := range []struct {
 		key string
 		v   *time.Duration
-	}{{propInfoTTL, &c.infoTTL}, {propKeepalive, &c.keepalive}} {
+	}{{propInfoTTL, &c.infoTTL}, {propSchemaTTL, &c.schemaTTL}, {propKeepalive, &c.keepalive}} {
 		if s := props[d.key]; s != "" {
 			if *d.v, err = time.ParseDuration(s); err != nil || *d.v < 0 {
 				return c, bad(d.key, "%q is not a duration", s)

@@ -600,6 +600,7 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 		return catalogs.TableSpec{}, err
 	}
 	p.log.Info("created table upstream", "table", t.String())
+	p.forgetSpec(t)
 	return p.GetTableSpec(ctx, t)
 }
 
@@ -615,6 +616,7 @@ func (p *Provider) DropTable(ctx context.Context, t catalogs.TableIdent) error {
 	if ctx, err = p.asCaller(ctx); err != nil {
 		return err
 	}
+	defer p.forgetSpec(t)
 	_, err = call(ctx, p.main, false, "drop table "+t.String(), func(ctx context.Context) (int64, error) {
 		return p.main.client.ExecuteUpdate(ctx, "DROP TABLE "+name)
 	})
