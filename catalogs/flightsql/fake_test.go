@@ -28,6 +28,10 @@ type fakeUpstream struct {
 	// afterInfo runs once a FlightInfo is answered.
 	afterInfo func()
 
+	// cancels receives the CancelFlightInfo requests, with their
+	// authorization header.
+	cancels chan cancelCall
+
 	mu   sync.Mutex
 	auth map[string][]string // ticket handle (or infoKey) -> authorization headers
 }
@@ -38,7 +42,19 @@ const infoKey = "(GetFlightInfo)"
 var fakeSchema = arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
 
 func newFake() *fakeUpstream {
-	return &fakeUpstream{rows: map[string][]int64{}, before: map[string]func(context.Context) error{}, auth: map[string][]string{}}
+	return &fakeUpstream{rows: map[string][]int64{}, before: map[string]func(context.Context) error{}, auth: map[string][]string{},
+		cancels: make(chan cancelCall, 8)}
+}
+
+type cancelCall struct {
+	req  *flight.CancelFlightInfoRequest
+	auth []string
+}
+
+func (f *fakeUpstream) CancelFlightInfo(ctx context.Context, req *flight.CancelFlightInfoRequest) (flight.CancelFlightInfoResult, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	f.cancels <- cancelCall{req: req, auth: md.Get("authorization")}
+	return flight.CancelFlightInfoResult{Status: flight.CancelStatusCancelled}, nil
 }
 
 // ticket is the endpoint of handle, served at the given locations (none:

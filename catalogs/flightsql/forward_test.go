@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/metadata"
@@ -97,5 +98,44 @@ func TestForwardedTokenRefused(t *testing.T) {
 	}
 	if n := v.count(); n != 0 {
 		t.Fatalf("%d handshakes with the catalog's user in place of the caller's token", n)
+	}
+}
+
+// TestCancelReleasedRead: a read released before its end asks the
+// upstream to cancel its FlightInfo (when the upstream cancels), as the
+// caller whose token is forwarded.
+func TestCancelReleasedRead(t *testing.T) {
+	f := newFake()
+	f.rows["a"] = make([]int64, 1000)
+	f.endpoints = func() []*flight.FlightEndpoint { return []*flight.FlightEndpoint{ticket(t, "a")} }
+	addr := serveFake(t, f, nil)
+	p, err := Open(context.Background(), "up", map[string]string{propURI: "grpc://" + addr, propToken: "svc-tok",
+		propForward: "true", catalogs.PropRemoteTimeout: "5000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.canCancel.Store(true)
+	ctx, err := p.asCaller(metadata.NewIncomingContext(context.Background(), metadata.Pairs("authorization", "Bearer caller-tok")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := p.query(ctx, "query", func(ctx context.Context) (*flight.FlightInfo, error) {
+		return p.main.client.Execute(ctx, "SELECT v FROM t")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Next() {
+		t.Fatal(r.Err())
+	}
+	r.Release()
+	select {
+	case c := <-f.cancels:
+		if len(c.req.GetInfo().GetEndpoint()) != 1 || !slices.Equal(c.auth, []string{"Bearer caller-tok"}) {
+			t.Fatalf("CancelFlightInfo of %d endpoint(s) carried %q, want the query's one as the caller", len(c.req.GetInfo().GetEndpoint()), c.auth)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no CancelFlightInfo reached the upstream after an early release")
 	}
 }
