@@ -43,6 +43,9 @@ type Provider struct {
 	specMu sync.Mutex
 	specs  map[string]cachedSpec // table specs kept for schema_ttl, by table
 
+	// bg owns the cancels sent for released reads (Close waits for them).
+	bg sync.WaitGroup
+
 	mu   sync.Mutex
 	txns map[string]*upTxn // open upstream transactions, by unit of work
 	// ended are the transactions that ended lately, for the later tables
@@ -90,6 +93,7 @@ func (p *Provider) Close() error {
 	for _, x := range txns {
 		p.endTxn(context.Background(), x, false)
 	}
+	p.bg.Wait() // each cancel is bounded (5s)
 	errs := []error{p.main.close()}
 	p.connMu.Lock()
 	for _, c := range p.located {

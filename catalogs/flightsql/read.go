@@ -299,7 +299,11 @@ func (r *infoReader) Release() {
 	if early && r.p.canCancel.Load() {
 		// Without the read's cancellation, with its values: a forwarded
 		// caller's token cancels the caller's query.
-		go r.p.cancelInfo(context.WithoutCancel(r.ctx), r.info)
+		r.p.bg.Add(1)
+		go func() {
+			defer r.p.bg.Done()
+			r.p.cancelInfo(context.WithoutCancel(r.ctx), r.info)
+		}()
 	}
 }
 
