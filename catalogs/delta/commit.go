@@ -172,6 +172,8 @@ type committer struct {
 	overwrite bool
 	rows      uint64
 	out       catalogs.CommitOutcome
+	// checkpoint: the version landed is due a checkpoint.
+	checkpoint bool
 }
 
 func (c *committer) Load(ctx context.Context) (*tableState, error) { return c.p.load(ctx, c.t, -1) }
@@ -254,6 +256,7 @@ func (c *committer) Attempt(ctx context.Context, st *tableState) error {
 		return lake.MapErr(err, fmt.Sprintf("table %s: write log version %d", c.t, v))
 	}
 	c.out = catalogs.CommitOutcome{SnapshotID: v, CommittedAt: time.UnixMilli(now).UTC()}
+	c.checkpoint = checkpointDue(&st.snap.Metadata, v)
 	return nil
 }
 
@@ -297,5 +300,8 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 		return catalogs.CommitOutcome{}, err
 	}
 	c.out.Retried = retried
+	if c.checkpoint && !c.out.Duplicate {
+		p.checkpointAfter(ctx, t, c.out.SnapshotID)
+	}
 	return c.out, nil
 }
