@@ -230,29 +230,15 @@ func (p *Provider) MatchCommit(ctx context.Context, t catalogs.TableIdent, commi
 	if err != nil {
 		return catalogs.CommitRecord{}, false, false, err
 	}
-	rec, ok, err := p.landed(ctx, st, commitID)
-	if err != nil || !ok {
+	rec, added, ok, err := p.landedFiles(ctx, st, commitID)
+	if err != nil || !ok || added == nil {
 		return rec, ok, false, err
 	}
-	name := dcodec.CommitName(rec.Outcome.SnapshotID)
-	b, err := storeLog{p.fs, st.dir}.Read(ctx, name)
-	if lake.IsNotExist(err) {
-		return rec, true, false, nil
-	}
-	if err != nil {
-		return rec, true, false, lake.MapErr(err, fmt.Sprintf("table %s: read %s", t, name))
-	}
-	acts, err := dcodec.ParseCommit(name, b)
-	if err != nil {
-		return rec, true, false, p.logErr(t, rec.Outcome.SnapshotID, err)
-	}
-	added, txns := map[string]bool{}, 0
-	for _, a := range acts {
-		switch {
-		case a.Add != nil:
-			rel, _ := dcodec.DecodePath(a.Add.Path)
-			added[rel] = true
-		case a.Txn != nil:
+	// A version holding other commits' txns (group commit) may add more
+	// files than these receipts'.
+	txns := 0
+	for _, tx := range st.snap.Txns {
+		if tx.Version == rec.Outcome.SnapshotID {
 			txns++
 		}
 	}

@@ -38,6 +38,8 @@ type Provider struct {
 	s3   *lake.S3
 	log  *slog.Logger
 	now  func() time.Time
+	// groups are the commit queues of group commit (groupcommit.go).
+	groups groups
 }
 
 var (
@@ -51,6 +53,7 @@ var (
 	_ catalogs.StreamWriter        = (*Provider)(nil)
 	_ catalogs.Scanner             = (*Provider)(nil)
 	_ catalogs.BreakerReporter     = (*Provider)(nil)
+	_ catalogs.Closer              = (*Provider)(nil)
 )
 
 // Open builds the Delta catalog called name from props (see the Prop*
@@ -290,7 +293,7 @@ func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableI
 	}
 	now := p.now().UnixMilli()
 	md := dcodec.Metadata{ID: uuid.NewString(), Format: dcodec.Format{Provider: "parquet"}, SchemaString: ss, CreatedTime: &now, PartitionColumns: part}
-	ci := commitInfo(now, "CREATE TABLE", map[string]any{"mode": "ErrorIfExists", "location": dir, "partitionBy": partitionBy(part)}, false, "")
+	ci := commitInfo(now, "CREATE TABLE", map[string]any{"mode": "ErrorIfExists", "location": dir, "partitionBy": partitionBy(part)}, false, "", nil)
 	b, err := dcodec.EncodeCommit([]dcodec.Action{{CommitInfo: ci}, {Protocol: &proto}, {MetaData: &md}})
 	if err != nil {
 		return catalogs.TableSpec{}, err

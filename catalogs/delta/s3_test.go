@@ -63,6 +63,6 @@ func TestConformanceS3(t *testing.T) {
 			},
 			Replica: open,
 		}
-	}, Committers: 32}, catalogtest.Config{StagesFiles: true, CompareAndSwap: true,
+	}, Committers: 32}, catalogtest.Config{StagesFiles: true, CompareAndSwap: true, GroupsCommits: true,
 		Layout: catalogtest.LayoutOneFilePerBucket, UnstorableType: arrow.FixedWidthTypes.MonthInterval})
 }
