@@ -100,7 +100,7 @@ func (p *Provider) landedFiles(ctx context.Context, st *tableState, commitID str
 		rec.Outcome.CommittedAt = time.UnixMilli(*tx.LastUpdated).UTC()
 	}
 	name := dcodec.CommitName(tx.Version)
-	b, err := storeLog{p.fs, st.dir}.Read(ctx, name)
+	b, err := storeLog{fs: p.fs, dir: st.dir}.Read(ctx, name)
 	if err != nil {
 		if lake.IsNotExist(err) {
 			return rec, nil, true, nil // the commit file expired; its rows are unknown
