@@ -170,3 +170,28 @@ func deltaPython(t *testing.T) string {
 	}
 	return py
 }
+
+// TestCheckpointFailureKeepsCommit: a checkpoint that cannot be written
+// (here _last_checkpoint, a directory in the way) does not fail the
+// commit that was due it: the commit lands, the table reads.
+func TestCheckpointFailureKeepsCommit(t *testing.T) {
+	wh := t.TempDir()
+	p := openLocal(t, wh)
+	ctx := context.Background()
+	id := ident("default", "cpf")
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		t.Fatal(err)
+	}
+	blocker := filepath.Join(wh, "default", "cpf", "_delta_log", dcodec.LastCheckpointName, "x")
+	if err := os.MkdirAll(blocker, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for v := int64(1); v <= 10; v++ {
+		if out := commitRows(t, p, id, v, 1, false); out.SnapshotID != v {
+			t.Fatalf("commit %d landed at %d", v, out.SnapshotID)
+		}
+	}
+	if _, n, err := scanAll(t, p, id); err != nil || n != 10 {
+		t.Fatalf("scan: %d rows, %v; want 10", n, err)
+	}
+}

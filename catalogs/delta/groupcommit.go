@@ -428,7 +428,8 @@ func (r *round) Attempt(ctx context.Context, st *tableState) error {
 // the first live member's txn is there (an S3 reply lost after the
 // object was stored), and with it the whole round.
 func (r *round) Recover(ctx context.Context, _ error) bool {
-	st, err := r.Load(context.WithoutCancel(ctx))
+	ctx = context.WithoutCancel(ctx) // the write may have landed however the call ended
+	st, err := r.Load(ctx)
 	if err != nil || len(r.live) == 0 {
 		return false
 	}
