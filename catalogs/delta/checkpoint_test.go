@@ -195,3 +195,47 @@ func TestCheckpointFailureKeepsCommit(t *testing.T) {
 		t.Fatalf("scan: %d rows, %v; want 10", n, err)
 	}
 }
+
+// TestCheckpointInterval: a table whose delta.checkpointInterval is 3
+// (set by another writer's metaData) is checkpointed at versions 3 and 6.
+func TestCheckpointInterval(t *testing.T) {
+	wh := t.TempDir()
+	p := openLocal(t, wh)
+	ctx := context.Background()
+	id := ident("default", "cpi")
+	dir := filepath.Join(wh, "default", "cpi")
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		t.Fatal(err)
+	}
+	var md dcodec.Metadata
+	for _, l := range logLines(t, dir, 0) {
+		if raw, ok := l["metaData"]; ok {
+			acts, err := dcodec.ParseCommit("v0", append(append([]byte(`{"metaData":`), raw...), '}', '\n'))
+			if err != nil {
+				t.Fatal(err)
+			}
+			md = *acts[0].MetaData
+		}
+	}
+	md.Configuration = map[string]string{"delta.checkpointInterval": "3"}
+	enc, err := dcodec.EncodeCommit([]dcodec.Action{{MetaData: &md}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", dcodec.CommitName(1)), enc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for v := int64(2); v <= 7; v++ {
+		commitRows(t, p, id, v, 1, false)
+	}
+	var cps []string
+	ents, _ := os.ReadDir(filepath.Join(dir, "_delta_log"))
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) == ".parquet" {
+			cps = append(cps, e.Name())
+		}
+	}
+	if want := []string{dcodec.ClassicCheckpointName(3), dcodec.ClassicCheckpointName(6)}; !slices.Equal(cps, want) {
+		t.Fatalf("checkpoints %v, want %v", cps, want)
+	}
+}
