@@ -128,23 +128,7 @@ func TestCheckpoint(t *testing.T) {
 		t.Log("no deltalake (FLIGHTGW_DELTALAKE or .venv-delta): the delta-rs read is skipped")
 		return
 	}
-	cmd := exec.Command(py, "../../integration/delta/read_table.py", filepath.Join(wh, "default", "cp"))
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("deltalake: %v\n%s", err, ee.Stderr)
-		}
-		t.Fatal(err)
-	}
-	var dr struct {
-		Version int64
-		Columns []string
-		Rows    [][]*string
-	}
-	if err := json.Unmarshal(out, &dr); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	dr := readDeltalake(t, py, filepath.Join(wh, "default", "cp"))
 	if dr.Version != 13 || !slices.Equal(dr.Columns, []string{"id", "name"}) || len(dr.Rows) != len(want) {
 		t.Fatalf("deltalake reads version %d, columns %v, %d rows; want 13, [id name], %d", dr.Version, dr.Columns, len(dr.Rows), len(want))
 	}
@@ -153,6 +137,31 @@ func TestCheckpoint(t *testing.T) {
 			t.Errorf("deltalake row %d: %v, want %d row-%d", i, r, want[i], want[i])
 		}
 	}
+}
+
+// deltalakeRead is what integration/delta/read_table.py prints.
+type deltalakeRead struct {
+	Version int64
+	Columns []string
+	Rows    [][]*string
+}
+
+// readDeltalake has delta-rs read the table at dir.
+func readDeltalake(t *testing.T, py, dir string) deltalakeRead {
+	t.Helper()
+	out, err := exec.Command(py, "../../integration/delta/read_table.py", dir).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("deltalake: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var dr deltalakeRead
+	if err := json.Unmarshal(out, &dr); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return dr
 }
 
 // deltaPython is the Python of FLIGHTGW_DELTALAKE, or of the worktree's

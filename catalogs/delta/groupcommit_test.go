@@ -21,7 +21,8 @@ import (
 // commits; a version of several commits holds one txn per commit id and
 // each id's rows in commitInfo, so FindCommit answers every id with its
 // own version and rows; checkpoints are written as the versions pass
-// multiples of 10.
+// multiples of 10; delta-rs (when FLIGHTGW_DELTALAKE or .venv-delta has
+// it) reads the same 800 rows at the same version.
 func TestGroupCommit(t *testing.T) {
 	const writers, commits = 16, 50
 	wh := t.TempDir()
@@ -134,5 +135,17 @@ func TestGroupCommit(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, dcodec.LastCheckpointName)); err != nil && versions >= 10 {
 		t.Fatalf("no _last_checkpoint after %d versions: %v", versions, err)
+	}
+	// delta-rs agrees, row by row.
+	if py := deltaPython(t); py != "" {
+		dr := readDeltalake(t, py, filepath.Join(wh, "default", "gc"))
+		if dr.Version != versions || len(dr.Rows) != writers*commits {
+			t.Fatalf("deltalake reads version %d, %d rows; want %d, %d", dr.Version, len(dr.Rows), versions, writers*commits)
+		}
+		for i, r := range dr.Rows {
+			if r[0] == nil || *r[0] != fmt.Sprint(i) {
+				t.Fatalf("deltalake row %d: %v", i, r)
+			}
+		}
 	}
 }

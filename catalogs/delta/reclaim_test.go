@@ -243,7 +243,7 @@ func TestVacuumProtocolCheck(t *testing.T) {
 // checkpoint not newer than the cutoff commit (delta.logRetentionDuration,
 // 30 days): with every commit older than that, versions 0-9 go and the
 // checkpoint of version 10, its commit and the ones after it stay, and
-// the table still reads; without a checkpoint nothing in the log goes;
+// the table still reads (through delta-rs too, when it is here); without a checkpoint nothing in the log goes;
 // with young commits nothing goes either.
 func TestVacuumLog(t *testing.T) {
 	for _, tc := range []struct {
@@ -290,6 +290,11 @@ func TestVacuumLog(t *testing.T) {
 			}
 			if _, n, err := scanAll(t, p, id); err != nil || n != tc.commits {
 				t.Fatalf("scan after the cleanup: %d rows, %v; want %d", n, err, tc.commits)
+			}
+			if py := deltaPython(t); py != "" {
+				if dr := readDeltalake(t, py, dir); dr.Version != tc.commits || int64(len(dr.Rows)) != tc.commits {
+					t.Fatalf("deltalake after the cleanup: version %d, %d rows; want %d", dr.Version, len(dr.Rows), tc.commits)
+				}
 			}
 		})
 	}
