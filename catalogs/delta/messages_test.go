@@ -81,3 +81,41 @@ func TestPayloads(t *testing.T) {
 		t.Fatalf("scan: %d rows, %v; want the table untouched", n, err)
 	}
 }
+
+// FuzzDecodePayload: any payload bytes decode (and check) to receipts or
+// to an InvalidArgument, never a panic or another kind, and a receipt that
+// decodes names only Parquet files inside the table.
+func FuzzDecodePayload(f *testing.F) {
+	wh := f.TempDir()
+	p := openLocal(f, wh)
+	ctx := context.Background()
+	id := ident("default", "fz")
+	if _, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, map[string]string{"partition": "name"}); err != nil {
+		f.Fatal(err)
+	}
+	b := catalogtest.Batch(0, 2)
+	defer b.Release()
+	r, err := p.WriteBatch(ctx, id, b)
+	if err != nil {
+		f.Fatal(err)
+	}
+	_, payload, err := p.EncodePayload(ctx, id, []catalogs.WriteReceipt{r})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(payload)
+	f.Add([]byte(`{"add":{"path":"../x.parquet","partitionValues":{"name":null},"size":1,"modificationTime":0,"dataChange":true}}` + "\n"))
+	f.Add([]byte("{}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rs, err := p.DecodePayload(ctx, id, envelope.DeltaActionsVersion, data)
+		if err != nil {
+			if !errors.Is(err, catalogs.ErrInvalidArgument) {
+				t.Fatalf("%v: not InvalidArgument", err)
+			}
+			return
+		}
+		if err := p.CheckReceipts(ctx, id, rs); err != nil && !errors.Is(err, catalogs.ErrInvalidArgument) {
+			t.Fatalf("CheckReceipts: %v: not InvalidArgument", err)
+		}
+	})
+}
