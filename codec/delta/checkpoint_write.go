@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -121,12 +122,22 @@ type Checkpoint struct {
 // table's delta.deletedFileRetentionDuration, every app transaction and the domain
 // metadata that is not removed; never commitInfo or cdc. A table with the v2Checkpoint
 // feature gets the V2 spec under the classic name (a checkpointMetadata row, files inline),
-// as the protocol requires of classic checkpoints on such tables.
+// as the protocol requires of classic checkpoints on such tables. Stats are written as JSON
+// unless delta.checkpoint.writeStatsAsJson is false; a table with
+// delta.checkpoint.writeStatsAsStruct true is refused (its parsed stats are not written).
 func EncodeCheckpoint(s *Snapshot, now time.Time) (*Checkpoint, error) {
 	retention, err := s.Metadata.DeletedFileRetention()
 	if err != nil {
 		return nil, err
 	}
+	cfg := s.Metadata.Configuration
+	if strings.EqualFold(cfg["delta.checkpoint.writeStatsAsStruct"], "true") {
+		// The table asks for stats_parsed and partitionValues_parsed, which
+		// this writer does not produce: better no checkpoint than one
+		// without what the table says readers may rely on.
+		return nil, fmt.Errorf("delta: checkpoint of version %d: delta.checkpoint.writeStatsAsStruct is true, and the parsed stats are not written", s.Version)
+	}
+	noStats := strings.EqualFold(cfg["delta.checkpoint.writeStatsAsJson"], "false")
 	v2 := s.Protocol.Supports(FeatureV2Checkpoint)
 	var acts []Action
 	if v2 {
@@ -153,6 +164,11 @@ func EncodeCheckpoint(s *Snapshot, now time.Time) (*Checkpoint, error) {
 		acts = append(acts, Action{DomainMetadata: &dm})
 	}
 	for _, f := range s.Files {
+		if noStats && f.Stats != "" {
+			fc := *f
+			fc.Stats = ""
+			f = &fc
+		}
 		acts = append(acts, Action{Add: f})
 	}
 	for _, r := range s.LiveTombstones(now, retention) {

@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -105,5 +106,34 @@ func TestEncodeCheckpointV2(t *testing.T) {
 	got, err := Load(ctx, memLog{ClassicCheckpointName(s.Version): cp.Parquet}, -1)
 	if err != nil || !reflect.DeepEqual(got.Protocol, s.Protocol) || len(got.Files) != len(s.Files) {
 		t.Fatalf("replay: %v, %+v, %d files", err, got, len(got.Files))
+	}
+}
+
+// TestEncodeCheckpointStatsOptions: delta.checkpoint.writeStatsAsJson false leaves the
+// adds' stats out; writeStatsAsStruct true, which asks for parsed stats this writer does
+// not produce, refuses the checkpoint.
+func TestEncodeCheckpointStatsOptions(t *testing.T) {
+	ctx := context.Background()
+	s, err := Load(ctx, loadDirLog(t, "appends"), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Metadata.Configuration = map[string]string{"delta.checkpoint.writeStatsAsJson": "false"}
+	cp, err := EncodeCheckpoint(s, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(ctx, memLog{ClassicCheckpointName(s.Version): cp.Parquet}, -1)
+	if err != nil || len(got.Files) != len(s.Files) {
+		t.Fatalf("replay: %v", err)
+	}
+	for i, f := range got.Files {
+		if f.Stats != "" || s.Files[i].Stats == "" {
+			t.Fatalf("add %s: stats %q in the checkpoint (the log's: %q)", f.Path, f.Stats, s.Files[i].Stats)
+		}
+	}
+	s.Metadata.Configuration = map[string]string{"delta.checkpoint.writeStatsAsStruct": "true"}
+	if _, err := EncodeCheckpoint(s, time.Now()); err == nil || !strings.Contains(err.Error(), "writeStatsAsStruct") {
+		t.Fatalf("writeStatsAsStruct: %v, want a refusal naming it", err)
 	}
 }
