@@ -68,6 +68,11 @@ func TestCheckpoint(t *testing.T) {
 		}
 		want = append(want, v*10, v*10+1, v*10+2)
 	}
+	// The round writes the checkpoint once its commits are answered:
+	// Close waits for the rounds.
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
 	logDir := filepath.Join(wh, "default", "cp", "_delta_log")
 	ents, err := os.ReadDir(logDir)
 	if err != nil {
@@ -236,6 +241,9 @@ func TestCheckpointInterval(t *testing.T) {
 	}
 	for v := int64(2); v <= 7; v++ {
 		commitRows(t, p, id, v, 1, false)
+	}
+	if err := p.Close(); err != nil { // the rounds' checkpoints
+		t.Fatal(err)
 	}
 	var cps []string
 	ents, _ := os.ReadDir(filepath.Join(dir, "_delta_log"))

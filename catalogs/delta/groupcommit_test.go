@@ -59,6 +59,9 @@ func TestGroupCommit(t *testing.T) {
 	}
 	wg.Wait()
 	close(errs)
+	if err := p.Close(); err != nil { // the rounds' checkpoints
+		t.Fatal(err)
+	}
 	for err := range errs {
 		t.Fatal(err)
 	}

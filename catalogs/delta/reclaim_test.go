@@ -268,6 +268,9 @@ func TestVacuumLog(t *testing.T) {
 			for v := int64(1); v <= tc.commits; v++ {
 				commitRows(t, p, id, v*10, 1, false)
 			}
+			if err := p.Close(); err != nil { // the rounds' checkpoints
+				t.Fatal(err)
+			}
 			ageAll(t, dir, tc.age)
 			before := tableFiles(t, dir)
 			rep, err := p.Reclaim(ctx, catalogs.ReclaimOptions{MinAge: time.Hour})
