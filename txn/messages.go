@@ -144,7 +144,7 @@ func (x *Messages) seal(ctx context.Context, s Staged, kind, user string, at tim
 			why = ": its writes are a transaction of the backend itself, open in this gateway process, which no other process can commit (end the transaction with EndTransaction)"
 		}
 		return PreparedTable{}, catalogs.Errorf(catalogs.ErrFailedPrecondition,
-			"table %s: catalog type %q has no commit-message format (iceberg and paimon have)%s", s.Table, kind, why)
+			"table %s: catalog type %q has no commit-message format (iceberg, paimon and delta have)%s", s.Table, kind, why)
 	}
 	pt := PreparedTable{Table: s.Table, Kind: kind, Receipts: len(s.Receipts)}
 	rs := make([]envelope.Receipt, len(s.Receipts))

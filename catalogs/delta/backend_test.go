@@ -156,7 +156,8 @@ func logLines(t *testing.T, tableDir string, v int64) []map[string]json.RawMessa
 // TestCommitLog: an append is the next log version with commitInfo first
 // (WRITE, a blind append, the commit id), the txn of the commit id at that
 // version, and adds with numRecords, min/max and null counts; CommitOnce
-// of a landed commit id is a Duplicate of that version, and FindCommit
+// repeated with the same receipts answers that version, with other files
+// it is a Duplicate of that version, and FindCommit
 // finds it with its rows.
 func TestCommitLog(t *testing.T) {
 	wh := t.TempDir()
@@ -203,9 +204,21 @@ func TestCommitLog(t *testing.T) {
 	if add.Stats != want || !add.DataChange || !strings.HasSuffix(add.Path, ".zstd.parquet") {
 		t.Errorf("add %+v\nstats %s\nwant  %s", add, add.Stats, want)
 	}
+	// The same commit repeated (its reply lost) is version 1 again, not a
+	// Duplicate: a Duplicate's files are the caller's to discard, and
+	// these are the table's.
 	again, err := p.CommitOnce(ctx, id, "c-1", []catalogs.WriteReceipt{r})
-	if err != nil || !again.Duplicate || again.SnapshotID != 1 {
-		t.Fatalf("second CommitOnce: %+v, %v; want a Duplicate of version 1", again, err)
+	if err != nil || again.Duplicate || again.SnapshotID != 1 {
+		t.Fatalf("repeated CommitOnce: %+v, %v; want version 1, not a Duplicate", again, err)
+	}
+	// Other files under a landed commit id: a Duplicate of version 1.
+	other, err := p.WriteBatch(ctx, id, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup, err := p.CommitOnce(ctx, id, "c-1", []catalogs.WriteReceipt{other})
+	if err != nil || !dup.Duplicate || dup.SnapshotID != 1 {
+		t.Fatalf("CommitOnce of other files under c-1: %+v, %v; want a Duplicate of version 1", dup, err)
 	}
 	rec, ok, err := p.FindCommit(ctx, id, "c-1")
 	if err != nil || !ok || rec.RowCount != 4 || rec.Outcome.SnapshotID != 1 {

@@ -3,9 +3,7 @@ package delta
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -19,9 +17,14 @@ import (
 // engineInfo is the commitInfo.engineInfo of the gateway's commits.
 const engineInfo = "flightgw"
 
+// commitRowsKey is the commitInfo field of a version that holds several
+// gateway commits (group commit): each commit id's rows.
+const commitRowsKey = "flightgw.commitRows"
+
 // commitInfo builds a commitInfo action; commitID, when set, is recorded
-// as flightgw.commitId beside the txn that makes it findable.
-func commitInfo(ts int64, op string, params map[string]any, blind bool, commitID string) *dcodec.CommitInfo {
+// as flightgw.commitId beside the txn that makes it findable, and rows,
+// when the version holds several commits, as flightgw.commitRows.
+func commitInfo(ts int64, op string, params map[string]any, blind bool, commitID string, rows map[string]uint64) *dcodec.CommitInfo {
 	enc := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
 	ps := map[string]string{}
 	for k, v := range params {
@@ -34,6 +37,9 @@ func commitInfo(ts int64, op string, params map[string]any, blind bool, commitID
 	}
 	if commitID != "" {
 		f["flightgw.commitId"] = enc(commitID)
+	}
+	if len(rows) > 1 {
+		f[commitRowsKey] = enc(rows)
 	}
 	return &dcodec.CommitInfo{Fields: f}
 }
@@ -75,36 +81,57 @@ func (p *Provider) FindCommit(ctx context.Context, t catalogs.TableIdent, commit
 	return p.landed(ctx, st, commitID)
 }
 
-// landed finds commitID's commit in st: its version, time and rows.
+// landed finds commitID's commit in st: its version, time and rows, and
+// the files its version added (nil when its commit file expired). In a
+// version of several gateway commits the rows are commitID's own
+// (commitInfo's flightgw.commitRows).
 func (p *Provider) landed(ctx context.Context, st *tableState, commitID string) (catalogs.CommitRecord, bool, error) {
+	rec, _, ok, err := p.landedFiles(ctx, st, commitID)
+	return rec, ok, err
+}
+
+func (p *Provider) landedFiles(ctx context.Context, st *tableState, commitID string) (catalogs.CommitRecord, map[string]bool, bool, error) {
 	tx, ok := st.snap.Txns[commitID]
 	if !ok {
-		return catalogs.CommitRecord{}, false, nil
+		return catalogs.CommitRecord{}, nil, false, nil
 	}
 	rec := catalogs.CommitRecord{Outcome: catalogs.CommitOutcome{SnapshotID: tx.Version}}
 	if tx.LastUpdated != nil {
 		rec.Outcome.CommittedAt = time.UnixMilli(*tx.LastUpdated).UTC()
 	}
 	name := dcodec.CommitName(tx.Version)
-	b, err := storeLog{p.fs, st.dir}.Read(ctx, name)
+	b, err := storeLog{fs: p.fs, dir: st.dir}.Read(ctx, name)
 	if err != nil {
 		if lake.IsNotExist(err) {
-			return rec, true, nil // the commit file expired; its rows are unknown
+			return rec, nil, true, nil // the commit file expired; its rows are unknown
 		}
-		return rec, true, lake.MapErr(err, fmt.Sprintf("table %s: read %s", st.ident, name))
+		return rec, nil, true, lake.MapErr(err, fmt.Sprintf("table %s: read %s", st.ident, name))
 	}
 	acts, err := dcodec.ParseCommit(name, b)
 	if err != nil {
-		return rec, true, p.logErr(st.ident, tx.Version, err)
+		return rec, nil, true, p.logErr(st.ident, tx.Version, err)
 	}
+	files := map[string]bool{}
+	var perID map[string]uint64
 	for _, a := range acts {
-		if a.Add != nil {
+		switch {
+		case a.Add != nil:
+			if rel, err := dcodec.DecodePath(a.Add.Path); err == nil {
+				files[rel] = true
+			}
 			if n, ok := numRecords(a.Add.Stats); ok {
 				rec.RowCount += uint64(n)
 			}
+		case a.CommitInfo != nil:
+			if raw, ok := a.CommitInfo.Fields[commitRowsKey]; ok {
+				_ = json.Unmarshal(raw, &perID)
+			}
 		}
 	}
-	return rec, true, nil
+	if n, ok := perID[commitID]; ok {
+		rec.RowCount = n
+	}
+	return rec, files, true, nil
 }
 
 func numRecords(stats string) (int64, bool) {
@@ -159,143 +186,4 @@ func checkWritable(st *tableState) error {
 // appendOnly reports the table property delta.appendOnly.
 func appendOnly(st *tableState) bool {
 	return strings.EqualFold(st.snap.Metadata.Configuration["delta.appendOnly"], "true")
-}
-
-// committer is one append's side of lake.Run.
-type committer struct {
-	p         *Provider
-	t         catalogs.TableIdent
-	commitID  string
-	adds      []dcodec.AddFile
-	schema    string // the schemaString the files were written for
-	partition []string
-	overwrite bool
-	rows      uint64
-	out       catalogs.CommitOutcome
-}
-
-func (c *committer) Load(ctx context.Context) (*tableState, error) { return c.p.load(ctx, c.t, -1) }
-
-func (c *committer) Landed(ctx context.Context, st *tableState) (bool, error) {
-	rec, ok, err := c.p.landed(ctx, st, c.commitID)
-	if ok && err == nil {
-		c.out = rec.Outcome
-		c.out.Duplicate = true
-	}
-	return ok, err
-}
-
-// Claimed: the gateway names every data file with a fresh UUID, so a
-// live file of ours means another commit id landed the same payload.
-func (c *committer) Claimed(_ context.Context, _, st *tableState, _ bool) (string, int64, error) {
-	if len(c.adds) == 0 {
-		return "", 0, nil
-	}
-	mine := make(map[string]bool, len(c.adds))
-	for _, a := range c.adds {
-		mine[a.Path] = true
-	}
-	for _, f := range st.snap.Files {
-		if mine[f.Path] {
-			return f.Path, 0, nil
-		}
-	}
-	return "", 0, nil
-}
-
-// Attempt writes the next log version: commitInfo first, the txn, the
-// adds. Blind appends never conflict with each other: a lost race only
-// needs the next version, unless the winner changed the schema or the
-// protocol under the files.
-func (c *committer) Attempt(ctx context.Context, st *tableState) error {
-	if err := checkWritable(st); err != nil {
-		return err
-	}
-	if c.schema != "" && st.snap.Metadata.SchemaString != c.schema {
-		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: the schema changed since the files of commit %s were written: nothing committed", c.t, c.commitID)
-	}
-	if len(c.adds) > 0 && !slices.Equal(st.snap.Metadata.PartitionColumns, c.partition) {
-		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: the partition columns changed since the files of commit %s were written (%v, now %v): nothing committed", c.t, c.commitID, c.partition, st.snap.Metadata.PartitionColumns)
-	}
-	v := st.snap.Version + 1
-	now := c.p.now().UnixMilli()
-	mode := "Append"
-	if c.overwrite {
-		if appendOnly(st) {
-			return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: delta.appendOnly is true (feature %q): an overwrite would remove files", c.t, dcodec.FeatureAppendOnly)
-		}
-		mode = "Overwrite"
-	}
-	acts := []dcodec.Action{
-		{CommitInfo: commitInfo(now, "WRITE", map[string]any{"mode": mode}, !c.overwrite, c.commitID)},
-		{Txn: &dcodec.Txn{AppID: c.commitID, Version: v, LastUpdated: &now}},
-	}
-	if c.overwrite {
-		for _, f := range st.snap.Files {
-			size := f.Size
-			ext := true
-			acts = append(acts, dcodec.Action{Remove: &dcodec.RemoveFile{Path: f.Path, DeletionTimestamp: &now, DataChange: true,
-				ExtendedFileMetadata: &ext, PartitionValues: f.PartitionValues, Size: &size, Stats: f.Stats,
-				DeletionVector: f.DeletionVector, BaseRowID: f.BaseRowID, DefaultRowCommitVersion: f.DefaultRowCommitVersion}})
-		}
-	}
-	for i := range c.adds {
-		a := c.adds[i]
-		acts = append(acts, dcodec.Action{Add: &a})
-	}
-	b, err := dcodec.EncodeCommit(acts)
-	if err != nil {
-		return err
-	}
-	switch err := c.p.fs.Create(ctx, st.dir+"/_delta_log/"+dcodec.CommitName(v), b); {
-	case errors.Is(err, lake.ErrExists):
-		return fmt.Errorf("table %s: version %d: %w", c.t, v, lake.ErrLost)
-	case err != nil:
-		return lake.MapErr(err, fmt.Sprintf("table %s: write log version %d", c.t, v))
-	}
-	c.out = catalogs.CommitOutcome{SnapshotID: v, CommittedAt: time.UnixMilli(now).UTC()}
-	return nil
-}
-
-// Recover re-reads the log after a failed write: the commit landed when
-// its txn is there (an S3 reply lost after the object was stored).
-func (c *committer) Recover(ctx context.Context, _ error) bool {
-	st, err := c.Load(ctx)
-	if err != nil {
-		return false
-	}
-	done, err := c.Landed(ctx, st)
-	if done && err == nil {
-		c.out.Duplicate = false
-	}
-	return done && err == nil
-}
-
-func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID string, receipts []catalogs.WriteReceipt, overwrite bool) (catalogs.CommitOutcome, error) {
-	if _, err := p.tableDir(t); err != nil {
-		return catalogs.CommitOutcome{}, err
-	}
-	rs, err := decodeReceipts(t, receipts)
-	if err != nil {
-		return catalogs.CommitOutcome{}, err
-	}
-	c := &committer{p: p, t: t, commitID: commitID, overwrite: overwrite}
-	for _, r := range rs {
-		if c.schema != "" && r.Schema != c.schema {
-			return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: the receipts were written for different schemas", t)
-		}
-		c.schema, c.partition = r.Schema, r.Partition
-		for _, a := range r.Adds {
-			if err := checkDataPath(t, a.Path); err != nil {
-				return catalogs.CommitOutcome{}, err
-			}
-			c.adds = append(c.adds, a)
-		}
-	}
-	retried, err := lake.Run[*tableState](ctx, p.cfg.commit, "table "+t.String(), commitID, c)
-	if err != nil {
-		return catalogs.CommitOutcome{}, err
-	}
-	c.out.Retried = retried
-	return c.out, nil
 }

@@ -18,6 +18,12 @@ const (
 	PropCreateNamespaces = "create-namespaces"
 	// PropTargetFileSize is the data file size a stream rolls at, in bytes.
 	PropTargetFileSize = "write.target-file-size-bytes"
+	// PropCommitGroupEnabled turns group commit on (default) or off:
+	// commits to one table from this process queue and land together,
+	// one log version per round, one txn per commit.
+	PropCommitGroupEnabled = "commit.group.enabled"
+	// PropCommitGroupMaxMembers bounds the commits of one round.
+	PropCommitGroupMaxMembers = "commit.group.max-members"
 )
 
 // config is the validated form of the properties.
@@ -28,13 +34,19 @@ type config struct {
 	createNamespaces []string
 	targetFileSize   int64
 	commit           lake.Retry
+	group            struct {
+		enabled    bool
+		maxMembers int
+	}
 }
 
 func parseConfig(props map[string]string) (config, error) {
 	cfg := config{targetFileSize: lake.DefaultTargetFileSize}
+	cfg.group.enabled, cfg.group.maxMembers = true, 1000
 	for k := range props {
 		switch {
-		case k == PropWarehouse || k == PropCreateNamespaces || k == PropTargetFileSize || k == "type":
+		case k == PropWarehouse || k == PropCreateNamespaces || k == PropTargetFileSize || k == "type",
+			k == PropCommitGroupEnabled || k == PropCommitGroupMaxMembers:
 		case lake.S3Keys[k], lake.CommonKeys[k]:
 		default:
 			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: unknown key", k)
@@ -56,6 +68,10 @@ func parseConfig(props map[string]string) (config, error) {
 	if cfg.commit, cfg.remote, err = lake.ParseCommon(props); err != nil {
 		return cfg, err
 	}
-	return cfg, lake.ParseInts(props,
-		lake.IntProp{Key: PropTargetFileSize, Min: 1 << 10, Set: func(v int64) { cfg.targetFileSize = v }})
+	if err := lake.ParseInts(props,
+		lake.IntProp{Key: PropTargetFileSize, Min: 1 << 10, Set: func(v int64) { cfg.targetFileSize = v }},
+		lake.IntProp{Key: PropCommitGroupMaxMembers, Min: 1, Set: func(v int64) { cfg.group.maxMembers = int(v) }}); err != nil {
+		return cfg, err
+	}
+	return cfg, lake.ParseBool(props, PropCommitGroupEnabled, &cfg.group.enabled)
 }

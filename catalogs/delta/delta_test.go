@@ -16,14 +16,18 @@ import (
 )
 
 // openLocal opens a catalog "lake" on a fresh local warehouse with the
-// namespace "default".
-func openLocal(t testing.TB, wh string) *delta.Provider {
+// namespace "default"; kv are more properties, key then value.
+func openLocal(t testing.TB, wh string, kv ...string) *delta.Provider {
 	t.Helper()
 	if wh == "" {
 		wh = t.TempDir()
 	}
-	p, err := delta.Open(context.Background(), "lake", map[string]string{delta.PropWarehouse: wh,
-		delta.PropCreateNamespaces: "default", lake.PropCommitMinWait: "1", lake.PropCommitMaxWait: "20", lake.PropCommitRetries: "1000"})
+	props := map[string]string{delta.PropWarehouse: wh,
+		delta.PropCreateNamespaces: "default", lake.PropCommitMinWait: "1", lake.PropCommitMaxWait: "20", lake.PropCommitRetries: "1000"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		props[kv[i]] = kv[i+1]
+	}
+	p, err := delta.Open(context.Background(), "lake", props)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +62,21 @@ func TestConformanceLocal(t *testing.T) {
 			Provider: p, Catalog: "lake", Namespace: []string{"default"},
 			ListFiles: func(context.Context) ([]string, error) { return listDir(wh) },
 			Replica:   func(t *testing.T) catalogs.Provider { return openLocal(t, wh) },
+		}
+	}, Committers: 32}, catalogtest.Config{StagesFiles: true, CompareAndSwap: true, GroupsCommits: true,
+		Layout: catalogtest.LayoutOneFilePerBucket, UnstorableType: arrow.FixedWidthTypes.MonthInterval})
+}
+
+// TestConformanceLocalNoGroup runs the suite with group commit off:
+// every commit is its own put-if-absent loop, as between gateways, so
+// that 32 committers must lose races and retry.
+func TestConformanceLocalNoGroup(t *testing.T) {
+	catalogtest.Run(t, catalogtest.Harness{New: func(t *testing.T) *catalogtest.Instance {
+		wh := t.TempDir()
+		p := openLocal(t, wh, delta.PropCommitGroupEnabled, "false")
+		return &catalogtest.Instance{
+			Provider: p, Catalog: "lake", Namespace: []string{"default"},
+			ListFiles: func(context.Context) ([]string, error) { return listDir(wh) },
 		}
 	}, Committers: 32}, catalogtest.Config{StagesFiles: true, CompareAndSwap: true,
 		Layout: catalogtest.LayoutOneFilePerBucket, UnstorableType: arrow.FixedWidthTypes.MonthInterval})

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -38,6 +39,10 @@ type Provider struct {
 	s3   *lake.S3
 	log  *slog.Logger
 	now  func() time.Time
+	// groups are the commit queues of group commit (groupcommit.go).
+	groups groups
+	// checkpoints caches each table's newest checkpoint decoded.
+	checkpoints checkpoints
 }
 
 var (
@@ -51,6 +56,7 @@ var (
 	_ catalogs.StreamWriter        = (*Provider)(nil)
 	_ catalogs.Scanner             = (*Provider)(nil)
 	_ catalogs.BreakerReporter     = (*Provider)(nil)
+	_ catalogs.Closer              = (*Provider)(nil)
 )
 
 // Open builds the Delta catalog called name from props (see the Prop*
@@ -105,10 +111,59 @@ func (p *Provider) tableDir(t catalogs.TableIdent) (string, error) {
 	return lake.Join(t.Namespace[0], t.Name)
 }
 
-// storeLog is a table's _delta_log on the store (dcodec.Log).
+// storeLog is a table's _delta_log on the store (dcodec.Log), with the
+// provider's checkpoint cache when it has one.
 type storeLog struct {
-	fs  lake.Store
-	dir string // the table directory
+	fs    lake.Store
+	dir   string // the table directory
+	cache *checkpoints
+}
+
+// checkpoints keeps the decoded actions of the newest checkpoint file
+// read of each table (dcodec.CheckpointCache): every commit and scan
+// replays from it, and decoding it is most of a replay.
+type checkpoints struct {
+	mu sync.Mutex
+	m  map[string]cachedCheckpoint // by table directory
+}
+
+type cachedCheckpoint struct {
+	name string
+	acts []dcodec.Action
+}
+
+// maxCachedTables bounds the tables whose checkpoint is kept.
+const maxCachedTables = 64
+
+func (l storeLog) CheckpointActions(name string) ([]dcodec.Action, bool) {
+	if l.cache == nil {
+		return nil, false
+	}
+	l.cache.mu.Lock()
+	defer l.cache.mu.Unlock()
+	c, ok := l.cache.m[l.dir]
+	return c.acts, ok && c.name == name
+}
+
+func (l storeLog) KeepCheckpointActions(name string, acts []dcodec.Action) {
+	if l.cache == nil || strings.Contains(name, "/") {
+		return // a sidecar: its checkpoint's entry would be displaced
+	}
+	l.cache.mu.Lock()
+	defer l.cache.mu.Unlock()
+	if l.cache.m == nil {
+		l.cache.m = map[string]cachedCheckpoint{}
+	}
+	if c, ok := l.cache.m[l.dir]; ok && c.name > name {
+		return // a newer one is kept (names sort by version)
+	}
+	if _, ok := l.cache.m[l.dir]; !ok && len(l.cache.m) >= maxCachedTables {
+		for k := range l.cache.m { // any one: tables beyond the bound take turns
+			delete(l.cache.m, k)
+			break
+		}
+	}
+	l.cache.m[l.dir] = cachedCheckpoint{name: name, acts: acts}
 }
 
 func (l storeLog) List(ctx context.Context) ([]string, error) {
@@ -138,7 +193,7 @@ func (p *Provider) load(ctx context.Context, t catalogs.TableIdent, version int6
 	if err != nil {
 		return nil, err
 	}
-	snap, err := dcodec.Load(ctx, storeLog{p.fs, dir}, version)
+	snap, err := dcodec.Load(ctx, storeLog{fs: p.fs, dir: dir, cache: &p.checkpoints}, version)
 	if err != nil {
 		return nil, p.logErr(t, version, err)
 	}
@@ -290,7 +345,7 @@ func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableI
 	}
 	now := p.now().UnixMilli()
 	md := dcodec.Metadata{ID: uuid.NewString(), Format: dcodec.Format{Provider: "parquet"}, SchemaString: ss, CreatedTime: &now, PartitionColumns: part}
-	ci := commitInfo(now, "CREATE TABLE", map[string]any{"mode": "ErrorIfExists", "location": dir, "partitionBy": partitionBy(part)}, false, "")
+	ci := commitInfo(now, "CREATE TABLE", map[string]any{"mode": "ErrorIfExists", "location": dir, "partitionBy": partitionBy(part)}, false, "", nil)
 	b, err := dcodec.EncodeCommit([]dcodec.Action{{CommitInfo: ci}, {Protocol: &proto}, {MetaData: &md}})
 	if err != nil {
 		return catalogs.TableSpec{}, err

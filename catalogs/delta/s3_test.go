@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/johannesboyne/gofakes3"
@@ -63,6 +64,95 @@ func TestConformanceS3(t *testing.T) {
 			},
 			Replica: open,
 		}
-	}, Committers: 32}, catalogtest.Config{StagesFiles: true, CompareAndSwap: true,
+	}, Committers: 32}, catalogtest.Config{StagesFiles: true, CompareAndSwap: true, GroupsCommits: true,
 		Layout: catalogtest.LayoutOneFilePerBucket, UnstorableType: arrow.FixedWidthTypes.MonthInterval})
+}
+
+// TestCheckpointAndVacuumS3: on S3 a checkpoint is written at version 10
+// (and a fresh provider replays from it), and VACUUM deletes a staged
+// file nothing commits, keeps the file an overwrite removed while its
+// tombstone lasts, and deletes it once the tombstone expired.
+func TestCheckpointAndVacuumS3(t *testing.T) {
+	be := s3mem.New()
+	if err := be.CreateBucket(bucket); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(be).Server())
+	t.Cleanup(srv.Close)
+	props := map[string]string{
+		delta.PropWarehouse: "s3://" + bucket + "/wh", delta.PropCreateNamespaces: "default",
+		lake.PropS3Endpoint: srv.URL, lake.PropS3Region: "us-east-1",
+		lake.PropS3AccessKeyID: "test-access-key-id", lake.PropS3SecretAccessKey: "test-secret-access-key",
+		lake.PropS3ForceVirtualAddressing: "false",
+	}
+	ctx := context.Background()
+	p, err := delta.Open(ctx, "lake", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ident("default", "s3v")
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		t.Fatal(err)
+	}
+	keys := func() map[string]bool {
+		res, err := be.ListBucket(bucket, &gofakes3.Prefix{HasPrefix: true, Prefix: "wh/default/s3v/"}, gofakes3.ListBucketPage{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, c := range res.Contents {
+			out[strings.TrimPrefix(c.Key, "wh/default/s3v/")] = true
+		}
+		return out
+	}
+	write := func(from int64) catalogs.WriteReceipt {
+		b := catalogtest.Batch(from, 1)
+		defer b.Release()
+		r, err := p.WriteBatch(ctx, id, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	first := write(0)
+	if _, err := p.Commit(ctx, id, []catalogs.WriteReceipt{first}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.CommitOverwrite(ctx, id, "", []catalogs.WriteReceipt{write(1)}); err != nil {
+		t.Fatal(err)
+	}
+	for v := int64(3); v <= 10; v++ {
+		if _, err := p.Commit(ctx, id, []catalogs.WriteReceipt{write(v)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orphan := write(100)
+	// The checkpoint is written by the commit round once its commits are
+	// answered: Close waits for the rounds.
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if k := keys(); !k["_delta_log/00000000000000000010.checkpoint.parquet"] || !k["_delta_log/_last_checkpoint"] {
+		t.Fatalf("no checkpoint of version 10 on S3: %v", k)
+	}
+	fresh, err := delta.Open(ctx, "lake", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n, err := scanAll(t, fresh, id); err != nil || n != 9 {
+		t.Fatalf("a fresh provider scans %d rows, %v; want 9", n, err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	opts := catalogs.ReclaimOptions{MinAge: 10 * time.Millisecond}
+	rel := func(r catalogs.WriteReceipt) string { return addPaths(t, r)[0] }
+	if rep, err := p.Reclaim(ctx, opts); err != nil || rep.DataFiles != 1 || keys()[rel(orphan)] || !keys()[rel(first)] {
+		t.Fatalf("reclaim: %+v, %v; want the staged file deleted, the overwritten one kept", rep, err)
+	}
+	delta.SetNow(p, func() time.Time { return time.Now().Add(8 * 24 * time.Hour) })
+	if rep, err := p.Reclaim(ctx, opts); err != nil || rep.DataFiles != 1 || keys()[rel(first)] {
+		t.Fatalf("reclaim 8 days on: %+v, %v; want the overwritten file deleted", rep, err)
+	}
+	if _, n, err := scanAll(t, fresh, id); err != nil || n != 9 {
+		t.Fatalf("after VACUUM: %d rows, %v; want 9", n, err)
+	}
 }

@@ -35,16 +35,27 @@ const (
 	propIngestMode  = "write_mode"
 	propNamespace   = "namespace"
 	propQuote       = "identifier_quote"
+	propParallel    = "parallel_endpoints"
+	propForward     = "forward_caller_token"
+	propSchemaTTL   = "schema_ttl"
 	writeModeAuto   = "auto"
 	writeModeIngest = "ingest"
 	writeModeInsert = "insert"
 	defaultInfoTTL  = 5 * time.Minute
+	// defaultSchemaTTL keeps a table's schema for the several look-ups
+	// of one query and the queries that follow it, without a GetTables
+	// round trip (tens of ms on a busy upstream) each.
+	defaultSchemaTTL = 10 * time.Second
+	// defaultParallel endpoints of a FlightInfo are read at once: a
+	// distributed upstream (one endpoint per node) streams from several
+	// nodes while the gateway hands the batches on in order.
+	defaultParallel = 4
 )
 
 var knownProps = map[string]bool{propURI: true, propCatalog: true, propUser: true, propPassword: true, propPasswordEnv: true,
 	propToken: true, propTokenEnv: true, propHeaders: true, propInfoTTL: true, propLocations: true, propTLSCA: true,
 	propTLSName: true, propTLSCert: true, propTLSKey: true, propTLSInsecure: true, propKeepalive: true, propIngestMode: true,
-	propNamespace: true, propQuote: true}
+	propNamespace: true, propQuote: true, propParallel: true, propForward: true, propSchemaTTL: true}
 
 // defaultRemote bounds the calls to the upstream unless the catalog's
 // remote.* properties (catalogs/remoteprops.go) say otherwise.
@@ -85,7 +96,9 @@ type config struct {
 	breakerFailures uint32
 	breakerOpen     time.Duration
 	infoTTL         time.Duration
-	keepalive       time.Duration
+	// schemaTTL is how long a table's schema is kept (0: read every time).
+	schemaTTL time.Duration
+	keepalive time.Duration
 	// locations are the hosts (host or host:port) an endpoint's location
 	// may name; any other location is refused (a FlightInfo can point
 	// anywhere).
@@ -93,6 +106,11 @@ type config struct {
 	// writeMode forces bulk ingest or prepared INSERT ("auto": ingest
 	// when the upstream has it).
 	writeMode string
+	// parallel bounds the endpoints of one FlightInfo read at once.
+	parallel int
+	// forward sends the caller's own bearer token, instead of the
+	// catalog's credential, on the queries and writes made for a caller.
+	forward bool
 }
 
 func bad(key, format string, args ...any) error {
@@ -102,7 +120,7 @@ func bad(key, format string, args ...any) error {
 // parseConfig validates the properties; errors name the key, never a
 // secret's value.
 func parseConfig(props map[string]string) (config, error) {
-	c := config{infoTTL: defaultInfoTTL, headers: map[string]string{}, locations: map[string]bool{}, writeMode: writeModeAuto}
+	c := config{infoTTL: defaultInfoTTL, schemaTTL: defaultSchemaTTL, headers: map[string]string{}, locations: map[string]bool{}, writeMode: writeModeAuto, parallel: defaultParallel}
 	for k := range props {
 		if !known(k) {
 			return c, bad(k, "unknown property of a flightsql catalog")
@@ -155,7 +173,7 @@ func parseConfig(props map[string]string) (config, error) {
 	for _, d := range []struct {
 		key string
 		v   *time.Duration
-	}{{propInfoTTL, &c.infoTTL}, {propKeepalive, &c.keepalive}} {
+	}{{propInfoTTL, &c.infoTTL}, {propSchemaTTL, &c.schemaTTL}, {propKeepalive, &c.keepalive}} {
 		if s := props[d.key]; s != "" {
 			if *d.v, err = time.ParseDuration(s); err != nil || *d.v < 0 {
 				return c, bad(d.key, "%q is not a duration", s)
@@ -172,6 +190,16 @@ func parseConfig(props map[string]string) (config, error) {
 	for h := range strings.SplitSeq(props[propLocations], ",") {
 		if h = strings.ToLower(strings.TrimSpace(h)); h != "" {
 			c.locations[h] = true
+		}
+	}
+	if s := props[propParallel]; s != "" {
+		if c.parallel, err = strconv.Atoi(s); err != nil || c.parallel < 1 || c.parallel > 64 {
+			return c, bad(propParallel, "%q is not a number of streams from 1 to 64", s)
+		}
+	}
+	if s := props[propForward]; s != "" {
+		if c.forward, err = strconv.ParseBool(s); err != nil {
+			return c, bad(propForward, "%q is not a boolean", s)
 		}
 	}
 	switch m := props[propIngestMode]; m {

@@ -29,6 +29,9 @@ type conn struct {
 	addr   string
 	client *fsql.Client
 	remote *catalogs.Remote
+	// caller is set on a connection whose static token is a caller's
+	// forwarded bearer token (a unit of work's), not the catalog's.
+	caller bool
 
 	mu    sync.Mutex
 	token catalogs.Secret // "Bearer ..." header value; zero before a handshake
@@ -63,9 +66,12 @@ func (c *conn) close() error { return c.client.Close() }
 // outgoing adds the credential and the configured headers to ctx. With a
 // user and no token yet it runs the Basic handshake first.
 func (c *conn) outgoing(ctx context.Context) (context.Context, error) {
-	tok, err := c.bearer(ctx)
-	if err != nil {
-		return nil, err
+	tok, fwd := forwarded(ctx)
+	if !fwd {
+		var err error
+		if tok, err = c.bearer(ctx); err != nil {
+			return nil, err
+		}
 	}
 	kv := make([]string, 0, 2*len(c.cfg.headers)+2)
 	for k, v := range c.cfg.headers {
@@ -115,10 +121,14 @@ func (c *conn) forget(tok catalogs.Secret) {
 // handshaken again and repeated once: it did not run.
 func call[T any](ctx context.Context, c *conn, idempotent bool, what string, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
+	_, fwd := forwarded(ctx)
 	for attempt := 0; ; attempt++ {
-		tok, err := c.bearer(ctx)
-		if err != nil {
-			return zero, err
+		var tok catalogs.Secret
+		if !fwd {
+			var err error
+			if tok, err = c.bearer(ctx); err != nil {
+				return zero, err
+			}
 		}
 		v, err := catalogs.Guard(ctx, c.remote, idempotent, func(actx context.Context) (T, error) {
 			octx, err := c.outgoing(actx)
@@ -130,11 +140,11 @@ func call[T any](ctx context.Context, c *conn, idempotent bool, what string, fn 
 		if err == nil {
 			return v, nil
 		}
-		if status.Code(err) == codes.Unauthenticated && c.cfg.user != "" && attempt == 0 {
+		if status.Code(err) == codes.Unauthenticated && c.cfg.user != "" && !fwd && attempt == 0 {
 			c.forget(tok)
 			continue
 		}
-		return zero, c.classify(err, what)
+		return zero, c.classifyAs(err, what, fwd || c.caller)
 	}
 }
 
@@ -158,7 +168,11 @@ func transient(err error) bool {
 // classify maps an upstream error to the catalogs kinds, naming the
 // catalog, the upstream and what was being done. A status message is the
 // upstream's and is kept; credentials are never in it.
-func (c *conn) classify(err error, what string) error {
+func (c *conn) classify(err error, what string) error { return c.classifyAs(err, what, c.caller) }
+
+// classifyAs is classify for a call that carried the caller's forwarded
+// token (caller) or the catalog's credential.
+func (c *conn) classifyAs(err error, what string, caller bool) error {
 	if err == nil {
 		return nil
 	}
@@ -184,6 +198,10 @@ func (c *conn) classify(err error, what string) error {
 	case codes.PermissionDenied:
 		return catalogs.Errorf(catalogs.ErrPermissionDenied, "%s: %s", prefix, msg)
 	case codes.Unauthenticated:
+		if caller {
+			// The caller's own token: the caller logs in again.
+			return catalogs.Errorf(catalogs.ErrUnauthenticated, "%s: the upstream refused the caller's forwarded bearer token: %s", prefix, msg)
+		}
 		// The gateway's service credential was refused: that is the
 		// operator's configuration, not the client's login.
 		return catalogs.Errorf(catalogs.ErrPermissionDenied, "%s: the upstream refused the catalog's credential: %s", prefix, msg)

@@ -40,6 +40,12 @@ type Provider struct {
 	// table schemas: specs come from the probe query from then on.
 	probeOnly atomic.Bool
 
+	specMu sync.Mutex
+	specs  map[string]cachedSpec // table specs kept for schema_ttl, by table
+
+	// bg owns the cancels sent for released reads (Close waits for them).
+	bg sync.WaitGroup
+
 	mu   sync.Mutex
 	txns map[string]*upTxn // open upstream transactions, by unit of work
 	// ended are the transactions that ended lately, for the later tables
@@ -67,7 +73,7 @@ func Open(_ context.Context, name string, props map[string]string) (*Provider, e
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{name: name, cfg: cfg, located: map[string]*conn{}, txns: map[string]*upTxn{}, ended: map[string]*upTxn{},
+	p := &Provider{name: name, cfg: cfg, located: map[string]*conn{}, specs: map[string]cachedSpec{}, txns: map[string]*upTxn{}, ended: map[string]*upTxn{},
 		log: slog.Default().With("catalog", name, "backend", Type, "upstream", cfg.addr)}
 	p.remote = catalogs.NewRemote("flightsql:"+name, catalogs.RemotePolicy{Timeout: cfg.timeout, Attempts: cfg.retries,
 		BreakerFailures: cfg.breakerFailures, BreakerOpen: cfg.breakerOpen}, transient)
@@ -87,6 +93,7 @@ func (p *Provider) Close() error {
 	for _, x := range txns {
 		p.endTxn(context.Background(), x, false)
 	}
+	p.bg.Wait() // each cancel is bounded (5s)
 	errs := []error{p.main.close()}
 	p.connMu.Lock()
 	for _, c := range p.located {

@@ -5,20 +5,29 @@ import (
 	"errors"
 	"io"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/flightgw/flightgw/catalogs"
 )
 
+// endpointBuffer is how many decoded batches an endpoint read ahead of
+// the reader holds: with parallel_endpoints streams open, at most
+// parallel_endpoints × (endpointBuffer + 1) batches are in memory.
+const endpointBuffer = 2
+
 // query gets a FlightInfo (an idempotent call: it only plans) and reads
-// every endpoint of it in order, streaming: one batch at a time is held.
-// The reader's Release cancels what is still being read, upstream too
-// (CancelFlightInfo, when the upstream supports it).
+// its endpoints, up to parallel_endpoints of them at once, handing their
+// batches on in endpoint order: streaming, a few batches held per open
+// stream. The reader's Release cancels what is still being read,
+// upstream too (CancelFlightInfo, when the upstream supports it).
 func (p *Provider) query(ctx context.Context, what string, get func(context.Context) (*flight.FlightInfo, error)) (*infoReader, error) {
 	info, err := call(ctx, p.main, true, what, get)
 	if err != nil {
@@ -39,16 +48,23 @@ func (p *Provider) query(ctx context.Context, what string, get func(context.Cont
 		}
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	r := &infoReader{p: p, what: what, ctx: rctx, cancel: cancel, info: info, conns: conns, schema: schema}
+	r := &infoReader{p: p, what: what, ctx: rctx, cancel: cancel, info: info, conns: conns, schema: schema,
+		reads: make([]*endpointRead, len(info.Endpoint)), parallel: p.cfg.parallel}
 	r.refs.Store(1)
+	r.startUpTo(r.parallel)
+	if len(info.Endpoint) == 0 {
+		r.done = true
+	}
 	if r.schema == nil {
 		// No schema in the FlightInfo: the first stream's is the result's.
-		if !r.open() {
-			err := r.err
+		err := catalogs.Errorf(catalogs.ErrFailedPrecondition, "catalog %q: upstream %s: %s: the result has no schema", p.name, p.cfg.addr, what)
+		if len(info.Endpoint) > 0 {
+			e := r.reads[0]
+			<-e.ready
+			r.schema, err = e.schema, e.err
+		}
+		if r.schema == nil {
 			r.Release()
-			if err == nil {
-				err = catalogs.Errorf(catalogs.ErrFailedPrecondition, "catalog %q: upstream %s: %s: the result has no schema", p.name, p.cfg.addr, what)
-			}
 			return nil, err
 		}
 	}
@@ -57,7 +73,8 @@ func (p *Provider) query(ctx context.Context, what string, get func(context.Cont
 
 // endpointConn is the connection an endpoint is read from: the main one
 // for an endpoint without a location (or one that says to reuse the
-// connection), else one to the location, which must be on the allowlist.
+// connection, or names the upstream itself), else one to the location,
+// which must be on the allowlist.
 func (p *Provider) endpointConn(ep *flight.FlightEndpoint) (*conn, error) {
 	for _, loc := range ep.GetLocation() {
 		uri := loc.GetUri()
@@ -109,79 +126,140 @@ func (p *Provider) locationConn(host string) (*conn, error) {
 	return c, nil
 }
 
+// endpointRead is one endpoint's stream, read by a goroutine of its own
+// into batches (closed at its end, after err is set).
+type endpointRead struct {
+	ready   chan struct{} // closed once the stream is open (schema set) or failed (err set)
+	schema  *arrow.Schema
+	batches chan arrow.RecordBatch
+	err     error
+}
+
 // infoReader is an array.RecordReader over the endpoints of a FlightInfo.
 type infoReader struct {
-	p      *Provider
-	what   string
-	ctx    context.Context
-	cancel context.CancelFunc
-	info   *flight.FlightInfo
-	conns  []*conn
-	schema *arrow.Schema
-	next   int // the endpoint to open next
-	cur    *flight.Reader
-	rec    arrow.RecordBatch
-	err    error
-	done   bool
-	refs   atomic.Int64
+	p        *Provider
+	what     string
+	ctx      context.Context
+	cancel   context.CancelFunc
+	info     *flight.FlightInfo
+	conns    []*conn
+	schema   *arrow.Schema
+	parallel int
+	reads    []*endpointRead // started reads; nil until started
+	wg       sync.WaitGroup  // the reads' goroutines
+	next     int             // the endpoint whose batches are handed on now
+	rec      arrow.RecordBatch
+	err      error
+	done     bool
+	refs     atomic.Int64
 }
 
 var _ array.RecordReader = (*infoReader)(nil)
 
-// open opens the next endpoint's stream; false when none is left (or on
-// an error, in r.err).
-func (r *infoReader) open() bool {
-	if r.cur != nil {
-		r.cur.Release()
-		r.cur = nil
-	}
-	if r.next >= len(r.info.Endpoint) {
-		r.done = true
-		return false
-	}
-	ep, c := r.info.Endpoint[r.next], r.conns[r.next]
-	r.next++
-	octx, err := c.outgoing(r.ctx)
-	if err == nil {
-		var s flight.FlightService_DoGetClient
-		if s, err = c.client.Client.DoGet(octx, ep.GetTicket()); err == nil {
-			r.cur, err = flight.NewRecordReader(s)
+// startUpTo starts the reads of the endpoints before n not yet started.
+func (r *infoReader) startUpTo(n int) {
+	for i := r.next; i < n && i < len(r.reads); i++ {
+		if r.reads[i] != nil {
+			continue
 		}
+		e := &endpointRead{ready: make(chan struct{}), batches: make(chan arrow.RecordBatch, endpointBuffer)}
+		r.reads[i] = e
+		r.wg.Add(1)
+		go r.read(r.info.Endpoint[i], r.conns[i], e)
 	}
-	if err != nil {
-		r.fail(c, err)
-		return false
-	}
-	if r.schema == nil {
-		r.schema = r.cur.Schema()
-	}
-	return true
 }
 
-func (r *infoReader) fail(c *conn, err error) {
+// read streams one endpoint into e.batches until its end, an error or
+// the reader's release.
+func (r *infoReader) read(ep *flight.FlightEndpoint, c *conn, e *endpointRead) {
+	defer r.wg.Done()
+	defer close(e.batches)
+	rd, err := r.openStream(c, ep)
+	if err != nil {
+		e.err = r.failed(c, err)
+		close(e.ready)
+		return
+	}
+	defer rd.Release()
+	e.schema = rd.Schema()
+	close(e.ready)
+	for rd.Next() {
+		rec := rd.RecordBatch()
+		rec.Retain()
+		select {
+		case e.batches <- rec:
+		case <-r.ctx.Done():
+			rec.Release()
+			e.err = r.ctx.Err()
+			return
+		}
+	}
+	if err := rd.Err(); err != nil && !errors.Is(err, io.EOF) {
+		e.err = r.failed(c, err)
+	}
+}
+
+// openStream sends the DoGet of an endpoint. A token the upstream
+// refuses as Unauthenticated before the first batch (it expired since the
+// FlightInfo) is handshaken again and the DoGet repeated once: nothing
+// was read.
+func (r *infoReader) openStream(c *conn, ep *flight.FlightEndpoint) (*flight.Reader, error) {
+	_, fwd := forwarded(r.ctx)
+	for attempt := 0; ; attempt++ {
+		var tok catalogs.Secret
+		if !fwd {
+			var err error
+			if tok, err = c.bearer(r.ctx); err != nil {
+				return nil, err
+			}
+		}
+		octx, err := c.outgoing(r.ctx)
+		if err != nil {
+			return nil, err
+		}
+		s, err := c.client.Client.DoGet(octx, ep.GetTicket())
+		if err == nil {
+			var rd *flight.Reader
+			if rd, err = flight.NewRecordReader(s); err == nil {
+				return rd, nil
+			}
+		}
+		if status.Code(err) == codes.Unauthenticated && c.cfg.user != "" && !fwd && attempt == 0 {
+			c.forget(tok)
+			continue
+		}
+		return nil, err
+	}
+}
+
+// failed counts a stream's failure against the breaker and names it.
+func (r *infoReader) failed(c *conn, err error) error {
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
 	c.remote.Record(err)
-	r.err, r.done = c.classify(err, r.what), true
+	_, fwd := forwarded(r.ctx)
+	return c.classifyAs(err, r.what, fwd || c.caller)
 }
 
 func (r *infoReader) Next() bool {
-	r.rec = nil
+	if r.rec != nil {
+		r.rec.Release()
+		r.rec = nil
+	}
 	for !r.done {
-		if r.cur == nil && !r.open() {
-			return false
-		}
-		if r.cur.Next() {
-			r.rec = r.cur.RecordBatch()
+		e := r.reads[r.next]
+		if rec, ok := <-e.batches; ok {
+			r.rec = rec
 			return true
 		}
-		if err := r.cur.Err(); err != nil && !errors.Is(err, io.EOF) {
-			r.fail(r.conns[r.next-1], err)
+		if e.err != nil {
+			r.err, r.done = e.err, true
 			return false
 		}
-		r.cur.Release()
-		r.cur = nil
+		r.next++
+		r.startUpTo(r.next + r.parallel)
+		r.done = r.next >= len(r.reads)
 	}
 	return false
 }
@@ -197,25 +275,41 @@ func (r *infoReader) Err() error                { return r.err }
 func (r *infoReader) Retain()                   { r.refs.Add(1) }
 
 // Release ends the read. A read released before its end cancels its
-// streams, and asks the upstream to cancel the query.
+// streams, waits for their goroutines, and asks the upstream to cancel
+// the query.
 func (r *infoReader) Release() {
 	if r.refs.Add(-1) != 0 {
 		return
 	}
 	early := !r.done
 	r.cancel()
-	if r.cur != nil {
-		r.cur.Release()
-		r.cur = nil
+	r.wg.Wait()
+	if r.rec != nil {
+		r.rec.Release()
+		r.rec = nil
+	}
+	for _, e := range r.reads {
+		if e == nil {
+			continue
+		}
+		for rec := range e.batches {
+			rec.Release()
+		}
 	}
 	if early && r.p.canCancel.Load() {
-		go r.p.cancelInfo(r.info)
+		// Without the read's cancellation, with its values: a forwarded
+		// caller's token cancels the caller's query.
+		r.p.bg.Add(1)
+		go func() {
+			defer r.p.bg.Done()
+			r.p.cancelInfo(context.WithoutCancel(r.ctx), r.info)
+		}()
 	}
 }
 
 // cancelInfo asks the upstream to stop a query nobody reads any more.
-func (p *Provider) cancelInfo(info *flight.FlightInfo) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (p *Provider) cancelInfo(ctx context.Context, info *flight.FlightInfo) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	octx, err := p.main.outgoing(ctx)
 	if err != nil {

@@ -32,6 +32,11 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 		return nil, err
 	}
 	c, _ := p.cachedCaps()
+	// The table's metadata was read with the catalog's credential, its
+	// rows are read with the caller's when it is forwarded.
+	if ctx, err = p.asCaller(ctx); err != nil {
+		return nil, err
+	}
 	names := req.Columns
 	if names == nil {
 		for _, f := range spec.Schema.Fields() {
@@ -168,6 +173,9 @@ func (p *Provider) PushQuery(ctx context.Context, q catalogs.PushedQuery) (array
 	}
 	text, err := q.Render(func(t catalogs.TableIdent) (string, error) { return p.upstreamName(ctx, t) })
 	if err != nil {
+		return nil, err
+	}
+	if ctx, err = p.asCaller(ctx); err != nil {
 		return nil, err
 	}
 	what := fmt.Sprintf("query of table %s", q.Tables[0])

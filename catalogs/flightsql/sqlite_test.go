@@ -20,6 +20,12 @@ import (
 // loopback: transactions and prepared statements, no bulk ingest.
 func startSQLite(t *testing.T) string {
 	t.Helper()
+	return startSQLiteWith(t, nil)
+}
+
+// startSQLiteWith is startSQLite with server middleware.
+func startSQLiteWith(t *testing.T, mw []flight.ServerMiddleware) string {
+	t.Helper()
 	db, err := example.CreateDB()
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +34,7 @@ func startSQLite(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := flight.NewServerWithMiddleware(nil)
+	s := flight.NewServerWithMiddleware(mw)
 	s.RegisterFlightService(fsql.NewFlightServer(srv))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -84,6 +90,7 @@ func TestSQLitePreparedInsertInTransaction(t *testing.T) {
 	// An upstream that sends no schemas in GetTables is probed: the same
 	// columns.
 	p.probeOnly.Store(true)
+	p.forgetSpec(tbl)
 	probed, err := p.GetTableSpec(ctx, tbl)
 	p.probeOnly.Store(false)
 	if err != nil {

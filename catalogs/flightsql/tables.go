@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -197,7 +198,52 @@ func (p *Provider) ListTables(ctx context.Context, ns []string) ([]catalogs.Tabl
 // from the upstream's GetTables, or, when the upstream sends no schemas,
 // from the FlightInfo of a query that reads no row. The types are
 // normalized (normalize): results are cast back to them.
+//
+// A spec is kept for schema_ttl: a query looks its tables up several
+// times (resolution, security context, planning, the scan), and each
+// look-up would be a GetTables round trip.
 func (p *Provider) GetTableSpec(ctx context.Context, t catalogs.TableIdent) (catalogs.TableSpec, error) {
+	key := t.String()
+	p.specMu.Lock()
+	c, ok := p.specs[key]
+	p.specMu.Unlock()
+	if ok && time.Since(c.at) < p.cfg.schemaTTL {
+		return c.spec, nil
+	}
+	spec, err := p.readTableSpec(ctx, t)
+	if err != nil {
+		return spec, err
+	}
+	if p.cfg.schemaTTL > 0 {
+		p.specMu.Lock()
+		if len(p.specs) >= maxSpecs {
+			clear(p.specs)
+		}
+		p.specs[key] = cachedSpec{spec: spec, at: time.Now()}
+		p.specMu.Unlock()
+	}
+	return spec, nil
+}
+
+// maxSpecs bounds the kept specs (a client listing many tables).
+const maxSpecs = 4096
+
+// cachedSpec is a table's spec and when it was read.
+type cachedSpec struct {
+	spec catalogs.TableSpec
+	at   time.Time
+}
+
+// forgetSpec drops a table's kept spec (after this catalog created or
+// dropped it).
+func (p *Provider) forgetSpec(t catalogs.TableIdent) {
+	p.specMu.Lock()
+	defer p.specMu.Unlock()
+	delete(p.specs, t.String())
+}
+
+// readTableSpec is GetTableSpec from the upstream.
+func (p *Provider) readTableSpec(ctx context.Context, t catalogs.TableIdent) (catalogs.TableSpec, error) {
 	schema, err := p.schemaOf(t)
 	if err != nil {
 		return catalogs.TableSpec{}, err

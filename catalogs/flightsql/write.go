@@ -136,10 +136,26 @@ func (p *Provider) unit(ctx context.Context, key string, transactions bool) (*up
 		return x, nil
 	}
 	x = &upTxn{key: key, conn: p.main}
-	if transactions {
-		tc, err := dial(p.cfg, p.name, p.cfg.addr, p.remote)
-		if err != nil {
+	// A forwarded caller's unit of work has a connection of its own whose
+	// every call, the reaper's rollback too, carries that caller's token.
+	fwd, forwarding, err := p.callerToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if forwarding {
+		cfg := p.cfg
+		cfg.user, cfg.password, cfg.token = "", catalogs.Secret{}, catalogs.Secret{}
+		if x.conn, err = dial(cfg, p.name, p.cfg.addr, p.remote); err != nil {
 			return nil, err
+		}
+		x.conn.token, x.conn.caller = fwd, true
+	}
+	if transactions {
+		tc := x.conn
+		if !forwarding {
+			if tc, err = dial(p.cfg, p.name, p.cfg.addr, p.remote); err != nil {
+				return nil, err
+			}
 		}
 		// Not retried: a begin whose answer was lost leaves a transaction
 		// upstream that its own timeout ends.
@@ -441,6 +457,9 @@ func (p *Provider) endTxn(ctx context.Context, x *upTxn, commit bool) (catalogs.
 	x.done = true
 	defer p.forget(x)
 	if x.txn == nil {
+		if x.conn != p.main {
+			_ = x.conn.close() // a forwarded caller's
+		}
 		x.out = catalogs.CommitOutcome{CommittedAt: time.Now().UTC()}
 		return x.out, x.err
 	}
@@ -568,13 +587,20 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 	}
 	ns, _ := p.schemaOf(t)
 	s := &stream{p: p, x: &upTxn{conn: p.main}, t: t, schema: ns, name: name, via: viaIngest}
-	if err := s.openPut(ctx, schema, ingestCreate); err != nil {
+	// The DDL as the caller when the token is forwarded; the new table's
+	// metadata is read as the catalog.
+	cctx, err := p.asCaller(ctx)
+	if err != nil {
+		return catalogs.TableSpec{}, err
+	}
+	if err := s.openPut(cctx, schema, ingestCreate); err != nil {
 		return catalogs.TableSpec{}, err
 	}
 	if err := s.finishPut(); err != nil {
 		return catalogs.TableSpec{}, err
 	}
 	p.log.Info("created table upstream", "table", t.String())
+	p.forgetSpec(t)
 	return p.GetTableSpec(ctx, t)
 }
 
@@ -587,6 +613,10 @@ func (p *Provider) DropTable(ctx context.Context, t catalogs.TableIdent) error {
 	if err != nil {
 		return err
 	}
+	if ctx, err = p.asCaller(ctx); err != nil {
+		return err
+	}
+	defer p.forgetSpec(t)
 	_, err = call(ctx, p.main, false, "drop table "+t.String(), func(ctx context.Context) (int64, error) {
 		return p.main.client.ExecuteUpdate(ctx, "DROP TABLE "+name)
 	})

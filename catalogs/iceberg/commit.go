@@ -309,7 +309,7 @@ func (o *oneShot) CommitTable(ctx context.Context, id table.Identifier, reqs []t
 		reqs = append(slices.Clone(o.change.reqs), reqs...)
 		ups = append(slices.Clone(o.change.updates), ups...)
 	}
-	o.snapshotID = addedSnapshot(ups)
+	o.snapshotID, _ = addedSnapshot(ups)
 	r, err := catalogs.Guard(ctx, o.p.remote, false, func(ctx context.Context) (res, error) {
 		o.called = true
 		m, l, err := o.p.cat.CommitTable(ctx, id, reqs, ups)
@@ -326,9 +326,10 @@ func (o *oneShot) CommitTable(ctx context.Context, id table.Identifier, reqs []t
 	return nil, "", err
 }
 
-// addedSnapshot finds the id of the snapshot an update set adds (the
-// update types are internal to iceberg-go; their JSON is not).
-func addedSnapshot(ups []table.Update) int64 {
+// addedSnapshot finds the snapshot an update set adds: its id and its
+// manifest list (the update types are internal to iceberg-go; their JSON
+// is not).
+func addedSnapshot(ups []table.Update) (int64, string) {
 	for _, u := range ups {
 		b, err := json.Marshal(u)
 		if err != nil {
@@ -337,14 +338,15 @@ func addedSnapshot(ups []table.Update) int64 {
 		var v struct {
 			Action   string `json:"action"`
 			Snapshot struct {
-				ID int64 `json:"snapshot-id"`
+				ID           int64  `json:"snapshot-id"`
+				ManifestList string `json:"manifest-list"`
 			} `json:"snapshot"`
 		}
 		if json.Unmarshal(b, &v) == nil && v.Action == "add-snapshot" {
-			return v.Snapshot.ID
+			return v.Snapshot.ID, v.Snapshot.ManifestList
 		}
 	}
-	return 0
+	return 0, ""
 }
 
 // recordingIO remembers every file a commit attempt creates through the

@@ -62,7 +62,13 @@
 // backoff and jitter, up to commit.retry.num-retries and
 // commit.retry.total-timeout-ms; CommitOutcome.Retried counts the
 // conflicts. Before every attempt the commit id is looked up, so a commit
-// whose reply was lost is never applied twice.
+// whose reply was lost is never applied twice, and the data files it adds
+// are looked up in the current snapshot: one that another commit id
+// already added (another replica committing the same receipts) is
+// ErrFailedPrecondition naming the file and the snapshot (lake.Claimed),
+// so a data file lands once per table across processes. The loop is the
+// floor's (lake.Run); the single-table and the multi-table commit each
+// supply only their Iceberg side of it.
 //
 // Commits to one table from one Provider are queued and merged (group
 // commit, groupcommit.go): one round at a time commits every pending

@@ -212,6 +212,9 @@ type round struct {
 	// answered from its snapshot.
 	live      []*member
 	followers []*member
+	// base is the table the last lost attempt was built on: the next
+	// prepare checks the snapshots landed since for the members' files.
+	base *table.Table
 }
 
 // runRound commits ms (appends, or one overwrite) as one snapshot and
@@ -248,10 +251,12 @@ func (r *round) Landed(ctx context.Context, tbl *table.Table) (bool, error) {
 	return len(r.live) == 0, nil
 }
 
-// Claimed has nothing left to find: prepare fails alone each member one of
-// whose files the current snapshot holds, however it got there (another
-// replica's commit that won the race this round lost, a repeated Commit),
-// so that one member's refusal does not fail the others of its round.
+// Claimed has nothing left to find: prepare fails alone each member one
+// of whose files the current snapshot holds, or a snapshot landed since
+// the lost attempt's base added (claimed), however it got there (another
+// replica's commit that won the race this round lost, a repeated
+// Commit), so that one member's refusal does not fail the others of its
+// round.
 func (r *round) Claimed(context.Context, *table.Table, *table.Table, bool) (string, int64, error) {
 	return "", 0, nil
 }
@@ -272,6 +277,7 @@ func (r *round) Attempt(ctx context.Context, tbl *table.Table) error {
 	switch {
 	case err != nil && isConflict(err):
 		r.retried++
+		r.base = tbl
 		return fmt.Errorf("table %s: %w: %w", r.t, lake.ErrLost, err)
 	case err != nil:
 		return err
@@ -342,7 +348,13 @@ func (r *round) prepare(ctx context.Context, tbl *table.Table) {
 	var inTable map[string]int64
 	if !r.overwrite && len(cands) > 0 {
 		var err error
-		if inTable, err = referenced(ctx, tbl, cands); err != nil {
+		want := map[string]bool{}
+		for _, m := range cands {
+			for _, df := range m.dfs {
+				want[df.FilePath()] = true
+			}
+		}
+		if inTable, err = claimed(ctx, r.base, tbl, want); err != nil {
 			for _, m := range cands {
 				m.finish(catalogs.CommitOutcome{}, mapErr(err, fmt.Sprintf("table %s: commit: read manifests", r.t)))
 			}
@@ -507,22 +519,52 @@ func addedFiles(ctx context.Context, tbl *table.Table, s *table.Snapshot) (map[s
 	return out, err
 }
 
-// referenced returns which of the members' files the table's current
+// claimed is the floor's file check (lake.Committer.Claimed) on Iceberg
+// metadata: which of the files in want tbl already holds, each with the
+// snapshot that added it. It looks in the current snapshot (referenced)
+// and, after a lost race (base, the table the losing attempt was built
+// on, is set), in what every snapshot landed since base added, so that
+// a file another replica committed and an overwrite then replaced is not
+// appended again either.
+func claimed(ctx context.Context, base, tbl *table.Table, want map[string]bool) (map[string]int64, error) {
+	in, err := referenced(ctx, tbl, want)
+	if err != nil || base == nil || len(want) == 0 {
+		return in, err
+	}
+	old := base.Metadata()
+	for _, s := range tbl.Metadata().Snapshots() {
+		if old.SnapshotByID(s.SnapshotID) != nil {
+			continue
+		}
+		added, err := addedFiles(ctx, tbl, &s)
+		if err != nil {
+			return nil, err
+		}
+		for f := range added {
+			if _, ok := in[f]; !ok && want[f] {
+				if in == nil {
+					in = map[string]int64{}
+				}
+				in[f] = s.SnapshotID
+			}
+		}
+	}
+	return in, nil
+}
+
+// referenced returns which of the files in want the table's current
 // snapshot already holds, each with the snapshot that added it (a plain
 // Commit repeated with the same receipts, or another process's commit of
-// the same files that won the compare-and-swap this round lost),
-// so that such a member fails alone instead of failing its round: one
-// read of the current manifests, as iceberg-go's own check makes.
-func referenced(ctx context.Context, tbl *table.Table, ms []*member) (map[string]int64, error) {
+// the same files that won the compare-and-swap this attempt lost): the
+// floor's file check (lake.Committer.Claimed) on Iceberg metadata, one
+// read of the current manifests, as iceberg-go's own duplicate check
+// makes, which the attempts therefore skip. The current snapshot holds
+// every file that landed since any base, so a landed file is found
+// whichever replica's snapshot added it.
+func referenced(ctx context.Context, tbl *table.Table, want map[string]bool) (map[string]int64, error) {
 	cur := tbl.CurrentSnapshot()
-	if cur == nil {
+	if cur == nil || len(want) == 0 {
 		return nil, nil
-	}
-	want := map[string]bool{}
-	for _, m := range ms {
-		for _, df := range m.dfs {
-			want[df.FilePath()] = true
-		}
 	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {

@@ -2,7 +2,6 @@ package iceberg
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -120,10 +119,42 @@ func (m *multiRound) Landed(ctx context.Context, tbls []*table.Table) (bool, err
 	return done, err
 }
 
-// Claimed has nothing to find: each table's change is staged with
-// iceberg-go's duplicate check, which refuses a file its current snapshot
-// holds.
-func (m *multiRound) Claimed(context.Context, []*table.Table, []*table.Table, bool) (string, int64, error) {
+// Claimed is the file check: the first data file of an appending table
+// that its current snapshot holds, or that a snapshot landed since base
+// added (another replica's commit of the same receipts under another id
+// won, or landed before), refuses the whole commit with lake.Claimed
+// naming that table, the file and the snapshot. iceberg-go's own
+// duplicate check, which would call it an existing file, is skipped by
+// stage: this one read the same manifests. An overwrite replaces whatever
+// the table holds, so its files are not checked (as in a group-commit
+// round).
+func (m *multiRound) Claimed(ctx context.Context, base, tbls []*table.Table, _ bool) (string, int64, error) {
+	for i, t := range m.tables {
+		if t.Mode == catalogs.ModeOverwrite {
+			continue
+		}
+		want := map[string]bool{}
+		for _, rm := range m.rms[i] {
+			for _, f := range rm.Files {
+				want[f.Path] = true
+			}
+		}
+		var since *table.Table
+		if base != nil {
+			since = base[i]
+		}
+		in, err := claimed(ctx, since, tbls[i], want)
+		if err != nil {
+			return "", 0, mapErr(err, fmt.Sprintf("table %s: commit %s: read manifests", t.Table, m.commitID))
+		}
+		for _, rm := range m.rms[i] {
+			for _, f := range rm.Files {
+				if snap, ok := in[f.Path]; ok {
+					return "", 0, lake.Claimed("table "+t.Table.String(), m.commitID, f.Path, snap)
+				}
+			}
+		}
+	}
 	return "", 0, nil
 }
 
@@ -160,7 +191,7 @@ func (m *multiRound) Attempt(ctx context.Context, tbls []*table.Table) error {
 		return mapErr(err, fmt.Sprintf("tables %s: commit", tableNames(m.tables)))
 	}
 	for _, s := range staged {
-		if list, id := addedManifestList(s.commit.Updates); list != "" {
+		if id, list := addedSnapshot(s.commit.Updates); list != "" {
 			p.dropOrphans(context.WithoutCancel(ctx), s.tbl, list, id)
 		}
 	}
@@ -317,7 +348,7 @@ func (p *Provider) stageAll(ctx context.Context, commitID string, tables []catal
 	var out []stagedCommit
 	fail := func(err error) ([]stagedCommit, error) {
 		for _, s := range out {
-			if list, id := addedManifestList(s.commit.Updates); list != "" {
+			if id, list := addedSnapshot(s.commit.Updates); list != "" {
 				p.dropOrphans(context.WithoutCancel(ctx), s.tbl, list, id)
 			}
 		}
@@ -369,7 +400,8 @@ func stage(ctx context.Context, tbl *table.Table, commitID string, files []ice.D
 				}
 			}
 		} else if len(files) > 0 {
-			if err := txn.AddDataFiles(ctx, files, props); err != nil {
+			// multiRound.Claimed checked these files against tbl.
+			if err := txn.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck()); err != nil {
 				return err
 			}
 		}
@@ -405,28 +437,6 @@ func (p *Provider) committed(ctx context.Context, commitID string, tables []cata
 		}
 	}
 	return out, nil
-}
-
-// addedManifestList finds the manifest list of the snapshot an update set
-// adds (the update types are internal to iceberg-go; their JSON is not).
-func addedManifestList(ups []table.Update) (string, int64) {
-	for _, u := range ups {
-		b, err := json.Marshal(u)
-		if err != nil {
-			continue
-		}
-		var v struct {
-			Action   string `json:"action"`
-			Snapshot struct {
-				ID           int64  `json:"snapshot-id"`
-				ManifestList string `json:"manifest-list"`
-			} `json:"snapshot"`
-		}
-		if json.Unmarshal(b, &v) == nil && v.Action == "add-snapshot" {
-			return v.Snapshot.ManifestList, v.Snapshot.ID
-		}
-	}
-	return "", 0
 }
 
 // dropOrphans deletes the manifest list of a commit attempt that lost and

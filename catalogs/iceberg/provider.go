@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 
 	ice "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -233,7 +234,21 @@ func (p *Provider) load(ctx context.Context, t catalogs.TableIdent) (*table.Tabl
 	return tbl, nil
 }
 
-// fileIO returns the storage of a loaded table.
+// fileIO returns the storage of a loaded table: iceberg-go's FileIO, not
+// the floor's lake.Store, which Paimon and Delta use. iceberg-go commits
+// through its catalog and writes the manifests and manifest lists of a
+// commit through the table's FileIO (table.Transaction), so that IO is
+// the table's whatever this package does; its properties come from the
+// catalog per table (a REST catalog's vended, expiring credentials and
+// its own locations, which lake.Store, one warehouse root with the
+// catalog's credentials, cannot express); and its file names are the
+// location URIs the metadata records, which pyiceberg, Iceberg Java and
+// DuckDB resolve the same way (resolveLocation). The few calls this
+// package makes itself on those files (an existence check, a delete that
+// takes a missing file for done, a listing for the reclaimer) therefore
+// go through the same FileIO and the storage breaker, with the floor's
+// rules: only storage failures count (catalogs.ClientFault), and
+// lake.Reclaimer owns the age, re-read and delete of orphans.
 func fileIO(ctx context.Context, tbl *table.Table) (iceio.WriteFileIO, error) {
 	fs, err := tbl.FS(ctx)
 	if err != nil {
@@ -302,16 +317,6 @@ func (p *Provider) ListTables(ctx context.Context, namespace []string) ([]catalo
 		}
 		out = append(out, catalogs.TableIdent{Catalog: p.name, Namespace: slices.Clone(id[:len(id)-1]), Name: id[len(id)-1]})
 	}
-	slices.SortFunc(out, func(a, b catalogs.TableIdent) int { return cmpStr(a.Key(), b.Key()) })
+	slices.SortFunc(out, func(a, b catalogs.TableIdent) int { return strings.Compare(a.Key(), b.Key()) })
 	return out, nil
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -32,6 +35,22 @@ func pyiceberg(t *testing.T) string {
 		t.Skipf("no python with pyiceberg at %s (set FLIGHTGW_PYTHON or run make iceberg-pyiceberg-check): %v", py, err)
 	}
 	return py
+}
+
+// runScript runs a script of testdata with py and decodes the one JSON
+// object it prints into v.
+func runScript(t *testing.T, py string, v any, script string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(py, append([]string{filepath.Join("testdata", script)}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, stderr.String())
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("%s output %q: %v", script, out, err)
+	}
 }
 
 // TestPyIcebergInterop proves the embedded lake is a catalog pyiceberg's
@@ -60,13 +79,6 @@ func TestPyIcebergInterop(t *testing.T) {
 	if _, err := p.CommitOnce(ctx, id, "from-go", []catalogs.WriteReceipt{r}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(py, filepath.Join("testdata", "pyiceberg_check.py"), dir)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
-	}
 	var got struct {
 		Namespaces [][]string `json:"namespaces"`
 		Tables     [][]string `json:"tables"`
@@ -75,9 +87,7 @@ func TestPyIcebergInterop(t *testing.T) {
 		CommitID   string     `json:"commit_id"`
 		FieldIDs   []int      `json:"field_ids"`
 	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("pyiceberg output %q: %v", out, err)
-	}
+	runScript(t, py, &got, "pyiceberg_check.py", dir)
 	if !slices.ContainsFunc(got.Namespaces, func(ns []string) bool { return slices.Equal(ns, []string{"default"}) }) ||
 		!slices.ContainsFunc(got.Tables, func(tb []string) bool { return slices.Equal(tb, []string{"default", "people"}) }) {
 		t.Errorf("pyiceberg sees namespaces %v, tables %v", got.Namespaces, got.Tables)
@@ -141,17 +151,8 @@ func TestPyIcebergReadsReplace(t *testing.T) {
 	}
 	read := func() view {
 		t.Helper()
-		cmd := exec.Command(py, filepath.Join("testdata", "pyiceberg_replace.py"), dir, "default.people")
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
-		}
 		var v view
-		if err := json.Unmarshal(out, &v); err != nil {
-			t.Fatalf("pyiceberg output %q: %v", out, err)
-		}
+		runScript(t, py, &v, "pyiceberg_replace.py", dir, "default.people")
 		return v
 	}
 	before := read()
@@ -186,5 +187,68 @@ func TestPyIcebergReadsReplace(t *testing.T) {
 	}
 	if !slices.Equal(after.Columns, []string{"id", "label"}) || after.Rows != 3 || !slices.Equal(after.IDs, []int64{100, 101, 102}) {
 		t.Errorf("pyiceberg reads %+v, want columns id, label and ids 100..102", after)
+	}
+}
+
+// TestPyIcebergReadsRacedCommitOnce: two replicas (two providers on one
+// embedded catalog) commit the same receipts under two commit ids at the
+// same instant; one lands, the other is ErrFailedPrecondition, and
+// pyiceberg reads each row once, in one snapshot.
+func TestPyIcebergReadsRacedCommitOnce(t *testing.T) {
+	py := pyiceberg(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	var reps []*iceberg.Provider
+	for range 2 {
+		p, err := iceberg.OpenEmbedded(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		reps = append(reps, p)
+	}
+	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: "raced"}
+	if _, err := reps[0].CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		t.Fatal(err)
+	}
+	b := catalogtest.Batch(0, 10)
+	r, err := reps[0].WriteBatch(ctx, id, b)
+	b.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var start, done sync.WaitGroup
+	start.Add(1)
+	errs := make([]error, len(reps))
+	for i, p := range reps {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			start.Wait()
+			_, errs[i] = p.CommitOnce(ctx, id, fmt.Sprintf("replica-%d", i), []catalogs.WriteReceipt{r})
+		}()
+	}
+	start.Done()
+	done.Wait()
+	landed := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			landed++
+		case !errors.Is(err, catalogs.ErrFailedPrecondition):
+			t.Errorf("replica %d: %v; want ErrFailedPrecondition (the file is in a snapshot)", i, err)
+		}
+	}
+	if landed != 1 {
+		t.Errorf("%d commits landed, want exactly one", landed)
+	}
+	var got struct {
+		Snapshots int     `json:"snapshots"`
+		Rows      int     `json:"rows"`
+		IDs       []int64 `json:"ids"`
+	}
+	runScript(t, py, &got, "pyiceberg_replace.py", dir, "default.raced")
+	if got.Snapshots != 1 || got.Rows != 10 || !slices.Equal(got.IDs, []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Errorf("pyiceberg reads %+v, want one snapshot of rows 0..9, each once", got)
 	}
 }

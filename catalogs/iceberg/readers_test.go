@@ -173,13 +173,6 @@ func TestReadersAgreeOnEveryType(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(py, filepath.Join("testdata", "readers_check.py"), dir, "default.every", "i32")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("readers: %v\n%s", err, stderr.String())
-	}
 	var got struct {
 		PyIceberg []map[string]any `json:"pyiceberg"`
 		DuckDB    []map[string]any `json:"duckdb"`
@@ -195,9 +188,7 @@ func TestReadersAgreeOnEveryType(t *testing.T) {
 			F64Bounds []any            `json:"f64_bounds"`
 		} `json:"files"`
 	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("readers output %q: %v", out, err)
-	}
+	runScript(t, py, &got, "readers_check.py", dir, "default.every", "i32")
 	if len(got.PyIceberg) != 3 {
 		t.Fatalf("pyiceberg reads %d rows, want 3", len(got.PyIceberg))
 	}

@@ -118,9 +118,16 @@ func Load(ctx context.Context, log Log, version int64) (*Snapshot, error) {
 	for v := start; v <= version; v++ {
 		f, ok := commits[v]
 		if !ok {
-			return nil, fmt.Errorf("delta log: %w: commit %s is missing (replay from %d to %d)", ErrVersionNotFound, CommitName(v), start, version)
+			// A listing taken while commits are created may miss one and
+			// show a later one (a directory read concurrently with creates
+			// returns each new entry or not, in hash order on ext4): the
+			// file itself decides.
+			f = logFile{name: CommitName(v), version: v, kind: kindCommit, json: true}
 		}
 		b, err := log.Read(ctx, f.name)
+		if !ok && errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("delta log: %w: commit %s is missing (replay from %d to %d)", ErrVersionNotFound, CommitName(v), start, version)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("delta log: read %s: %w", f.name, err)
 		}
@@ -375,7 +382,33 @@ func (st *state) loadCheckpoint(ctx context.Context, log Log, files []logFile) e
 	return nil
 }
 
+// CheckpointCache is implemented by a Log that keeps the decoded actions of the
+// checkpoint files it served: a checkpoint file never changes (two writers of one classic
+// checkpoint write the same state), and decoding one is most of a replay's cost. Replay
+// neither modifies the actions it gets nor keeps them past the snapshot, whose files
+// point into them: callers must not modify a snapshot's files.
+type CheckpointCache interface {
+	// CheckpointActions returns the actions of a checkpoint file decoded before.
+	CheckpointActions(name string) ([]Action, bool)
+	// KeepCheckpointActions keeps a checkpoint file's decoded actions.
+	KeepCheckpointActions(name string, actions []Action)
+}
+
 func readCheckpointFile(ctx context.Context, log Log, name string, isJSON bool) ([]Action, error) {
+	cache, cached := log.(CheckpointCache)
+	if cached {
+		if acts, ok := cache.CheckpointActions(name); ok {
+			return acts, nil
+		}
+	}
+	acts, err := decodeCheckpointFile(ctx, log, name, isJSON)
+	if err == nil && cached {
+		cache.KeepCheckpointActions(name, acts)
+	}
+	return acts, err
+}
+
+func decodeCheckpointFile(ctx context.Context, log Log, name string, isJSON bool) ([]Action, error) {
 	b, err := log.Read(ctx, name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

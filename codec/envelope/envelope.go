@@ -24,7 +24,15 @@ const (
 	// KindPaimon: the payload is Paimon Java's CommitMessageSerializer list
 	// format at one of paimon.SupportedVersions.
 	KindPaimon = "paimon"
+	// KindDelta: the payload is Delta `add` actions, one JSON line each
+	// ({"add":{...}}, as a commit file holds them), serializer version
+	// DeltaActionsVersion: what a Spark or Delta Kernel coordinator can
+	// commit itself.
+	KindDelta = "delta"
 )
+
+// DeltaActionsVersion is the serializer version of the delta payload.
+const DeltaActionsVersion = 1
 
 // Bounds of the variable fields.
 const (
@@ -57,7 +65,7 @@ var (
 type Envelope struct {
 	// Version is the envelope version read (1 or 2).
 	Version int
-	// Kind is the backend kind (KindIceberg, KindPaimon).
+	// Kind is the backend kind (KindIceberg, KindPaimon, KindDelta).
 	Kind string
 	// SerializerVersion is the version of the payload's format.
 	SerializerVersion int
@@ -160,8 +168,12 @@ func checkSerializer(kind string, v int) error {
 		if err := paimon.CheckVersion(v); err != nil {
 			return fmt.Errorf("envelope: paimon serializer version %d: %w (supported: %v)", v, ErrUnsupportedVersion, paimon.SupportedVersions)
 		}
+	case KindDelta:
+		if v != DeltaActionsVersion {
+			return fmt.Errorf("envelope: delta serializer version %d: %w (supported: [%d])", v, ErrUnsupportedVersion, DeltaActionsVersion)
+		}
 	default:
-		return fmt.Errorf("envelope: backend kind %q: %w (supported: %s, %s)", kind, ErrUnsupportedVersion, KindIceberg, KindPaimon)
+		return fmt.Errorf("envelope: backend kind %q: %w (supported: %s, %s, %s)", kind, ErrUnsupportedVersion, KindIceberg, KindPaimon, KindDelta)
 	}
 	return nil
 }

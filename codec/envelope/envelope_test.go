@@ -161,7 +161,8 @@ func TestRefused(t *testing.T) {
 		t.Fatalf("no key: %v", err)
 	}
 	for _, bad := range []Envelope{
-		{Kind: "delta", SerializerVersion: 1, Table: []string{"a", "b"}},
+		{Kind: "hudi", SerializerVersion: 1, Table: []string{"a", "b"}},
+		{Kind: KindDelta, SerializerVersion: 2, Table: []string{"a", "b"}},
 		{Kind: KindPaimon, SerializerVersion: 13, Table: []string{"a", "b"}},
 		{Kind: KindIceberg, SerializerVersion: 1, Table: []string{"a"}},
 		{Kind: KindIceberg, SerializerVersion: 1, Table: []string{"a", ""}},
@@ -169,5 +170,15 @@ func TestRefused(t *testing.T) {
 		if _, err := Seal(bad, goldenKey); err == nil {
 			t.Errorf("Seal(%+v) succeeded", bad)
 		}
+	}
+	// A delta envelope (add actions, one JSON line each) opens as sealed.
+	d := Envelope{Kind: KindDelta, SerializerVersion: DeltaActionsVersion, Table: []string{"dl", "default", "t"},
+		PreparedAt: time.UnixMilli(1), Payload: []byte(`{"add":{}}` + "\n")}
+	b, err := Seal(d, goldenKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Open(b, goldenKey); err != nil || got.Kind != KindDelta || string(got.Payload) != string(d.Payload) {
+		t.Fatalf("delta envelope: %+v, %v", got, err)
 	}
 }

@@ -1,44 +1,30 @@
 """Reads a Delta table with delta-rs (deltalake) and prints what it sees as JSON.
 
-Usage: read_table.py <table-dir>
+Usage: read_table.py <table-dir>[@version]...
 
-Prints {"version", "protocol": [reader, writer], "files", "app_txn_count", "rows"}: rows
-sorted by the first column, every value rendered as a string (null as null) so that the
-Go test compares them value by value. The flightgw integration test
-TestDeltaThroughTheGateway runs it on a table the gateway wrote.
+Prints, one line per argument, {"version", "protocol": [reader, writer], "files", "columns",
+"rows"}: the latest version or the one after the last @ (time travel), rows sorted by the first column, every value
+rendered by render.py so that the Go tests compare them value by value. The flightgw
+integration tests TestDeltaThroughTheGateway and TestDeltaReaders run it on tables the
+gateway wrote.
 """
-import datetime
-import decimal
 import json
 import os
 import sys
 
+import pyarrow as pa
 from deltalake import DeltaTable
 
-
-def render(v):
-    if v is None:
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, datetime.datetime):
-        if v.tzinfo is not None:
-            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-        return v.strftime("%Y-%m-%d %H:%M:%S.%f")
-    if isinstance(v, datetime.date):
-        return v.isoformat()
-    if isinstance(v, decimal.Decimal):
-        return str(v)
-    if isinstance(v, float):
-        return repr(v)
-    return str(v)
+from render import render, render_map
 
 
-def main():
-    dt = DeltaTable(sys.argv[1])
+def read(spec):
+    path, _, version = spec.rpartition("@") if "@" in spec else (spec, "", "")
+    dt = DeltaTable(path, version=int(version)) if version else DeltaTable(path)
     tbl = dt.to_pyarrow_table()
     names = tbl.column_names
-    rows = [[render(r[n]) for n in names] for r in tbl.to_pylist()]
+    maps = {f.name for f in tbl.schema if pa.types.is_map(f.type)}
+    rows = [[(render_map if n in maps else render)(r[n]) for n in names] for r in tbl.to_pylist()]
     rows.sort(key=lambda r: int(r[0]))
     p = dt.protocol()
     out = {
@@ -49,10 +35,12 @@ def main():
         "rows": rows,
     }
     json.dump(out, sys.stdout)
+    sys.stdout.write("\n")
 
 
 if __name__ == "__main__":
-    main()
+    for spec in sys.argv[1:]:
+        read(spec)
     # delta-rs (1.6.6) aborts at interpreter exit about half the time ("terminate
     # called without an active exception": its runtime's threads are torn down while
     # still joinable, delta-io/delta-rs#2184), even on a table it wrote itself. The

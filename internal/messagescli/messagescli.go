@@ -143,6 +143,17 @@ func inspectSigned(prog, name string, data []byte, partTypes string, stdout, std
 			return 1
 		}
 		out["payload"] = doc
+	case envelope.KindDelta:
+		// Add actions, one JSON line each: printed as the list of them.
+		var acts []json.RawMessage
+		for _, l := range strings.Split(strings.TrimSuffix(string(e.Payload), "\n"), "\n") {
+			if !json.Valid([]byte(l)) {
+				fmt.Fprintf(stderr, "%s inspect: %s: payload: a line is not JSON\n", prog, name)
+				return 1
+			}
+			acts = append(acts, json.RawMessage(l))
+		}
+		out["payload"] = acts
 	default:
 		rs, err := envelope.DecodeReceipts(e.Payload)
 		if err != nil {

@@ -1,5 +1,6 @@
 """Reads a table of the embedded lake with pyiceberg's SqlCatalog. Run by
-TestPyIcebergReadsReplace before and after a replace:
+TestPyIcebergReadsReplace before and after a replace, and by
+TestPyIcebergReadsRacedCommitOnce after two replicas' racing commits:
     python pyiceberg_replace.py <data-dir> <namespace.table>
 Prints one JSON object on stdout."""
 import json

@@ -1,0 +1,17 @@
+package delta
+
+import (
+	"time"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+// SetNow makes p's clock now (commit times, tombstone and log expiry).
+func SetNow(p *Provider, now func() time.Time) { p.now = now }
+
+// SetReclaimBeforeRecheck runs fn between a reclaim's listing and its
+// second read of the log; the returned func restores the default.
+func SetReclaimBeforeRecheck(fn func(catalogs.TableIdent)) func() {
+	reclaimBeforeRecheck = fn
+	return func() { reclaimBeforeRecheck = nil }
+}

@@ -1,0 +1,470 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
+	dcodec "github.com/flightgw/flightgw/codec/delta"
+	"github.com/flightgw/flightgw/internal/recovered"
+)
+
+// Group commit: commits to one table from one process are queued, and one
+// round at a time takes every pending append and commits them as one log
+// version, one txn per commit id. Without it, N writers of one table race
+// N put-if-absents of the next version, of which one wins per round trip,
+// so most attempts lose, replay and retry, and every commit is a version
+// (and a commit file every replay reads until the next checkpoint).
+// Between processes the put-if-absent loop stays: a round that loses
+// reloads and retries like one commit. (catalogs/iceberg/groupcommit.go
+// is the same queue over Iceberg snapshots.)
+
+// maxRoundFiles bounds the adds of one round's commit file.
+const maxRoundFiles = 10000
+
+// member is one caller's commit waiting in, or running in, a round.
+type member struct {
+	ctx       context.Context
+	id        string
+	adds      []dcodec.AddFile
+	schema    string // the schemaString the files were written for
+	partition []string
+	overwrite bool
+	rows      uint64
+	state     memberState // guarded by groups.mu while queued
+	answered  bool        // finish was called (only the round touches it)
+
+	done chan struct{} // closed once out and err are set
+	out  catalogs.CommitOutcome
+	err  error
+}
+
+type memberState int
+
+const (
+	memberQueued memberState = iota
+	memberRunning
+	memberDone
+)
+
+func (m *member) finish(out catalogs.CommitOutcome, err error) {
+	m.out, m.err, m.answered = out, err, true
+	close(m.done)
+}
+
+// groups holds the commit queue of every table with a commit pending.
+type groups struct {
+	mu     sync.Mutex
+	queues map[string]*queue
+	wg     sync.WaitGroup // the drain goroutines
+}
+
+// queue is one table's pending commits, in arrival order, and whether a
+// drain goroutine is running them.
+type queue struct {
+	pending []*member
+	running bool
+}
+
+// Close waits for the commit rounds under way (catalogs.Closer).
+func (p *Provider) Close() error {
+	p.groups.wg.Wait()
+	return nil
+}
+
+// commit commits the receipts under commitID: an append, or with
+// overwrite a replace of every live file.
+func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID string, receipts []catalogs.WriteReceipt, overwrite bool) (catalogs.CommitOutcome, error) {
+	if _, err := p.tableDir(t); err != nil {
+		return catalogs.CommitOutcome{}, err
+	}
+	rs, err := decodeReceipts(t, receipts)
+	if err != nil {
+		return catalogs.CommitOutcome{}, err
+	}
+	m := &member{ctx: ctx, id: commitID, overwrite: overwrite, done: make(chan struct{})}
+	for _, r := range rs {
+		if m.schema != "" && r.Schema != m.schema {
+			return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: the receipts were written for different schemas", t)
+		}
+		m.schema, m.partition = r.Schema, r.Partition
+		for _, a := range r.Adds {
+			if err := checkDataPath(t, a.Path); err != nil {
+				return catalogs.CommitOutcome{}, err
+			}
+			if n, ok := numRecords(a.Stats); ok && n > 0 {
+				m.rows += uint64(n)
+			}
+			m.adds = append(m.adds, a)
+		}
+	}
+	return p.submit(ctx, t, m)
+}
+
+// submit commits m: alone when group commit is off, else through the
+// table's queue. A caller whose ctx ends while m is queued gets an error
+// and m is never committed; once m's round has started the caller waits
+// for the round's outcome, which may be a landed commit.
+func (p *Provider) submit(ctx context.Context, t catalogs.TableIdent, m *member) (catalogs.CommitOutcome, error) {
+	if !p.cfg.group.enabled {
+		p.runRound(ctx, t, []*member{m})
+		return m.out, m.err
+	}
+	g := &p.groups
+	key := t.Key()
+	g.mu.Lock()
+	if g.queues == nil {
+		g.queues = map[string]*queue{}
+	}
+	q := g.queues[key]
+	if q == nil {
+		q = &queue{}
+		g.queues[key] = q
+	}
+	q.pending = append(q.pending, m)
+	if !q.running {
+		q.running = true
+		g.wg.Add(1)
+		// The rounds outlive any one caller; Close waits for them.
+		go p.drain(context.WithoutCancel(ctx), t, key, q)
+	}
+	g.mu.Unlock()
+	select {
+	case <-m.done:
+	case <-ctx.Done():
+		g.mu.Lock()
+		if m.state == memberQueued {
+			q.pending = slices.DeleteFunc(q.pending, func(x *member) bool { return x == m })
+			m.state = memberDone
+			g.mu.Unlock()
+			return catalogs.CommitOutcome{}, cancelled(t, m.id, ctx.Err())
+		}
+		g.mu.Unlock()
+		<-m.done // the round has started: its outcome is m's
+	}
+	return m.out, m.err
+}
+
+func cancelled(t catalogs.TableIdent, id string, err error) error {
+	return catalogs.Wrap(catalogs.ErrUnavailable, err,
+		fmt.Sprintf("table %s: commit %s cancelled while queued; nothing was committed", t, id))
+}
+
+// drain runs the table's rounds until its queue is empty.
+func (p *Provider) drain(ctx context.Context, t catalogs.TableIdent, key string, q *queue) {
+	defer p.groups.wg.Done()
+	for {
+		batch := p.take(t, key, q)
+		if batch == nil {
+			return
+		}
+		p.runRound(ctx, t, batch)
+	}
+}
+
+// take removes the next round from the queue: an overwrite alone, or the
+// appends at the head of the queue up to the first overwrite (which must
+// land after them), within the round's bounds. Members whose caller has
+// gone are dropped. It returns nil, and retires the queue, when nothing is
+// pending.
+func (p *Provider) take(t catalogs.TableIdent, key string, q *queue) []*member {
+	g := &p.groups
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var batch []*member
+	files := 0
+	i := 0
+	for ; i < len(q.pending); i++ {
+		m := q.pending[i]
+		if err := m.ctx.Err(); err != nil {
+			m.state = memberDone
+			m.finish(catalogs.CommitOutcome{}, cancelled(t, m.id, err))
+			continue
+		}
+		if m.overwrite {
+			if len(batch) == 0 {
+				batch = append(batch, m)
+				i++
+			}
+			break
+		}
+		if len(batch) > 0 && (len(batch) >= p.cfg.group.maxMembers || files+len(m.adds) > maxRoundFiles) {
+			break
+		}
+		batch = append(batch, m)
+		files += len(m.adds)
+	}
+	q.pending = q.pending[i:]
+	for _, m := range batch {
+		m.state = memberRunning
+	}
+	if len(batch) == 0 {
+		q.running = false
+		delete(g.queues, key)
+		return nil
+	}
+	return batch
+}
+
+// round is one log version of one or more members, retried when another
+// writer takes the version first.
+type round struct {
+	p         *Provider
+	t         catalogs.TableIdent
+	overwrite bool
+	retried   uint32
+	ms        []*member // every member, in queue order
+	// live are the members the next attempt commits; followers share the
+	// commit id of a live member (two writers with one key) and are
+	// answered from its version.
+	live, followers []*member
+	// landedAt is the version the round wrote; checkpoint, whether a
+	// checkpoint is due there.
+	landedAt   int64
+	checkpoint bool
+}
+
+// runRound commits ms (appends, or one overwrite) as one version and
+// answers every member, through the floor's loop (lake.Run): each attempt
+// replays the log, answers the members whose commit id has landed, fails
+// alone a member whose files do not fit the table or are in it already,
+// and commits the rest; a version taken by another writer is retried with
+// backoff, bounded by commit.retry.*. A checkpoint due at the version
+// the round wrote is written once its members are answered, before the
+// queue's next round.
+func (p *Provider) runRound(ctx context.Context, t catalogs.TableIdent, ms []*member) {
+	r := &round{p: p, t: t, overwrite: ms[0].overwrite, ms: ms}
+	var perr error
+	defer func() {
+		if perr != nil {
+			r.fail(perr)
+		}
+	}()
+	// The round runs on the queue's goroutine: a panic answers the
+	// members still waiting instead of ending the process.
+	defer recovered.Catch(&perr, "commit of table "+t.String())
+	if _, err := lake.Run[*tableState](ctx, p.cfg.commit, "table "+t.String(), ms[0].id, r); err != nil {
+		r.fail(err)
+		return
+	}
+	if r.checkpoint {
+		p.checkpointAfter(ctx, t, r.landedAt)
+	}
+}
+
+func (r *round) Load(ctx context.Context) (*tableState, error) { return r.p.load(ctx, r.t, -1) }
+
+// Landed answers the members that need no commit against st (prepare):
+// the round is done when none is left.
+func (r *round) Landed(ctx context.Context, st *tableState) (bool, error) {
+	if err := r.prepare(ctx, st); err != nil {
+		return false, err
+	}
+	return len(r.live) == 0, nil
+}
+
+// Claimed has nothing left to find: prepare fails alone each member one
+// of whose files the table holds already.
+func (r *round) Claimed(context.Context, *tableState, *tableState, bool) (string, int64, error) {
+	return "", 0, nil
+}
+
+// prepare answers the members that need no commit against st (their id
+// landed, their files do not fit the table or are live in it already)
+// and picks the live members and the followers of the next attempt.
+func (r *round) prepare(ctx context.Context, st *tableState) error {
+	live := map[string]bool{}
+	for _, f := range st.snap.Files {
+		live[f.Path] = true
+	}
+	r.live, r.followers = nil, nil
+	ids := map[string]bool{}
+	claimed := map[string]bool{}
+	for _, m := range r.ms {
+		if m.answered {
+			continue
+		}
+		rec, files, ok, err := r.p.landedFiles(ctx, st, m.id)
+		if err != nil {
+			return err
+		}
+		if ok {
+			out := rec.Outcome
+			out.Retried = r.retried
+			out.Duplicate = files != nil && duplicate(m.adds, files)
+			m.finish(out, nil)
+			continue
+		}
+		if err := r.fits(st, m); err != nil {
+			m.finish(catalogs.CommitOutcome{}, err)
+			continue
+		}
+		if ids[m.id] {
+			r.followers = append(r.followers, m)
+			continue
+		}
+		if p := firstIn(m.adds, live); p != "" {
+			// Another commit id (a replica's commit of the same payload, a
+			// plain Commit repeated) added the file: a second version would
+			// add its rows twice.
+			m.finish(catalogs.CommitOutcome{}, lake.Claimed("table "+r.t.String(), m.id, p, 0))
+			continue
+		}
+		if p := firstIn(m.adds, claimed); p != "" {
+			m.finish(catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrFailedPrecondition,
+				"table %s: commit %s: data file %s is in another commit of the same round", r.t, m.id, p))
+			continue
+		}
+		ids[m.id] = true
+		for _, a := range m.adds {
+			claimed[a.Path] = true
+		}
+		r.live = append(r.live, m)
+	}
+	return nil
+}
+
+// fits checks a member's files against the table as st replays it: the
+// schema and partition columns they were written for are the table's.
+func (r *round) fits(st *tableState, m *member) error {
+	if m.schema != "" && st.snap.Metadata.SchemaString != m.schema {
+		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: the schema changed since the files of commit %s were written: nothing committed", r.t, m.id)
+	}
+	if len(m.adds) > 0 && !slices.Equal(st.snap.Metadata.PartitionColumns, m.partition) {
+		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: the partition columns changed since the files of commit %s were written (%v, now %v): nothing committed", r.t, m.id, m.partition, st.snap.Metadata.PartitionColumns)
+	}
+	return nil
+}
+
+func firstIn(adds []dcodec.AddFile, set map[string]bool) string {
+	for _, a := range adds {
+		if set[a.Path] {
+			return a.Path
+		}
+	}
+	return ""
+}
+
+// duplicate reports whether none of adds is among the files a landed
+// version added (decoded paths): the commit id landed with other data,
+// and these files are the caller's to discard. A partial overlap is not
+// a duplicate, so that discarding never deletes a file the table
+// references.
+func duplicate(adds []dcodec.AddFile, landed map[string]bool) bool {
+	for _, a := range adds {
+		if rel, err := dcodec.DecodePath(a.Path); err != nil || landed[rel] {
+			return false
+		}
+	}
+	return len(adds) > 0
+}
+
+// Attempt writes the next log version: commitInfo first, one txn per
+// live member, the removes of an overwrite, the adds. Blind appends
+// never conflict with each other: a lost race only needs the next
+// version, unless the winner changed the schema or the protocol under
+// the files (prepare, checkWritable on the next replay).
+func (r *round) Attempt(ctx context.Context, st *tableState) error {
+	if err := checkWritable(st); err != nil {
+		return err
+	}
+	v := st.snap.Version + 1
+	now := r.p.now().UnixMilli()
+	mode := "Append"
+	if r.overwrite {
+		if appendOnly(st) {
+			return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: delta.appendOnly is true (feature %q): an overwrite would remove files", r.t, dcodec.FeatureAppendOnly)
+		}
+		mode = "Overwrite"
+	}
+	rows := make(map[string]uint64, len(r.live))
+	for _, m := range r.live {
+		rows[m.id] = m.rows
+	}
+	id := ""
+	if len(r.live) == 1 {
+		id = r.live[0].id
+	}
+	acts := []dcodec.Action{{CommitInfo: commitInfo(now, "WRITE", map[string]any{"mode": mode}, !r.overwrite, id, rows)}}
+	for _, m := range r.live {
+		acts = append(acts, dcodec.Action{Txn: &dcodec.Txn{AppID: m.id, Version: v, LastUpdated: &now}})
+	}
+	if r.overwrite {
+		for _, f := range st.snap.Files {
+			size := f.Size
+			ext := true
+			acts = append(acts, dcodec.Action{Remove: &dcodec.RemoveFile{Path: f.Path, DeletionTimestamp: &now, DataChange: true,
+				ExtendedFileMetadata: &ext, PartitionValues: f.PartitionValues, Size: &size, Stats: f.Stats,
+				DeletionVector: f.DeletionVector, BaseRowID: f.BaseRowID, DefaultRowCommitVersion: f.DefaultRowCommitVersion}})
+		}
+	}
+	for _, m := range r.live {
+		for i := range m.adds {
+			acts = append(acts, dcodec.Action{Add: &m.adds[i]})
+		}
+	}
+	b, err := dcodec.EncodeCommit(acts)
+	if err != nil {
+		return err
+	}
+	switch err := r.p.fs.Create(ctx, st.dir+"/_delta_log/"+dcodec.CommitName(v), b); {
+	case errors.Is(err, lake.ErrExists):
+		r.retried++
+		return fmt.Errorf("table %s: version %d: %w", r.t, v, lake.ErrLost)
+	case err != nil:
+		return lake.MapErr(err, fmt.Sprintf("table %s: write log version %d", r.t, v))
+	}
+	r.landedAt, r.checkpoint = v, checkpointDue(&st.snap.Metadata, v)
+	r.land(catalogs.CommitOutcome{SnapshotID: v, CommittedAt: time.UnixMilli(now).UTC(), Retried: r.retried})
+	return nil
+}
+
+// Recover re-reads the log after a failed write: the commit landed when
+// the first live member's txn is there (an S3 reply lost after the
+// object was stored), and with it the whole round.
+func (r *round) Recover(ctx context.Context, _ error) bool {
+	ctx = context.WithoutCancel(ctx) // the write may have landed however the call ended
+	st, err := r.Load(ctx)
+	if err != nil || len(r.live) == 0 {
+		return false
+	}
+	rec, ok, err := r.p.landed(ctx, st, r.live[0].id)
+	if !ok || err != nil {
+		return false
+	}
+	r.land(catalogs.CommitOutcome{SnapshotID: rec.Outcome.SnapshotID, CommittedAt: rec.Outcome.CommittedAt, Retried: r.retried})
+	return true
+}
+
+// land answers the live members with the version's outcome, and each
+// follower too, as a duplicate unless its files are among the version's.
+func (r *round) land(out catalogs.CommitOutcome) {
+	landed := map[string]bool{}
+	for _, m := range r.live {
+		m.finish(out, nil)
+		for _, a := range m.adds {
+			if rel, err := dcodec.DecodePath(a.Path); err == nil {
+				landed[rel] = true
+			}
+		}
+	}
+	for _, m := range r.followers {
+		o := out
+		o.Duplicate = duplicate(m.adds, landed)
+		m.finish(o, nil)
+	}
+}
+
+// fail answers every member still unanswered with err.
+func (r *round) fail(err error) {
+	for _, m := range r.ms {
+		if !m.answered {
+			m.finish(catalogs.CommitOutcome{}, err)
+		}
+	}
+}

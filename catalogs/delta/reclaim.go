@@ -1,0 +1,273 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
+	dcodec "github.com/flightgw/flightgw/codec/delta"
+)
+
+var _ catalogs.Reclaimer = (*Provider)(nil)
+
+// Reclaim is Delta's VACUUM for every table of the catalog
+// (catalogs.Reclaimer), on the floor's reclaim (lake.Reclaimer: files
+// older than opts.MinAge, held by no live unit of work, the references
+// read again right before deleting).
+//
+// Data and deletion-vector files of the table directory are deleted
+// when no retained version references them: neither a live add (nor its
+// DV) nor a remove whose delta.deletedFileRetentionDuration (1 week when
+// unset) has not expired since its deletionTimestamp. Hidden files and
+// directories (a name starting with "_" or ".", except a partition
+// directory "_c=v") are never touched, as VACUUM does, and neither is
+// anything outside the table. Before anything, the table's whole
+// protocol must be one this implementation reads and writes
+// (vacuumProtocolCheck asks VACUUM to check reader and writer features
+// alike): a feature it does not know could reference files it cannot
+// see.
+//
+// In _delta_log, commits, checkpoints and checksums are expired by the
+// protocol's metadata cleanup: only below the newest checkpoint not newer
+// than the newest commit older than midnight UTC of now minus
+// delta.logRetentionDuration (30 days when unset), never when
+// delta.enableExpiredLogCleanup is false. Interrupted atomic writes
+// (.*.tmp) in _delta_log are orphans too.
+func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (catalogs.ReclaimReport, error) {
+	var tables []catalogs.TableIdent
+	if opts.MinAge > 0 {
+		var err error
+		if tables, err = catalogs.AllTables(ctx, p); err != nil {
+			return catalogs.ReclaimReport{}, err
+		}
+	}
+	r := lake.Reclaimer{Log: p.log, MetadataName: "log", BeforeRecheck: reclaimBeforeRecheck}
+	return lake.All(ctx, p.name, opts, tables, func(ctx context.Context, t catalogs.TableIdent, cutoff time.Time) (catalogs.ReclaimReport, error) {
+		tr, err := p.vacuumTable(ctx, t, opts)
+		if err != nil {
+			return catalogs.ReclaimReport{}, err
+		}
+		return r.Reclaim(ctx, t, tr, opts, cutoff)
+	})
+}
+
+// reclaimBeforeRecheck, set by tests only, runs between the listing and
+// the second read of the log, where a commit may land.
+var reclaimBeforeRecheck func(catalogs.TableIdent)
+
+// vacuum is one table's side of the floor's reclaim (lake.Table).
+type vacuum struct {
+	p    *Provider
+	t    catalogs.TableIdent
+	dir  string
+	id   string          // the table id (metaData.id) first read
+	refs map[string]bool // files retained versions reference, relative to the table
+	// expired are the _delta_log entries metadata cleanup deletes, as
+	// every read so far agrees (the intersection: a read keeps what it
+	// must).
+	expired map[string]bool
+	read    bool
+	held    map[string]bool
+}
+
+func (p *Provider) vacuumTable(ctx context.Context, t catalogs.TableIdent, opts catalogs.ReclaimOptions) (*vacuum, error) {
+	dir, err := p.tableDir(t)
+	if err != nil {
+		return nil, err
+	}
+	v := &vacuum{p: p, t: t, dir: dir, refs: map[string]bool{}, held: map[string]bool{}}
+	if opts.Held != nil {
+		ms, err := decodeReceipts(t, opts.Held(ctx, t))
+		if err != nil {
+			return nil, fmt.Errorf("table %s: reclaim: held receipts: %w", t, err)
+		}
+		for _, m := range ms {
+			for _, a := range m.Adds {
+				if rel, err := dcodec.DecodePath(a.Path); err == nil {
+					v.held[rel] = true
+				}
+			}
+		}
+	}
+	return v, nil
+}
+
+// Refs replays the latest version and adds what it references.
+func (v *vacuum) Refs(ctx context.Context) (bool, error) {
+	st, err := v.p.load(ctx, v.t, -1)
+	if err != nil {
+		return false, err
+	}
+	if v.id == "" {
+		v.id = st.snap.Metadata.ID
+	} else if st.snap.Metadata.ID != v.id {
+		return false, nil // dropped and created again
+	}
+	if err := vacuumCheck(st); err != nil {
+		return false, err
+	}
+	retention, err := st.snap.Metadata.DeletedFileRetention()
+	if err != nil {
+		return false, catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s: reclaim", v.t))
+	}
+	ref := func(p string, dv *dcodec.DeletionVector) error {
+		rel, err := dcodec.DecodePath(p)
+		if err != nil {
+			return err
+		}
+		if err := v.addRef(rel); err != nil {
+			return err
+		}
+		if dv == nil || dv.StorageType == "i" {
+			return nil
+		}
+		dvp, err := dv.AbsolutePath()
+		if err != nil {
+			return err
+		}
+		return v.addRef(dvp)
+	}
+	for _, f := range st.snap.Files {
+		if err := ref(f.Path, f.DeletionVector); err != nil {
+			return false, v.refErr(err)
+		}
+	}
+	for _, r := range st.snap.LiveTombstones(v.p.now(), retention) {
+		if err := ref(r.Path, r.DeletionVector); err != nil {
+			return false, v.refErr(err)
+		}
+	}
+	expired, err := v.expiredLog(ctx, st)
+	if err != nil {
+		return false, err
+	}
+	if !v.read {
+		v.expired, v.read = expired, true
+	} else {
+		for n := range v.expired {
+			if !expired[n] {
+				delete(v.expired, n)
+			}
+		}
+	}
+	return true, nil
+}
+
+func (v *vacuum) refErr(err error) error {
+	return catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s: reclaim: a file reference", v.t))
+}
+
+// addRef records a referenced file. A file outside the table directory
+// (an absolute path or URI) may still name one inside it under another
+// spelling; VACUUM cannot tell, so the table is not vacuumed.
+func (v *vacuum) addRef(rel string) error {
+	if strings.Contains(rel, "://") || strings.HasPrefix(rel, "/") {
+		return fmt.Errorf("the log references %q by an absolute path: VACUUM of tables with absolute paths is not supported", rel)
+	}
+	v.refs[path.Clean(rel)] = true
+	return nil
+}
+
+// vacuumCheck is the vacuumProtocolCheck rule, applied to every table:
+// VACUUM runs only when this implementation supports every reader and
+// writer feature of the protocol.
+func vacuumCheck(st *tableState) error {
+	pr := &st.snap.Protocol
+	if err := dcodec.CheckRead(pr); err != nil {
+		return catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s: reclaim (VACUUM) refused", st.ident))
+	}
+	if err := dcodec.CheckWrite(pr); err != nil {
+		return catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s: reclaim (VACUUM) refused", st.ident))
+	}
+	return nil
+}
+
+func (v *vacuum) Referenced(ref string) bool {
+	if name, ok := strings.CutPrefix(ref, "_delta_log/"); ok {
+		return !tempFile(name) && !v.expired[name]
+	}
+	return v.refs[ref]
+}
+
+func (v *vacuum) Held(ref string) bool { return v.held[ref] }
+
+// Candidates are the table's non-hidden files, and the _delta_log files
+// metadata cleanup may expire (commits, checkpoints, checksums) or that
+// an interrupted atomic write left (.*.tmp).
+func (v *vacuum) Candidates(ctx context.Context, fn func(lake.Candidate) error) error {
+	return v.p.fs.Walk(ctx, v.dir, func(rel string, size int64, mod time.Time) error {
+		c := lake.Candidate{Path: v.dir + "/" + rel, Ref: rel, Size: size, Mod: mod}
+		if name, ok := strings.CutPrefix(rel, "_delta_log/"); ok {
+			if strings.Contains(name, "/") {
+				return nil // _sidecars, _staged_commits: kept
+			}
+			// Referenced decides: only what metadata cleanup expires, and
+			// temporary files, are unreferenced.
+			c.Kind = lake.KindMetadata
+			return fn(c)
+		}
+		if hidden(rel) {
+			return nil
+		}
+		c.Kind = lake.KindData
+		return fn(c)
+	})
+}
+
+func (v *vacuum) Delete(ctx context.Context, p string) error { return v.p.fs.Remove(ctx, p) }
+
+// tempFile tells whether a _delta_log name is the temporary file of an
+// atomic write (lake.Local's Create and Put), which no reader looks at.
+func tempFile(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp")
+}
+
+// expiredLog lists _delta_log and returns the entries metadata cleanup
+// expires now. Tables with in-commit timestamps are left alone: their
+// commit times are in the commits, not in the file times used here.
+func (v *vacuum) expiredLog(ctx context.Context, st *tableState) (map[string]bool, error) {
+	cfg := st.snap.Metadata.Configuration
+	if strings.EqualFold(cfg["delta.enableExpiredLogCleanup"], "false") || strings.EqualFold(cfg["delta.enableInCommitTimestamps"], "true") {
+		return map[string]bool{}, nil
+	}
+	retention, err := st.snap.Metadata.LogRetention()
+	if err != nil {
+		return nil, catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s: reclaim", v.t))
+	}
+	var entries []dcodec.LogEntry
+	err = v.p.fs.Walk(ctx, v.dir+"/_delta_log", func(rel string, _ int64, mod time.Time) error {
+		if !strings.Contains(rel, "/") {
+			entries = append(entries, dcodec.LogEntry{Name: rel, Mod: mod})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: reclaim: list _delta_log", v.t))
+	}
+	out := map[string]bool{}
+	for _, n := range dcodec.ExpiredLogFiles(entries, dcodec.LogCleanupCutoff(v.p.now(), retention)) {
+		out[n] = true
+	}
+	return out, nil
+}
+
+// hidden tells whether VACUUM leaves a file alone: one of its names
+// starts with "." or "_", except a partition directory (c=v) whose
+// column name starts with "_".
+func hidden(rel string) bool {
+	segs := strings.Split(rel, "/")
+	for i, s := range segs {
+		if !strings.HasPrefix(s, "_") && !strings.HasPrefix(s, ".") {
+			continue
+		}
+		if i < len(segs)-1 && strings.HasPrefix(s, "_") && strings.Contains(s, "=") {
+			continue
+		}
+		return true
+	}
+	return false
+}

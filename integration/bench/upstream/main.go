@@ -1,0 +1,262 @@
+// Command upstream benchmarks a flightsql catalog (docs/upstream.md): the
+// same queries sent to an upstream flightgw directly and through a second
+// flightgw that federates it, in the same run.
+//
+//	go run ./integration/bench/upstream -bin bin/flightgw [-rows 10000000] [-runs 9]
+//
+// It starts the upstream (the embedded Iceberg default in a fresh data
+// dir), bulk-ingests -rows rows (benchutil.Schema: int64, float64, a
+// string, a timestamp) into lake.default.t through the ADBC Go driver,
+// then starts the federating gateway, whose only catalog "up" is of type
+// flightsql over the upstream. After one untimed run of each side, -runs
+// rounds run the direct query and the federated one back to back, in
+// alternating order (so that a drift of the shared machine moves both
+// alike), each side with its own ADBC connection open throughout:
+//
+//  1. stream: SELECT * FROM t read to the end; the ratio printed is the
+//     median of the rounds' direct time / federated time, that is the
+//     federated rate over the direct one (target >= 0.9);
+//  2. aggregate: SELECT count(*), sum(x), avg(id) FROM t, pushed whole to
+//     the upstream; printed: the median of the rounds' federated time
+//     minus direct time (target <= 5 ms);
+//  3. the same aggregate over a table of 1000 rows (small, ingested too),
+//     in -small-runs rounds: what the federating gateway adds to a call,
+//     without the second of DuckDB's work on 10M rows whose jitter on a
+//     shared machine hides a few ms.
+//
+// The load average (/proc/loadavg) is printed before and after: the
+// machine is shared, and the figures mean little on a loaded one.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-adbc/go/adbc"
+
+	"github.com/flightgw/flightgw/integration/bench/benchutil"
+)
+
+// settle is the pause before each timed run.
+const settle = 200 * time.Millisecond
+
+const aggQuery = "SELECT count(*), sum(x), avg(id) FROM %s"
+
+func main() {
+	bin := flag.String("bin", "bin/flightgw", "gateway binary")
+	rows := flag.Int64("rows", 10_000_000, "rows in the table")
+	runs := flag.Int("runs", 9, "timed rounds of each query")
+	smallRuns := flag.Int("small-runs", 41, "timed rounds of the aggregate over the small table")
+	flag.Parse()
+	if err := run(*bin, *rows, *runs, *smallRuns); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin string, rows int64, runs, smallRuns int) error {
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "flightgw-upstream-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	up, err := benchutil.StartGateway(bin, nil, "--data-dir", filepath.Join(tmp, "up"))
+	if err != nil {
+		return err
+	}
+	defer up.Stop()
+	pool := benchutil.Pool(1 << 16)
+	took, err := benchutil.Ingest(ctx, up.Addr, map[string]string{adbc.OptionKeyIngestTargetTable: "t",
+		adbc.OptionKeyIngestMode: adbc.OptionValueIngestModeCreate}, benchutil.NewSource(pool, rows), rows)
+	if err == nil {
+		_, err = benchutil.Ingest(ctx, up.Addr, map[string]string{adbc.OptionKeyIngestTargetTable: "small",
+			adbc.OptionKeyIngestMode: adbc.OptionValueIngestModeCreate}, benchutil.NewSource(pool, 1000), 1000)
+	}
+	benchutil.Release(pool)
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	fmt.Printf("ingested %d rows into the upstream in %s\n", rows, took.Round(time.Millisecond))
+
+	cfg := filepath.Join(tmp, "federating.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`catalogs:
+  - name: up
+    type: flightsql
+    properties: {uri: "grpc://%s", upstream_catalog: lake}
+`, up.Addr)), 0o600); err != nil {
+		return err
+	}
+	fed, err := benchutil.StartGateway(bin, nil, "--data-dir", filepath.Join(tmp, "fed"), "--config", cfg)
+	if err != nil {
+		return err
+	}
+	defer fed.Stop()
+
+	direct, closeDirect, err := connect(ctx, up.Addr)
+	if err != nil {
+		return err
+	}
+	defer closeDirect()
+	through, closeThrough, err := connect(ctx, fed.Addr)
+	if err != nil {
+		return err
+	}
+	defer closeThrough()
+
+	load := loadavg()
+	stream, err := paired(runs,
+		func() (int64, error) { return query(ctx, direct, "SELECT * FROM t") },
+		func() (int64, error) { return query(ctx, through, `SELECT * FROM up."default".t`) })
+	if err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	agg, err := paired(runs,
+		func() (int64, error) { return query(ctx, direct, fmt.Sprintf(aggQuery, "t")) },
+		func() (int64, error) { return query(ctx, through, fmt.Sprintf(aggQuery, `up."default".t`)) })
+	if err != nil {
+		return fmt.Errorf("aggregate: %w", err)
+	}
+	small, err := paired(smallRuns,
+		func() (int64, error) { return query(ctx, direct, fmt.Sprintf(aggQuery, "small")) },
+		func() (int64, error) { return query(ctx, through, fmt.Sprintf(aggQuery, `up."default".small`)) })
+	if err != nil {
+		return fmt.Errorf("small aggregate: %w", err)
+	}
+	fmt.Printf("table: %d rows; %d paired rounds; load average %s before, %s after\n", rows, runs, load, loadavg())
+	fmt.Printf("stream     direct %8.0f rows/s  federated %8.0f rows/s  ratio %.2f (target >= 0.9; rounds %.2f-%.2f)\n",
+		float64(rows)/stream.direct.Seconds(), float64(rows)/stream.fed.Seconds(), stream.ratio, stream.lowest, stream.highest)
+	fmt.Printf("aggregate  direct %8s  federated %8s  added %s (target <= 5ms; rounds %s to %s)\n",
+		agg.direct.Round(10*time.Microsecond), agg.fed.Round(10*time.Microsecond), agg.added.Round(10*time.Microsecond),
+		agg.addedLow.Round(10*time.Microsecond), agg.addedHigh.Round(10*time.Microsecond))
+	fmt.Printf("aggregate of 1000 rows, %d rounds: direct %s  federated %s  added %s (target <= 5ms; rounds %s to %s)\n", smallRuns,
+		small.direct.Round(10*time.Microsecond), small.fed.Round(10*time.Microsecond), small.added.Round(10*time.Microsecond),
+		small.addedLow.Round(10*time.Microsecond), small.addedHigh.Round(10*time.Microsecond))
+	return nil
+}
+
+func connect(ctx context.Context, addr string) (adbc.Connection, func(), error) {
+	db, err := benchutil.Database(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	cnxn, err := db.Open(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return cnxn, func() { cnxn.Close(); db.Close() }, nil
+}
+
+// pair is the outcome of paired rounds: each side's median, the median of
+// the rounds' ratios (direct time / federated time) and of their
+// differences (federated time - direct time), with their extremes.
+type pair struct {
+	direct, fed                time.Duration
+	ratio, lowest, highest     float64
+	added, addedLow, addedHigh time.Duration
+}
+
+// paired runs both sides once untimed, then n rounds of both back to
+// back in alternating order; both must return the same row count.
+func paired(n int, direct, fed func() (int64, error)) (pair, error) {
+	rows, err := direct()
+	if err != nil {
+		return pair{}, fmt.Errorf("direct: %w", err)
+	}
+	if got, err := fed(); err != nil || got != rows {
+		return pair{}, fmt.Errorf("federated: %d rows (direct %d), %v", got, rows, err)
+	}
+	var ds, fs, diffs []time.Duration
+	var ratios []float64
+	for i := range n {
+		first, second := direct, fed
+		if i%2 == 1 {
+			first, second = fed, direct
+		}
+		a, err := timed(first, rows)
+		if err != nil {
+			return pair{}, err
+		}
+		b, err := timed(second, rows)
+		if err != nil {
+			return pair{}, err
+		}
+		d, f := a, b
+		if i%2 == 1 {
+			d, f = b, a
+		}
+		ds, fs, diffs = append(ds, d), append(fs, f), append(diffs, f-d)
+		ratios = append(ratios, d.Seconds()/f.Seconds())
+	}
+	slices.Sort(ratios)
+	slices.Sort(diffs)
+	return pair{direct: median(ds), fed: median(fs), ratio: ratios[len(ratios)/2], lowest: ratios[0], highest: ratios[len(ratios)-1],
+		added: diffs[len(diffs)/2], addedLow: diffs[0], addedHigh: diffs[len(diffs)-1]}, nil
+}
+
+// timed runs f once after letting the machine settle (this process
+// collects the previous run's garbage, the gateways finish theirs) and
+// returns its duration; f must return rows rows.
+func timed(f func() (int64, error), rows int64) (time.Duration, error) {
+	runtime.GC()
+	time.Sleep(settle)
+	start := time.Now()
+	got, err := f()
+	d := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	if got != rows {
+		return 0, fmt.Errorf("row count changed from %d to %d", rows, got)
+	}
+	return d, nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// query runs q and reads it to the end; the rows counted are the
+// result's (for an aggregate, its one row).
+func query(ctx context.Context, cnxn adbc.Connection, q string) (int64, error) {
+	stmt, err := cnxn.NewStatement()
+	if err != nil {
+		return 0, err
+	}
+	defer stmt.Close()
+	if err := stmt.SetSqlQuery(q); err != nil {
+		return 0, err
+	}
+	rdr, _, err := stmt.ExecuteQuery(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer rdr.Release()
+	var n int64
+	for rdr.Next() {
+		n += rdr.RecordBatch().NumRows()
+	}
+	return n, rdr.Err()
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
