@@ -12,8 +12,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/google/uuid"
@@ -247,7 +245,7 @@ func (s *stream) Write(ctx context.Context, b arrow.RecordBatch) error {
 		return s.writeTo(ctx, keys[0], values[keys[0]], rec)
 	}
 	for _, k := range keys {
-		part, err := take(ctx, rec, rows[k])
+		part, err := arrowconv.Take(ctx, rec, rows[k])
 		if err != nil {
 			return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: split the batch by partition", s.st.ident))
 		}
@@ -283,29 +281,6 @@ func (s *stream) writeTo(ctx context.Context, dir string, values map[string]*str
 		return s.finish(w)
 	}
 	return nil
-}
-
-// take selects rows of rec.
-func take(ctx context.Context, rec arrow.RecordBatch, rows []int64) (arrow.RecordBatch, error) {
-	b := array.NewInt64Builder(memory.DefaultAllocator)
-	defer b.Release()
-	b.AppendValues(rows, nil)
-	idx := b.NewArray()
-	defer idx.Release()
-	cols := make([]arrow.Array, 0, rec.NumCols())
-	defer func() {
-		for _, c := range cols {
-			c.Release()
-		}
-	}()
-	for i := 0; i < int(rec.NumCols()); i++ {
-		c, err := compute.TakeArray(ctx, rec.Column(i), idx)
-		if err != nil {
-			return nil, err
-		}
-		cols = append(cols, c)
-	}
-	return array.NewRecordBatch(rec.Schema(), cols, int64(len(rows))), nil
 }
 
 // partitionValue is row r of a, typed as codec/delta's partition values.

@@ -207,7 +207,7 @@ func (w *fileWriter) runLanes(batches iter.Seq2[arrow.RecordBatch, error]) error
 			}
 			// Sized before it is sent: once in the queue, the batch is the
 			// lane's, which releases it.
-			size := batchBytes(b)
+			size := pqwrite.BatchBytes(b)
 			select {
 			case queue <- b:
 				sent += size
@@ -357,13 +357,4 @@ func withNaNCounts(df ice.DataFile, spec ice.PartitionSpec, nans map[int]int64) 
 		b.UpperBoundValues(hi)
 	}
 	return b.Build(), nil
-}
-
-// batchBytes is the size of b's buffers.
-func batchBytes(b arrow.RecordBatch) int64 {
-	var n int64
-	for _, c := range b.Columns() {
-		n += int64(c.Data().SizeInBytes())
-	}
-	return n
 }

@@ -1,15 +1,20 @@
 package iceberg
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
+	"slices"
 	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	ice "github.com/apache/iceberg-go"
 	"github.com/google/uuid"
+
+	"github.com/flightgw/flightgw/internal/arrowconv"
 )
 
 // Bounded open files for partitioned tables. iceberg-go's partitioned
@@ -94,29 +99,195 @@ func fieldPath(sc *ice.Schema, id int) []string {
 // reset starts a new pass.
 func (c *partitionCounter) reset() { clear(c.seen) }
 
-// fits adds the keys of b's rows in order and returns the number of rows
-// from the start that fit into the pass: b.NumRows() when all do, else the
-// index of the first row whose partition would be one more than max. The
-// first row of a fresh pass always fits.
-func (c *partitionCounter) fits(b arrow.RecordBatch) int64 {
+// split returns b, its rows reordered when needed, and how many of its
+// rows from the start fit into the pass: all of them when their
+// partitions, with those the pass holds, number at most max. Otherwise the
+// rows are grouped (stable) so that those of the pass's partitions come
+// first, then those of the new partitions in the order they first appear,
+// and the fitting rows are those of the pass's partitions and of as many
+// new ones as there is room for: the rest start the next pass, and a
+// partition's rows of one batch land in one file of one pass. The first
+// row of a fresh pass always fits. The caller releases the batch returned
+// (b itself, retained, when it is not reordered).
+func (c *partitionCounter) split(ctx context.Context, b arrow.RecordBatch) (arrow.RecordBatch, int64, error) {
+	index := map[string]int32{} // key → index, in order of first appearance
+	var keys []string
+	ids := c.keyIDs(b, index, &keys)
+	// rank orders the keys: those the pass holds first, then new ones.
+	rank := make([]int32, len(keys))
+	room := c.max - len(c.seen)
+	next, fresh := int32(0), 0
+	for id, k := range keys {
+		if _, ok := c.seen[k]; ok {
+			rank[id] = next
+			next++
+		}
+	}
+	held := next
+	for id, k := range keys {
+		if _, ok := c.seen[k]; !ok {
+			rank[id] = next
+			next++
+			fresh++
+		}
+	}
+	if fresh <= room {
+		for _, k := range keys {
+			c.seen[k] = struct{}{}
+		}
+		b.Retain()
+		return b, b.NumRows(), nil
+	}
+	limit := held + int32(max(room, 0)) // ranks below it fit
+	if len(c.seen) == 0 && limit == 0 {
+		limit = 1
+	}
+	order, start := countingSort(ids, len(keys), func(id int32) int32 { return rank[id] })
+	fit := int64(start[limit])
+	for id, k := range keys {
+		if rank[id] < limit {
+			c.seen[k] = struct{}{}
+		}
+	}
+	out, err := arrowconv.Take(ctx, b, order)
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, fit, nil
+}
+
+// keyIDs returns, for each row of b, the index of its partition key in
+// *keys, adding the keys not yet in index.
+func (c *partitionCounter) keyIDs(b arrow.RecordBatch, index map[string]int32, keys *[]string) []int32 {
 	cols := make([]arrow.Array, len(c.fields))
 	for i, f := range c.fields {
 		cols[i] = pathColumn(b, f.path)
 	}
-	for r := range int(b.NumRows()) {
+	ids := make([]int32, b.NumRows())
+	for r := range ids {
 		c.buf = c.buf[:0]
 		for i, f := range c.fields {
 			c.buf = appendKey(c.buf, cols[i], r, f.tr)
 		}
-		if _, ok := c.seen[string(c.buf)]; ok {
-			continue
+		id, ok := index[string(c.buf)]
+		if !ok {
+			id = int32(len(*keys))
+			*keys = append(*keys, string(c.buf))
+			index[(*keys)[id]] = id
 		}
-		if len(c.seen) >= c.max {
-			return int64(r)
-		}
-		c.seen[string(c.buf)] = struct{}{}
+		ids[r] = id
 	}
-	return b.NumRows()
+	return ids
+}
+
+// cluster regroups the rows of buf (which it releases) by partition: one
+// batch per partition, in the order the partitions first appear, each
+// holding that partition's rows in their order, for iceberg-go's clustered
+// writer, which keeps one file open at a time. It holds at most twice the
+// rows of buf.
+func (c *partitionCounter) cluster(ctx context.Context, buf []arrow.RecordBatch) (out []arrow.RecordBatch, err error) {
+	index := map[string]int32{}
+	var keys []string
+	sorted := make([]arrow.RecordBatch, 0, len(buf))
+	offsets := make([][]int, 0, len(buf))
+	defer func() {
+		for _, b := range buf {
+			if b != nil {
+				b.Release()
+			}
+		}
+		for _, b := range sorted {
+			b.Release()
+		}
+		if err != nil {
+			for _, b := range out {
+				b.Release()
+			}
+			out = nil
+		}
+	}()
+	for j, b := range buf {
+		ids := c.keyIDs(b, index, &keys)
+		order, off := countingSort(ids, len(keys), func(id int32) int32 { return id })
+		s, err := arrowconv.Take(ctx, b, order)
+		if err != nil {
+			return nil, err
+		}
+		b.Release()
+		buf[j] = nil
+		sorted, offsets = append(sorted, s), append(offsets, off)
+	}
+	for k := range keys {
+		var pieces []arrow.RecordBatch
+		for j, s := range sorted {
+			off := offsets[j]
+			if k+1 < len(off) && off[k+1] > off[k] {
+				pieces = append(pieces, s.NewSlice(int64(off[k]), int64(off[k+1])))
+			}
+		}
+		b, err := concat(pieces)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// countingSort orders the rows stably by rank(ids[row]), ranks in
+// [0, n): it returns the row order and, per rank, where its rows start
+// (off[rank]..off[rank+1]).
+func countingSort(ids []int32, n int, rank func(int32) int32) ([]int32, []int) {
+	off := make([]int, n+1)
+	for _, id := range ids {
+		off[rank(id)+1]++
+	}
+	for i := 1; i < len(off); i++ {
+		off[i] += off[i-1]
+	}
+	next := slices.Clone(off)
+	order := make([]int32, len(ids))
+	for r, id := range ids {
+		order[next[rank(id)]] = int32(r)
+		next[rank(id)]++
+	}
+	return order, off
+}
+
+// concat joins batches of one schema into one, releasing them.
+func concat(pieces []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(pieces) == 1 {
+		return pieces[0], nil
+	}
+	defer func() {
+		for _, p := range pieces {
+			p.Release()
+		}
+	}()
+	cols := make([]arrow.Array, pieces[0].NumCols())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, p := range pieces {
+		rows += p.NumRows()
+	}
+	for i := range cols {
+		parts := make([]arrow.Array, len(pieces))
+		for j, p := range pieces {
+			parts[j] = p.Column(i)
+		}
+		c, err := array.Concatenate(parts, memory.DefaultAllocator)
+		if err != nil {
+			return nil, err
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(pieces[0].Schema(), cols, rows), nil
 }
 
 // pathColumn finds the array at path in b, or nil.

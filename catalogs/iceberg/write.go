@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/internal/pqwrite"
 )
 
 // receiptFormat names the layout of WriteReceipt.Metadata.
@@ -192,58 +193,93 @@ func (w *fileWriter) run(batches iter.Seq2[arrow.RecordBatch, error]) {
 	}()
 }
 
-// passes writes batches with WriteRecords in passes of at most
-// cfg.maxOpenFiles partitions each (partcount.go), counting the rows sent
-// into *sent.
+// passes writes batches with WriteRecords, counting the rows sent into
+// *sent. While the upload's partitions fit into cfg.maxOpenFiles, it is
+// one pass of iceberg-go's fanout writer (a file open per partition). The
+// batch that would open one more ends that pass (its rows of the open
+// partitions, and of as many new ones as there is room for, still go to
+// it: partitionCounter.split), and the rest of the upload is written in
+// clustered passes: up to clusterBytes of batches regrouped by partition
+// (partitionCounter.cluster) and written by iceberg-go's clustered writer,
+// one file open at a time. Memory stays bounded either way; the price of
+// an upload spread over many partitions is a file per partition per pass.
 func (w *fileWriter) passes(batches iter.Seq2[arrow.RecordBatch, error], sent *int64) error {
 	counter := newPartitionCounter(w.tbl.Spec(), w.tbl.Schema(), w.p.cfg.maxOpenFiles)
 	next, stop := iter.Pull2(batches)
 	defer stop()
-	var carry arrow.RecordBatch // the rows of a batch the last pass had no room for
+	var carry arrow.RecordBatch // the rows the last pass had no room for
 	defer func() {
 		if carry != nil {
 			carry.Release()
 		}
 	}()
+	clustered := false
 	for i := 0; ; i++ {
 		ended := false
-		pass := func(yield func(arrow.RecordBatch, error) bool) {
-			if counter != nil {
-				counter.reset()
-			}
-			for {
-				b := carry
-				carry = nil
-				if b == nil {
-					var err error
-					var ok bool
-					if b, err, ok = next(); !ok {
+		var pass iter.Seq2[arrow.RecordBatch, error]
+		if !clustered {
+			pass = func(yield func(arrow.RecordBatch, error) bool) {
+				for {
+					b, err, ok := next()
+					if !ok {
 						return
-					} else if err != nil {
+					}
+					if err != nil {
 						yield(nil, err)
 						return
 					}
-				}
-				if b != nil && counter != nil {
-					if n := counter.fits(b); n < b.NumRows() {
-						ended = true
-						carry = b.NewSlice(n, b.NumRows())
-						head := b.NewSlice(0, n)
+					if b != nil && counter != nil {
+						ordered, n, err := counter.split(w.ctx, b)
 						b.Release()
-						if n == 0 {
-							head.Release()
+						if err != nil {
+							yield(nil, err)
 							return
 						}
-						*sent += n
-						yield(head, nil)
+						b = ordered
+						if n < b.NumRows() {
+							ended, clustered = true, true
+							carry = b.NewSlice(n, b.NumRows())
+							head := b.NewSlice(0, n)
+							b.Release()
+							if n == 0 {
+								head.Release()
+								return
+							}
+							*sent += n
+							yield(head, nil)
+							return
+						}
+					}
+					if b != nil {
+						*sent += b.NumRows()
+					}
+					if !yield(b, nil) {
 						return
 					}
 				}
-				if b != nil {
+			}
+		} else {
+			buf, more, err := w.gather(next, &carry)
+			if err != nil {
+				return err
+			}
+			if len(buf) == 0 {
+				return nil
+			}
+			parts, err := counter.cluster(w.ctx, buf)
+			if err != nil {
+				return err
+			}
+			ended = more
+			pass = func(yield func(arrow.RecordBatch, error) bool) {
+				for j, b := range parts {
 					*sent += b.NumRows()
-				}
-				if !yield(b, nil) {
-					return
+					if !yield(b, nil) {
+						for _, rest := range parts[j+1:] {
+							rest.Release()
+						}
+						return
+					}
 				}
 			}
 		}
@@ -254,9 +290,13 @@ func (w *fileWriter) passes(batches iter.Seq2[arrow.RecordBatch, error], sent *i
 			id = uuid.New()
 			w.ids = append(w.ids, id)
 		}
-		for df, err := range table.WriteRecords(w.ctx, w.tbl, w.target, pass,
-			table.WithTargetFileSize(w.p.cfg.targetFileSize), table.WithWriteUUID(id),
-			table.WithRecordBatchBufferSize(2)) {
+		opts := []table.WriteRecordOption{table.WithTargetFileSize(w.p.cfg.targetFileSize), table.WithWriteUUID(id)}
+		if i > 0 && clustered {
+			opts = append(opts, table.WithClusteredWrite())
+		} else {
+			opts = append(opts, table.WithRecordBatchBufferSize(2))
+		}
+		for df, err := range table.WriteRecords(w.ctx, w.tbl, w.target, pass, opts...) {
 			if err != nil {
 				return err
 			}
@@ -266,6 +306,41 @@ func (w *fileWriter) passes(batches iter.Seq2[arrow.RecordBatch, error], sent *i
 			return nil
 		}
 	}
+}
+
+// clusterBytes bounds the Arrow bytes of one clustered pass (passes); the
+// regrouping holds about twice that. A variable for tests.
+var clusterBytes int64 = 32 << 20
+
+// gather takes batches from next (first *carry) until they hold
+// clusterBytes or the upload ends, and reports whether more may follow.
+func (w *fileWriter) gather(next func() (arrow.RecordBatch, error, bool), carry *arrow.RecordBatch) ([]arrow.RecordBatch, bool, error) {
+	var buf []arrow.RecordBatch
+	var size int64
+	if *carry != nil {
+		buf, size = append(buf, *carry), pqwrite.BatchBytes(*carry)
+		*carry = nil
+	}
+	for size < clusterBytes {
+		b, err, ok := next()
+		if !ok {
+			return buf, false, nil
+		}
+		if err != nil {
+			for _, b := range buf {
+				b.Release()
+			}
+			return nil, false, err
+		}
+		if b == nil || b.NumRows() == 0 {
+			if b != nil {
+				b.Release()
+			}
+			continue
+		}
+		buf, size = append(buf, b), size+pqwrite.BatchBytes(b)
+	}
+	return buf, true, nil
 }
 
 // wait waits for the writer and, on failure, removes what it wrote.

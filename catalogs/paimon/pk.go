@@ -13,6 +13,7 @@ import (
 
 	"github.com/flightgw/flightgw/catalogs"
 	pcodec "github.com/flightgw/flightgw/codec/paimon"
+	"github.com/flightgw/flightgw/internal/arrowconv"
 	"github.com/flightgw/flightgw/internal/pqwrite"
 )
 
@@ -160,7 +161,7 @@ func (s *stream) writePKFiles(ctx context.Context, b *pkBuffer) error {
 	}()
 	for off := 0; off < len(kept); off += pkChunk {
 		part := kept[off:min(off+pkChunk, len(kept))]
-		sorted, err := take(ctx, rec, part)
+		sorted, err := arrowconv.Take(ctx, rec, part)
 		if err != nil {
 			return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: sort rows", s.st.ident))
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/lake"
+	"github.com/flightgw/flightgw/internal/arrowconv"
 )
 
 // Scan reads the table's committed rows: every live data file of the
@@ -319,7 +320,7 @@ func (p *Provider) readFile(ctx context.Context, st *tableState, e entry, want *
 			keep = append(keep, i)
 		}
 	}
-	out, err := take(ctx, rec, keep)
+	out, err := arrowconv.Take(ctx, rec, keep)
 	if err != nil {
 		return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: apply the deletion vector of %s", st.ident, e.file.FileName))
 	}
@@ -507,7 +508,7 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 		}
 		rows = append(rows, b.row)
 	}
-	picked, err := take(ctx, all, rows)
+	picked, err := arrowconv.Take(ctx, all, rows)
 	if err != nil {
 		return nil, catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: merge bucket", st.ident))
 	}

@@ -9,9 +9,6 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -20,6 +17,7 @@ import (
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/lake"
 	pcodec "github.com/flightgw/flightgw/codec/paimon"
+	"github.com/flightgw/flightgw/internal/arrowconv"
 	"github.com/flightgw/flightgw/internal/pqwrite"
 )
 
@@ -177,7 +175,7 @@ func (s *stream) Write(ctx context.Context, batch arrow.RecordBatch) error {
 	for _, g := range groups {
 		part := rec
 		if g.rows != nil {
-			if part, err = take(ctx, rec, g.rows); err != nil {
+			if part, err = arrowconv.Take(ctx, rec, g.rows); err != nil {
 				return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: split batch", s.st.ident))
 			}
 		} else {
@@ -250,36 +248,6 @@ func (s *stream) namesOf(cols []int) []string {
 		out[i] = s.st.schema.cols[c].name
 	}
 	return out
-}
-
-// take selects rows of rec.
-func take(ctx context.Context, rec arrow.RecordBatch, rows []int) (arrow.RecordBatch, error) {
-	b := array.NewInt64Builder(memory.DefaultAllocator)
-	defer b.Release()
-	for _, r := range rows {
-		b.Append(int64(r))
-	}
-	idx := b.NewArray()
-	defer idx.Release()
-	cols := make([]arrow.Array, rec.NumCols())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	for i := range cols {
-		// arrow-go runs the kernel on a goroutine of its own, out of our
-		// recover's reach: it is safe because the process allocator keeps
-		// arrow-go's contract (internal/recovered's package doc).
-		c, err := compute.TakeArray(ctx, rec.Column(i), idx)
-		if err != nil {
-			return nil, err
-		}
-		cols[i] = c
-	}
-	return array.NewRecordBatch(rec.Schema(), cols, int64(len(rows))), nil
 }
 
 // writeGroup appends rows of one partition and bucket: to its open file
