@@ -31,6 +31,10 @@ func openLocal(t testing.TB, wh string, kv ...string) *delta.Provider {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A checkpoint is written after its commit is answered: Close waits
+	// for it, before the warehouse (a TempDir made earlier, so removed
+	// later) goes.
+	t.Cleanup(func() { _ = p.Close() })
 	return p
 }
 
