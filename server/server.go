@@ -172,7 +172,8 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 				capKey: "max_concurrent_queries", shareKey: "per_principal_queries", waitKey: "query_queue_wait",
 				maxQueue: cfg.Limits.MaxQueuedStreams, wait: cfg.Limits.QueryQueueWait.Duration, minRate: cfg.Limits.MinStreamRate}).stream()),
 	)...)
-	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{h.WithActions(flightsql.NewFlightServer(checkedHandler{h}))}, h})
+	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{h.WithActions(flightsql.NewFlightServer(checkedHandler{h}))}, h,
+		resultCompressions[cfg.Engine.ResultCompression]})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	return s, nil
