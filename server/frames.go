@@ -270,6 +270,8 @@ type queryService struct {
 	// ipc are the IPC writer's options of every result:
 	// engine.result_compression.
 	ipc []ipc.Option
+	// idle returns the idle Go heap before a stream (idleheap.go).
+	idle *idleHeap
 }
 
 // resultCompressions are the values of engine.result_compression and the
@@ -289,6 +291,7 @@ func (s queryService) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetS
 		// Not a query ticket: a metadata command, a prepared statement.
 		return s.handshakeService.DoGet(t, stream)
 	}
+	s.idle.release()
 	schema, chunks, err := s.h.DoGetStatement(stream.Context(), tkt)
 	if err != nil {
 		return err

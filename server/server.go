@@ -42,7 +42,8 @@ type Server struct {
 	engine   *engine.Engine
 	peers    *peers // nil without cluster.peers and cluster.advertise
 	reclaim  *reclaimLoop
-	gcStop   func() // stops the GC floor (gcfloor.go); nil before Serve
+	gcStop   func()   // stops the GC floor (gcfloor.go); nil before Serve
+	idle     idleHeap // returns the idle Go heap before a stream (idleheap.go)
 	metrics  *metrics
 }
 
@@ -173,7 +174,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 				maxQueue: cfg.Limits.MaxQueuedStreams, wait: cfg.Limits.QueryQueueWait.Duration, minRate: cfg.Limits.MinStreamRate}).stream()),
 	)...)
 	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{h.WithActions(flightsql.NewFlightServer(checkedHandler{h}))}, h,
-		resultCompressions[cfg.Engine.ResultCompression]})
+		resultCompressions[cfg.Engine.ResultCompression], &s.idle})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	return s, nil
@@ -302,6 +303,7 @@ func (s *Server) Shutdown() {
 		}
 	}
 	s.reclaim.stop()
+	s.idle.wait()
 	if s.gcStop != nil {
 		s.gcStop()
 	}
