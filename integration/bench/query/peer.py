@@ -20,8 +20,8 @@ least), each server's peak RSS during the timed rounds
 (sampled every 10 ms, its process tree), and the load average before and
 after.
 
---ref-bin pairs another gateway build (side gw-ref, on a copy of the same
-data directory) with the gateway in the same rounds: a before/after
+--ref-bin pairs another gateway build (side gw-ref, on the same data
+directory) with the gateway in the same rounds: a before/after
 measurement of a change (the same build with --env/--ref-env K=V pairs two
 settings: FLIGHTGW_* variables). --pprof DIR saves a CPU profile of the gateway
 during extra untimed reads, and the allocations they made (DIR/cpu.pprof,
@@ -44,6 +44,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+sys.dont_write_bytecode = True  # no __pycache__ in the tree
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ingest"))
 from compare import free_port, make_table  # noqa: E402
 
@@ -243,8 +244,9 @@ def main():
         loc = data_dir(tmp / "gw")
         nfiles = len(list(loc.glob("*.parquet")))
         if args.ref_bin or args.ref_env:
-            shutil.copytree(tmp / "gw", tmp / "ref")
-            servers.append(gateway("gw-ref", args.ref_bin or args.bin, tmp / "ref", extra=args.ref_env))
+            # The same data directory: a gateway's tables name their
+            # absolute locations, and both only read.
+            servers.append(gateway("gw-ref", args.ref_bin or args.bin, tmp / "gw", extra=args.ref_env))
         if not args.no_sail:
             servers.append(sail(args.sail, loc))
         for s in servers:  # untimed: opens DuckDB, warms page cache and allocators
@@ -278,6 +280,11 @@ def main():
             ratios = sorted(o / g for o, g in zip(times[other], times["gateway"]))
             print(f"{other}/gateway time ratio: median {statistics.median(ratios):.2f} "
                   f"(rounds {ratios[0]:.2f}-{ratios[-1]:.2f}; above 1 the gateway is faster)")
+            for what, d in (("server", cpus), ("client", client)):
+                r = sorted(o / g for o, g in zip(d[other], d["gateway"]) if g > 0)
+                if r:
+                    print(f"{other}/gateway {what} CPU ratio: median {statistics.median(r):.2f} "
+                          f"(rounds {r[0]:.2f}-{r[-1]:.2f})")
         print("load average before %.2f %.2f %.2f, after %.2f %.2f %.2f" % (*load0, *load1))
     finally:
         for s in servers:
