@@ -10,10 +10,10 @@ import (
 // A query stream allocates little of the Go heap (engine/pool.go), but the
 // heap an ingest grew stays resident after it: the GC floor (gcfloor.go)
 // keeps the scavenger from returning it, on purpose, for the next ingest.
-// After a 10M-row ingest that was 155 MB of Go heap, 90 of them idle,
-// under the stream's DuckDB buffers (docs/performance.md). A DoGet that
-// finds more than idleHeapRelease bytes of the heap idle and resident
-// returns them to the system first (debug.FreeOSMemory: one collection
+// After a 10M-row ingest that was 155 MB of Go heap, 100 of them garbage
+// or free, under the stream's DuckDB buffers (docs/performance.md). A
+// DoGet that finds more than idleHeapRelease bytes of the heap resident
+// and not live returns them to the system first (debug.FreeOSMemory: one collection
 // and a scavenge of every free page), on a goroutine of its own, at most
 // once per idleHeapEvery: the stream does not wait for it, and an ingest
 // running meanwhile pays one extra collection.
@@ -32,11 +32,15 @@ type idleHeap struct {
 	wg      sync.WaitGroup
 }
 
-// idleBytes is the Go heap that is free and still resident.
+// idleBytes is the Go heap that is resident and not live: free pages,
+// and the objects allocated since the last collection found its live
+// heap (garbage, mostly, once an ingest is over).
 func idleBytes() uint64 {
-	s := []rtmetrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+	s := []rtmetrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	rtmetrics.Read(s)
-	return s[0].Value.Uint64()
+	resident := s[0].Value.Uint64() + s[1].Value.Uint64() + s[2].Value.Uint64()
+	return resident - min(resident, s[3].Value.Uint64())
 }
 
 // release starts returning the idle heap to the system when there is
