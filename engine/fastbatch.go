@@ -50,6 +50,7 @@ type fastColumn struct {
 	offsets *memory.Buffer // fastString
 	nulls   int
 	bytes   int // fastString: value bytes so far
+	hint    int // fastString: the value bytes of the previous batch, to size the next
 }
 
 // fastBatcher gathers a result's chunks into batches.
@@ -183,7 +184,11 @@ func (b *fastBatcher) append(chunk duck.DataChunk, n int) error {
 				c.data = b.buffer(int(bitutil.BytesForBits(batchRows)))
 			case fastString:
 				c.offsets = b.buffer((batchRows + 1) * 4)
-				c.data = b.buffer(64 << 10)
+				// The previous batch's bytes and an eighth: a
+				// buffer grown from 64 KiB by doubling copied
+				// itself some five times per batch (3% of a
+				// stream's CPU, docs/performance.md).
+				c.data = b.buffer(max(64<<10, c.hint+c.hint/8))
 			}
 		}
 		var mask []uint64
@@ -333,7 +338,7 @@ func (b *fastBatcher) finish() arrow.RecordBatch {
 				buf.Release()
 			}
 		}
-		*c = fastColumn{kind: c.kind, width: c.width, typ: c.typ}
+		*c = fastColumn{kind: c.kind, width: c.width, typ: c.typ, hint: c.bytes}
 	}
 	rec := array.NewRecordBatch(b.schema, cols, int64(n))
 	for _, a := range cols {

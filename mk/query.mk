@@ -20,3 +20,17 @@ bench-query: build
 	$(GO) run ./integration/bench/query -bin $(BIN) -rows $(QUERY_BENCH_ROWS)
 
 BENCH_TARGETS += bench-query
+
+# The peer benchmark: the same kind of full-table stream read by the Python
+# ADBC driver from the gateway and from Sail (pysail) on the same Parquet
+# files, in paired rounds (integration/bench/query/peer.py, docs/performance.md).
+PEER_BENCH_ROWS   ?= 10000000
+PEER_BENCH_ROUNDS ?= 9
+PEER_REQS := integration/bench/query/requirements.txt
+$(VENV)/.peer-installed: $(VENV)/.installed $(PEER_REQS)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r $(PEER_REQS)
+	touch $@
+.PHONY: bench-query-peer
+bench-query-peer: build $(VENV)/.peer-installed
+	$(PYTHON) integration/bench/query/peer.py --bin $(BIN) --rows $(PEER_BENCH_ROWS) --rounds $(PEER_BENCH_ROUNDS)
+BENCH_TARGETS += bench-query-peer

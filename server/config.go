@@ -157,6 +157,12 @@ type EngineConfig struct {
 	// SplitMinBytes is the least data (Parquet bytes planned) a query
 	// must read to be split.
 	SplitMinBytes int64 `yaml:"split_min_bytes"`
+	// ResultCompression is the Arrow IPC body compression of query
+	// results: "none" (the default: on loopback and fast links
+	// compressing costs more CPU than the bytes it saves), "lz4" or
+	// "zstd" for slow networks (docs/performance.md). Clients decompress
+	// by themselves: the IPC format marks compressed bodies.
+	ResultCompression string `yaml:"result_compression"`
 }
 
 // Defaults of the engine's query splitting.
@@ -327,7 +333,7 @@ var EnvVars = []string{
 	"FLIGHTGW_LISTEN", "FLIGHTGW_DATA_DIR", "FLIGHTGW_INSECURE", "FLIGHTGW_LOG_LEVEL", "FLIGHTGW_LOG_FORMAT",
 	"FLIGHTGW_DEFAULT_CATALOG", "FLIGHTGW_DEFAULT_SCHEMA", "FLIGHTGW_MAX_BATCH_BYTES", "FLIGHTGW_MEMORY_LIMIT",
 	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_STATEMENT_TIMEOUT", "FLIGHTGW_AUTH_SIGNING_KEY",
-	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
+	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_RESULT_COMPRESSION", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
 	"FLIGHTGW_GC_PERCENT", "FLIGHTGW_GC_MIN_HEAP", "FLIGHTGW_CLUSTER_PEERS", "FLIGHTGW_TLS_CERT_FILE", "FLIGHTGW_TLS_KEY_FILE",
 	"FLIGHTGW_TLS_CLIENT_CA_FILE", "FLIGHTGW_CLUSTER_ADVERTISE", "FLIGHTGW_HEALTH_LISTEN",
 	"FLIGHTGW_RECLAIM_INTERVAL", "FLIGHTGW_RECLAIM_MIN_AGE",
@@ -342,6 +348,7 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		"FLIGHTGW_LOG_FORMAT": &c.Log.Format, "FLIGHTGW_DEFAULT_CATALOG": &c.DefaultCatalog,
 		"FLIGHTGW_DEFAULT_SCHEMA": &c.DefaultSchema, "FLIGHTGW_AUTH_SIGNING_KEY": &c.Auth.SigningKey,
 		"FLIGHTGW_ENGINE_MEMORY_LIMIT": &c.Engine.MemoryLimit, "FLIGHTGW_ENGINE_TEMP_DIR": &c.Engine.TempDir,
+		"FLIGHTGW_RESULT_COMPRESSION":  &c.Engine.ResultCompression,
 		"FLIGHTGW_TICKETS_SIGNING_KEY": &c.Tickets.SigningKey, "FLIGHTGW_PPROF_LISTEN": &c.Debug.PprofListen,
 		"FLIGHTGW_TLS_CERT_FILE": &c.TLS.CertFile, "FLIGHTGW_TLS_KEY_FILE": &c.TLS.KeyFile,
 		"FLIGHTGW_TLS_CLIENT_CA_FILE": &c.TLS.ClientCAFile, "FLIGHTGW_CLUSTER_ADVERTISE": &c.Cluster.Advertise,
@@ -652,6 +659,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	} else if c.Timeouts.StreamIdle.Duration < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("timeouts.stream_idle: %v is below 100ms", c.Timeouts.StreamIdle))
+	}
+	if _, ok := resultCompressions[c.Engine.ResultCompression]; !ok {
+		errs = append(errs, fmt.Errorf("engine.result_compression: %q is not one of none, lz4, zstd", c.Engine.ResultCompression))
 	}
 	if c.Engine.MaxEndpoints < 1 || c.Engine.MaxEndpoints > 64 {
 		errs = append(errs, fmt.Errorf("engine.max_endpoints: %d is outside 1 .. 64", c.Engine.MaxEndpoints))

@@ -103,6 +103,7 @@ func TestBadConfigNamesKey(t *testing.T) {
 		"cluster: {advertise: gw-1}\n":                                         "cluster.advertise",
 		"cluster: {advertise: \"gw-1:32010\"}\n":                               "tickets.signing_key",
 		"health: {listen: nope}\n":                                             "health.listen",
+		"engine: {result_compression: gzip}\n":                                 "engine.result_compression",
 		"tls: {cert_file: a.pem}\n":                                            "tls.key_file",
 		"tls: {client_ca_file: ca.pem}\n":                                      "tls.client_ca_file",
 		"tls: {cert_file: /nonexistent/a.pem, key_file: /nonexistent/a.key}\n": "tls.cert_file",

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -266,6 +267,22 @@ func (w *frameWriter) WritePayload(p ipc.Payload) error {
 type queryService struct {
 	handshakeService
 	h *handlers.Handler
+	// ipc are the IPC writer's options of every result:
+	// engine.result_compression.
+	ipc []ipc.Option
+	// idle returns the idle Go heap before a stream (idleheap.go).
+	idle *idleHeap
+}
+
+// resultCompressions are the values of engine.result_compression and the
+// IPC writer options they give. An empty value is none.
+var resultCompressions = map[string][]ipc.Option{
+	"": nil, "none": nil,
+	// The compressed bodies from Go's allocator, which frameWriter keeps
+	// alive by reference alone (the process's DefaultAllocator reuses the
+	// buffers a reallocation gives up: internal/pqwrite/growalloc.go).
+	"lz4":  {ipc.WithLZ4(), ipc.WithAllocator(memory.NewGoAllocator())},
+	"zstd": {ipc.WithZstd(), ipc.WithAllocator(memory.NewGoAllocator())},
 }
 
 func (s queryService) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer) error {
@@ -274,11 +291,12 @@ func (s queryService) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetS
 		// Not a query ticket: a metadata command, a prepared statement.
 		return s.handshakeService.DoGet(t, stream)
 	}
+	s.idle.release()
 	schema, chunks, err := s.h.DoGetStatement(stream.Context(), tkt)
 	if err != nil {
 		return err
 	}
-	return writeChunks(stream, schema, chunks)
+	return writeChunks(stream, schema, chunks, s.ipc...)
 }
 
 // DoPut checks the upload's first messages (putStream) before the Flight
@@ -287,9 +305,10 @@ func (s queryService) DoPut(stream flight.FlightService_DoPutServer) error {
 	return s.handshakeService.DoPut(&putStream{FlightService_DoPutServer: stream})
 }
 
-// writeChunks writes a result's schema and batches as Flight IPC frames.
-// It releases every batch it receives, and drains the rest on error.
-func writeChunks(stream flight.FlightService_DoGetServer, schema *arrow.Schema, chunks <-chan flight.StreamChunk) error {
+// writeChunks writes a result's schema and batches as Flight IPC frames,
+// with the IPC writer's options opts (compression). It releases every
+// batch it receives, and drains the rest on error.
+func writeChunks(stream flight.FlightService_DoGetServer, schema *arrow.Schema, chunks <-chan flight.StreamChunk, opts ...ipc.Option) error {
 	defer func() {
 		for c := range chunks {
 			if c.Data != nil {
@@ -298,7 +317,7 @@ func writeChunks(stream flight.FlightService_DoGetServer, schema *arrow.Schema, 
 		}
 	}()
 	fw := &frameWriter{stream: stream, pool: mem.DefaultBufferPool()}
-	wr := ipc.NewWriterWithPayloadWriter(fw, ipc.WithSchema(schema))
+	wr := ipc.NewWriterWithPayloadWriter(fw, append(opts[:len(opts):len(opts)], ipc.WithSchema(schema))...)
 	defer wr.Close()
 	for {
 		select {

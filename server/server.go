@@ -42,9 +42,16 @@ type Server struct {
 	engine   *engine.Engine
 	peers    *peers // nil without cluster.peers and cluster.advertise
 	reclaim  *reclaimLoop
-	gcStop   func() // stops the GC floor (gcfloor.go); nil before Serve
+	gcStop   func()   // stops the GC floor (gcfloor.go); nil before Serve
+	idle     idleHeap // returns the idle Go heap before a stream (idleheap.go)
 	metrics  *metrics
 }
+
+// writeBufferSize is gRPC's write buffer per connection (its default is 32
+// KiB). Paired against the default on a 10M-row stream read by Python
+// ADBC, 256 KiB and 1 MiB both cut the client's CPU by 13-20% and the
+// server's by 2-3%.
+const writeBufferSize = 256 << 10
 
 // New opens the configured catalogs and builds the gRPC server. It does
 // not listen yet.
@@ -161,6 +168,10 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		// Clients and peer replicas may ping a connection with a call open
 		// every 10s (peers ping every 30s) to notice a dead one.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second}),
+		// Query results leave in socket writes of up to 256 KiB, not
+		// gRPC's 32 KiB: fewer syscalls here, and fewer, fuller reads for
+		// the client (docs/performance.md).
+		grpc.WriteBufferSize(writeBufferSize),
 		grpc.ForceServerCodecV2(newFrameCodec(bad)),
 		grpc.ChainUnaryInterceptor(s.metrics.unary(), recoverUnary(log), logUnary(log, &s.calls), clientGoneUnary(), rejectMalformed(bad), authn.UnaryInterceptor(), rt.unary()),
 		grpc.ChainStreamInterceptor(recvLimits(maxMsg, int(cfg.Limits.MaxActionBytes)), s.metrics.stream(), recoverStream(log), logStream(log, &s.calls), clientGoneStream(), guardStreams(cfg.Timeouts.StreamIdle.Duration, bad),
@@ -172,7 +183,8 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 				capKey: "max_concurrent_queries", shareKey: "per_principal_queries", waitKey: "query_queue_wait",
 				maxQueue: cfg.Limits.MaxQueuedStreams, wait: cfg.Limits.QueryQueueWait.Duration, minRate: cfg.Limits.MinStreamRate}).stream()),
 	)...)
-	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{h.WithActions(flightsql.NewFlightServer(checkedHandler{h}))}, h})
+	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{h.WithActions(flightsql.NewFlightServer(checkedHandler{h}))}, h,
+		resultCompressions[cfg.Engine.ResultCompression], &s.idle})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	return s, nil
@@ -301,6 +313,7 @@ func (s *Server) Shutdown() {
 		}
 	}
 	s.reclaim.stop()
+	s.idle.wait()
 	if s.gcStop != nil {
 		s.gcStop()
 	}
