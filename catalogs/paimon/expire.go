@@ -187,7 +187,7 @@ func (p *Provider) expireSnapshots(ctx context.Context, t catalogs.TableIdent, r
 		return tr, err
 	}
 	if req.DryRun {
-		p.countExpired(st, reach, keep, &tr, true)
+		p.countExpired(ctx, st, reach, keep, &tr, true)
 		return tr, nil
 	}
 	for id := earliest; id < end; id++ {
@@ -209,7 +209,7 @@ func (p *Provider) expireSnapshots(ctx context.Context, t catalogs.TableIdent, r
 		}
 		keep.merge(more)
 	}
-	return tr, p.countExpired(st, reach, keep, &tr, false)
+	return tr, p.countExpired(ctx, st, reach, keep, &tr, false)
 }
 
 // expireEnd is the first snapshot kept: every snapshot in [earliest, end)
@@ -484,8 +484,8 @@ func (p *Provider) expiredReach(ctx context.Context, st *tableState, expired []*
 // countExpired deletes (or, with dryRun, lists) the files of reach that
 // keep does not hold, and counts them in tr. A file that cannot be
 // deleted is left to the orphan reclaimer; the error names how many.
-func (p *Provider) countExpired(st *tableState, reach []expiredFile, keep *expiryRefs, tr *catalogs.TaskReport, dryRun bool) error {
-	ctx := context.Background() // the snapshots are gone: finish even if the caller left
+func (p *Provider) countExpired(ctx context.Context, st *tableState, reach []expiredFile, keep *expiryRefs, tr *catalogs.TaskReport, dryRun bool) error {
+	ctx = context.WithoutCancel(ctx) // the snapshots are gone: finish even if the caller left
 	var errs []error
 	for _, f := range reach {
 		if name, ok := strings.CutPrefix(f.rel, "manifest/"); ok && f.kind == lake.KindManifest {
