@@ -14,6 +14,10 @@ const (
 	// properties no longer keep, in one ordinary metadata commit, and
 	// then deletes the files only those snapshots referenced.
 	TaskExpireSnapshots = "expire_snapshots"
+	// TaskRewriteDataFiles rewrites a partition's small data files into
+	// files of the table's target size, in one replace commit that loses
+	// every race with a writer (and then removes what it wrote).
+	TaskRewriteDataFiles = "rewrite_data_files"
 )
 
 // Maintainer is implemented by backends that can maintain a table
@@ -82,6 +86,10 @@ type TaskReport struct {
 	ManifestFiles int   `json:"manifest_files"`
 	MetadataFiles int   `json:"metadata_files"`
 	Bytes         int64 `json:"bytes"`
+	// RewrittenFiles counts the data files a rewrite replaced (or would),
+	// AddedFiles those it wrote in their place.
+	RewrittenFiles int `json:"rewritten_files"`
+	AddedFiles     int `json:"added_files"`
 	// Kept counts the files only expired snapshots referenced that were
 	// kept because a live unit of work holds them.
 	Kept int `json:"kept"`

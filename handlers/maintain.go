@@ -33,7 +33,8 @@ func (h *Handler) maintainTable(ctx context.Context, body []byte) (any, error) {
 	for _, tr := range rep.Tasks {
 		res.Tasks = append(res.Tasks, actions.MaintainedTask{Task: tr.Task, Committed: tr.Committed, Abandoned: tr.Abandoned,
 			ExpiredSnapshots: nonNil(tr.ExpiredSnapshots), RetainedSnapshots: tr.RetainedSnapshots, DataFiles: tr.DataFiles,
-			ManifestFiles: tr.ManifestFiles, MetadataFiles: tr.MetadataFiles, Bytes: tr.Bytes, Kept: tr.Kept, Files: tr.Files})
+			ManifestFiles: tr.ManifestFiles, MetadataFiles: tr.MetadataFiles, Bytes: tr.Bytes, RewrittenFiles: tr.RewrittenFiles, AddedFiles: tr.AddedFiles,
+			Kept: tr.Kept, Files: tr.Files})
 	}
 	return res, nil
 }

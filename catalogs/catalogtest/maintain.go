@@ -2,6 +2,7 @@ package catalogtest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,10 +12,10 @@ import (
 // testMaintainer: maintenance keeps what it promises to keep, whatever
 // the table's retention says. A task the backend does not run is
 // ErrInvalidArgument naming it and the table; a dry run changes no file
-// and no snapshot; KeepNewerThan keeps every young snapshot; a run with
-// no floor leaves every row readable and the current snapshot current,
-// and the staged files a live unit of work holds (Held) still commit
-// afterwards.
+// and no snapshot; KeepNewerThan keeps every young snapshot; a run of
+// every task with no floor leaves every row readable, an expiry leaves
+// the current snapshot current, and the staged files a live unit of work
+// holds (Held) still commit afterwards.
 func (s suite) testMaintainer(t *testing.T) {
 	in, id := s.setup(t, "maintain")
 	mt, ok := in.Provider.(catalogs.Maintainer)
@@ -71,11 +72,18 @@ func (s suite) testMaintainer(t *testing.T) {
 	}
 	s.sameFiles(t, in, "maintenance that kept every snapshot", before)
 
+	// Every task: whatever it rewrites, every row reads as before.
 	run(catalogs.MaintainRequest{Held: holds})
 	if got := rows(t, in, id); got != 30 {
 		t.Errorf("rows after maintenance = %d, want 30", got)
 	}
-	if s.cfg.Snapshots {
+	current = spec()
+	// Expiry alone: the current snapshot stays current.
+	expires := slices.Contains(mt.MaintainTasks(), catalogs.TaskExpireSnapshots)
+	if expires {
+		run(catalogs.MaintainRequest{Tasks: []string{catalogs.TaskExpireSnapshots}, Held: holds})
+	}
+	if s.cfg.Snapshots && expires {
 		if now := spec(); now == nil || current == nil || *now != *current {
 			t.Errorf("current snapshot after maintenance = %v, want %v", now, current)
 		}

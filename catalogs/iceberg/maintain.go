@@ -21,7 +21,9 @@ import (
 const maxExpireAttempts = 3
 
 // MaintainTasks lists the tasks Maintain runs (catalogs.Maintainer).
-func (p *Provider) MaintainTasks() []string { return []string{catalogs.TaskExpireSnapshots} }
+func (p *Provider) MaintainTasks() []string {
+	return []string{catalogs.TaskExpireSnapshots, catalogs.TaskRewriteDataFiles}
+}
 
 // Maintain runs req's tasks on table t (catalogs.Maintainer).
 func (p *Provider) Maintain(ctx context.Context, t catalogs.TableIdent, req catalogs.MaintainRequest) (catalogs.MaintainReport, error) {
@@ -38,6 +40,8 @@ func (p *Provider) Maintain(ctx context.Context, t catalogs.TableIdent, req cata
 		switch task {
 		case catalogs.TaskExpireSnapshots:
 			tr, err = p.expireSnapshots(ctx, t, req)
+		case catalogs.TaskRewriteDataFiles:
+			tr, err = p.rewriteDataFiles(ctx, t, req)
 		}
 		if err != nil {
 			return rep, err

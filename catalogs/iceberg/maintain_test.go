@@ -136,6 +136,9 @@ func wantRowsOf(spans ...[2]int64) [][2]any {
 	return out
 }
 
+// expireOnly names the one task the expiry tests run.
+var expireOnly = []string{catalogs.TaskExpireSnapshots}
+
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // TestExpireSnapshots: with history.expire.max-snapshot-age-ms 1 and the
@@ -152,7 +155,7 @@ func TestExpireSnapshots(t *testing.T) {
 	before := filesUnder(t, wh)
 	wantExpired := []int64{e.snaps[0], e.snaps[2], e.snaps[3], e.snaps[4]}
 	slices.Sort(wantExpired)
-	req := catalogs.MaintainRequest{DryRun: true, Held: e.holds}
+	req := catalogs.MaintainRequest{Tasks: expireOnly, DryRun: true, Held: e.holds}
 	dry, err := e.p.Maintain(ctx, e.id, req)
 	if err != nil {
 		t.Fatalf("dry run: %v", err)
@@ -256,12 +259,12 @@ func scanCount(t *testing.T, p *Provider, id catalogs.TableIdent) int64 {
 // false expiry is refused (FailedPrecondition) rather than ignored.
 func TestExpireSnapshotsDefaults(t *testing.T) {
 	e := newExpired(t, map[string]string{"write.format.default": "parquet"})
-	rep, err := e.p.Maintain(context.Background(), e.id, catalogs.MaintainRequest{})
+	rep, err := e.p.Maintain(context.Background(), e.id, catalogs.MaintainRequest{Tasks: expireOnly})
 	if err != nil || len(rep.Tasks) != 1 || len(rep.Tasks[0].ExpiredSnapshots) != 0 || rep.Tasks[0].RetainedSnapshots != 6 {
 		t.Errorf("Maintain with default retention = %+v, %v: want all 6 snapshots retained", rep, err)
 	}
 	off := newExpired(t, map[string]string{table.MaxSnapshotAgeMsKey: "1", table.GCEnabledKey: "false"})
-	_, err = off.p.Maintain(context.Background(), off.id, catalogs.MaintainRequest{})
+	_, err = off.p.Maintain(context.Background(), off.id, catalogs.MaintainRequest{Tasks: expireOnly})
 	if catalogs.Kind(err) != catalogs.ErrFailedPrecondition {
 		t.Errorf("Maintain with gc.enabled false: %v, want FailedPrecondition", err)
 	}
@@ -309,7 +312,7 @@ func TestPyIcebergReadsExpiredTable(t *testing.T) {
 		t.Skipf("no python with pyiceberg at %s (make venv): %v", py, err)
 	}
 	e := newExpired(t, map[string]string{table.MaxSnapshotAgeMsKey: "1"})
-	if _, err := e.p.Maintain(context.Background(), e.id, catalogs.MaintainRequest{Held: e.holds}); err != nil {
+	if _, err := e.p.Maintain(context.Background(), e.id, catalogs.MaintainRequest{Tasks: expireOnly, Held: e.holds}); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(py, filepath.Join("testdata", "pyiceberg_expired.py"), e.dir, e.id.Name)

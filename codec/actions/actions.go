@@ -139,6 +139,8 @@ type MaintainedTask struct {
 	ManifestFiles     int      `json:"manifest_files"`
 	MetadataFiles     int      `json:"metadata_files"`
 	Bytes             int64    `json:"bytes"`
+	RewrittenFiles    int      `json:"rewritten_files"`
+	AddedFiles        int      `json:"added_files"`
 	Kept              int      `json:"kept"`
 	Files             []string `json:"files,omitempty"`
 }
