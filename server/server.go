@@ -42,6 +42,7 @@ type Server struct {
 	engine   *engine.Engine
 	peers    *peers // nil without cluster.peers and cluster.advertise
 	reclaim  *reclaimLoop
+	maintain *maintainLoop
 	gcStop   func() // stops the GC floor (gcfloor.go); nil before Serve
 	metrics  *metrics
 }
@@ -73,8 +74,11 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		log.Info("catalog opened", "catalog", cc.Name, "type", cc.Type, "realm", cc.Realm)
 	}
 	s.metrics = newMetrics(s.catalogs)
+	// The maintenance loop observes the commits (maintenance.after_commits)
+	// and hands every observation on to the metrics.
+	s.maintain = newMaintainLoop(cfg.Maintenance, cfg.CommitMessages.TTL.Duration, s.metrics, s.catalogs, log)
 	s.txns = txn.NewManager(cfg.Timeouts.TxnIdle.Duration, log, txn.WithOrphanGrace(cfg.Timeouts.TxnOrphanGrace.Duration),
-		txn.WithObserver(s.metrics))
+		txn.WithObserver(s.maintain))
 	s.reclaim = newReclaimLoop(cfg.Reclaim, cfg.Timeouts.TxnIdle.Duration, s.catalogs, log)
 	// The files the open transactions staged are kept whatever their age.
 	s.reclaim.opts.Held = s.txns.Held
@@ -258,6 +262,7 @@ func (s *Server) Serve(lis net.Listener) error {
 		s.log.Warn("authentication without TLS on a non-loopback address: passwords and tokens cross the network in clear text; set tls.cert_file and tls.key_file, or terminate TLS in front of the gateway")
 	}
 	s.reclaim.start()
+	s.maintain.start(s.txns)
 	if _, set := os.LookupEnv("GOGC"); !set {
 		s.gcStop = startGCFloor(s.cfg.Limits.GCMinHeap, s.cfg.Limits.GCPercent)
 	}
@@ -301,6 +306,7 @@ func (s *Server) Shutdown() {
 		}
 	}
 	s.reclaim.stop()
+	s.maintain.stop()
 	if s.gcStop != nil {
 		s.gcStop()
 	}
