@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/flightgw/flightgw/client"
 	"github.com/flightgw/flightgw/codec/actions"
 	"github.com/flightgw/flightgw/engine"
 )
@@ -29,8 +30,8 @@ func TestMaintainTableAction(t *testing.T) {
 	c := g.flightClient(t)
 	ctx := context.Background()
 	req := actions.MaintainRequest{TableRef: actions.TableRef{Catalog: "lake", Table: "mt"}, Tasks: []string{"rewrite_data_files"}, DryRun: true}
-	var res actions.MaintainResponse
-	if err := doAction(ctx, c, actions.MaintainTable, req, &res); err != nil {
+	res, err := client.MaintainTable(ctx, c, req)
+	if err != nil {
 		t.Fatalf("MaintainTable dry run: %v", err)
 	}
 	if len(res.Tasks) != 1 || res.Tasks[0].Committed || res.Tasks[0].RewrittenFiles != 6 || !res.DryRun {
