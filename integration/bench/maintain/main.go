@@ -104,9 +104,23 @@ func run(bin string, appends, rows int) error {
 		return agg, nil
 	}
 
-	t0 := time.Now()
-	if err := ingestOn(ctx, cnxn, "one_commit", adbc.OptionValueIngestModeCreate, batch(0, appends*rows)); err != nil {
+	// The reference: the same batches in one ingest stream, one commit.
+	var all []arrow.RecordBatch
+	for i := range appends {
+		all = append(all, batch(i*rows, rows))
+	}
+	rd, err := array.NewRecordReader(schema, all)
+	if err != nil {
 		return err
+	}
+	t0 := time.Now()
+	err = ingestStream(ctx, cnxn, "one_commit", rd)
+	rd.Release()
+	for _, b := range all {
+		b.Release()
+	}
+	if err != nil {
+		return fmt.Errorf("one_commit: %w", err)
 	}
 	one, err := report("one_commit", time.Since(t0), 1)
 	if err != nil {
@@ -177,6 +191,25 @@ func ingestOn(ctx context.Context, cnxn adbc.Connection, table, mode string, b a
 		}
 	}
 	if err := stmt.Bind(ctx, b); err != nil {
+		return err
+	}
+	_, err = stmt.ExecuteUpdate(ctx)
+	return err
+}
+
+// ingestStream creates table from every batch of rd in one ingest.
+func ingestStream(ctx context.Context, cnxn adbc.Connection, table string, rd array.RecordReader) error {
+	stmt, err := cnxn.NewStatement()
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for k, v := range map[string]string{adbc.OptionKeyIngestTargetTable: table, adbc.OptionKeyIngestMode: adbc.OptionValueIngestModeCreate} {
+		if err := stmt.SetOption(k, v); err != nil {
+			return err
+		}
+	}
+	if err := stmt.BindStream(ctx, rd); err != nil {
 		return err
 	}
 	_, err = stmt.ExecuteUpdate(ctx)
