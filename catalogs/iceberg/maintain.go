@@ -105,8 +105,10 @@ func (p *Provider) expireSnapshots(ctx context.Context, t catalogs.TableIdent, r
 			return tr, mapErr(err, fmt.Sprintf("table %s: expire snapshots: commit", t))
 		}
 		tr.Committed, tr.ExpiredSnapshots = true, ids(plan.expire)
-		// What the table reaches now, re-read after the commit: a commit
-		// landing meanwhile only adds what it references.
+		// The snapshots are gone: the deletions finish even if the caller
+		// leaves. What the table reaches now is read again after the
+		// commit: a commit landing meanwhile only adds what it references.
+		ctx := context.WithoutCancel(ctx)
 		now, err := p.load(ctx, t)
 		if err != nil {
 			return tr, err
