@@ -18,6 +18,10 @@ const (
 	// files of the table's target size, in one replace commit that loses
 	// every race with a writer (and then removes what it wrote).
 	TaskRewriteDataFiles = "rewrite_data_files"
+	// TaskRewriteManifests merges a table's small manifests into manifests
+	// of the target size, in one replace commit that loses every race
+	// with a writer; no data file is read or written.
+	TaskRewriteManifests = "rewrite_manifests"
 )
 
 // Maintainer is implemented by backends that can maintain a table
@@ -86,7 +90,8 @@ type TaskReport struct {
 	ManifestFiles int   `json:"manifest_files"`
 	MetadataFiles int   `json:"metadata_files"`
 	Bytes         int64 `json:"bytes"`
-	// RewrittenFiles counts the data files a rewrite replaced (or would),
+	// RewrittenFiles counts the files a rewrite replaced (or would): data
+	// files for rewrite_data_files, manifests for rewrite_manifests;
 	// AddedFiles those it wrote in their place.
 	RewrittenFiles int `json:"rewritten_files"`
 	AddedFiles     int `json:"added_files"`

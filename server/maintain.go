@@ -33,7 +33,7 @@ type MaintenanceConfig struct {
 }
 
 // maintenanceTasks are the task names the configuration may give.
-var maintenanceTasks = []string{catalogs.TaskExpireSnapshots, catalogs.TaskRewriteDataFiles}
+var maintenanceTasks = []string{catalogs.TaskExpireSnapshots, catalogs.TaskRewriteDataFiles, catalogs.TaskRewriteManifests}
 
 func (c MaintenanceConfig) check() []error {
 	var errs []error

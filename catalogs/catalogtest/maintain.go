@@ -64,13 +64,17 @@ func (s suite) testMaintainer(t *testing.T) {
 	}
 	s.sameFiles(t, in, "a dry run", before)
 
-	rep = run(catalogs.MaintainRequest{KeepNewerThan: time.Hour, Held: holds})
-	for _, tr := range rep.Tasks {
-		if len(tr.ExpiredSnapshots) > 0 {
-			t.Errorf("task %s expired snapshots %v younger than KeepNewerThan", tr.Task, tr.ExpiredSnapshots)
+	// An expiry with a floor above every snapshot's age changes nothing.
+	expires := slices.Contains(mt.MaintainTasks(), catalogs.TaskExpireSnapshots)
+	if expires {
+		rep = run(catalogs.MaintainRequest{Tasks: []string{catalogs.TaskExpireSnapshots}, KeepNewerThan: time.Hour, Held: holds})
+		for _, tr := range rep.Tasks {
+			if len(tr.ExpiredSnapshots) > 0 {
+				t.Errorf("task %s expired snapshots %v younger than KeepNewerThan", tr.Task, tr.ExpiredSnapshots)
+			}
 		}
+		s.sameFiles(t, in, "an expiry that kept every snapshot", before)
 	}
-	s.sameFiles(t, in, "maintenance that kept every snapshot", before)
 
 	// Every task: whatever it rewrites, every row reads as before.
 	run(catalogs.MaintainRequest{Held: holds})
@@ -79,7 +83,6 @@ func (s suite) testMaintainer(t *testing.T) {
 	}
 	current = spec()
 	// Expiry alone: the current snapshot stays current.
-	expires := slices.Contains(mt.MaintainTasks(), catalogs.TaskExpireSnapshots)
 	if expires {
 		run(catalogs.MaintainRequest{Tasks: []string{catalogs.TaskExpireSnapshots}, Held: holds})
 	}

@@ -22,7 +22,7 @@ const maxExpireAttempts = 3
 
 // MaintainTasks lists the tasks Maintain runs (catalogs.Maintainer).
 func (p *Provider) MaintainTasks() []string {
-	return []string{catalogs.TaskExpireSnapshots, catalogs.TaskRewriteDataFiles}
+	return []string{catalogs.TaskExpireSnapshots, catalogs.TaskRewriteDataFiles, catalogs.TaskRewriteManifests}
 }
 
 // Maintain runs req's tasks on table t (catalogs.Maintainer).
@@ -42,6 +42,8 @@ func (p *Provider) Maintain(ctx context.Context, t catalogs.TableIdent, req cata
 			tr, err = p.expireSnapshots(ctx, t, req)
 		case catalogs.TaskRewriteDataFiles:
 			tr, err = p.rewriteDataFiles(ctx, t, req)
+		case catalogs.TaskRewriteManifests:
+			tr, err = p.rewriteManifests(ctx, t, req)
 		}
 		if err != nil {
 			return rep, err
