@@ -55,6 +55,8 @@ var Contract = []Capability{
 		"CommitMessages and AbortMessages are FailedPrecondition", "messages"},
 	{"PayloadCodec", false, "txn/messages.go: the payloads' bytes in the envelope",
 		"the envelope's generic receipt encoding", "messages"},
+	{"Maintainer", false, "txn/maintain.go: the MaintainTable action (handlers/maintain.go)",
+		"MaintainTable is FailedPrecondition: nothing expires or is rewritten", "Maintainer"},
 	{"BreakerReporter", false, "server/metrics.go: flightgw_breaker_state",
 		"no breaker metric for the catalog", "none (metrics test)"},
 }

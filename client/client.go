@@ -3,6 +3,7 @@
 // PrepareCommit, the coordinator gathers every worker's payloads (Merge)
 // and commits them once with CommitMessages, or deletes their files with
 // AbortMessages; GetCommitStatus resolves a commit whose reply was lost.
+// MaintainTable runs an operator's table maintenance (docs/maintenance.md).
 //
 // Each function makes one DoAction on a *flightsql.Client; ctx carries the
 // caller's credentials (gRPC metadata) as for any other call. A refusal is
@@ -93,6 +94,15 @@ func AbortMessages(ctx context.Context, c *flightsql.Client, commitID string, ta
 func GetCommitStatus(ctx context.Context, c *flightsql.Client, commitID string, table actions.TableRef) (actions.StatusResponse, error) {
 	var res actions.StatusResponse
 	err := do(ctx, c, actions.GetCommitStatus, actions.StatusRequest{TableRef: table, CommitID: commitID}, &res)
+	return res, err
+}
+
+// MaintainTable runs table maintenance on req's table (the operator's
+// action, docs/maintenance.md): req.Tasks, or every task its catalog
+// runs; with req.DryRun only what they would do.
+func MaintainTable(ctx context.Context, c *flightsql.Client, req actions.MaintainRequest) (actions.MaintainResponse, error) {
+	var res actions.MaintainResponse
+	err := do(ctx, c, actions.MaintainTable, req, &res)
 	return res, err
 }
 

@@ -37,6 +37,7 @@ var commitActions = []*flight.ActionType{
 	{Type: CommitMessagesActionType, Description: `Coordinator: {"commit_id", "tables": [{"catalog", "schema", "table", "payloads"}]}: check, merge and commit each table once; repeatable with the same commit_id.`},
 	{Type: AbortMessagesActionType, Description: `Delete the staged files the payloads name: {"commit_id"?, "tables": [{"catalog", "schema", "table", "payloads"}]}.`},
 	{Type: GetCommitStatusActionType, Description: `Has {"commit_id"} landed on {"catalog", "schema", "table"}?`},
+	{Type: MaintainTableActionType, Description: `Operator: {"catalog", "schema", "table", "tasks": ["expire_snapshots", "rewrite_data_files", "rewrite_manifests"], "dry_run"}: run table maintenance (docs/maintenance.md); no tasks runs them all.`},
 }
 
 // DefaultCommitMessageTTL is how long a prepared payload can be committed
@@ -79,6 +80,8 @@ func (s actionServer) DoAction(a *flight.Action, stream flight.FlightService_DoA
 		run = s.h.abortMessages
 	case GetCommitStatusActionType:
 		run = s.h.commitStatus
+	case MaintainTableActionType:
+		run = s.h.maintainTable
 	default:
 		return s.FlightServer.DoAction(a, stream)
 	}

@@ -67,6 +67,7 @@ type Config struct {
 	Debug          DebugConfig          `yaml:"debug"`
 	Reclaim        ReclaimConfig        `yaml:"reclaim"`
 	CommitMessages CommitMessagesConfig `yaml:"commit_messages"`
+	Maintenance    MaintenanceConfig    `yaml:"maintenance"`
 }
 
 // CommitMessagesConfig configures the distributed-commit actions
@@ -340,6 +341,7 @@ var EnvVars = []string{
 	"FLIGHTGW_STREAM_IDLE_TIMEOUT", "FLIGHTGW_PER_PRINCIPAL_WRITES", "FLIGHTGW_PER_PRINCIPAL_QUERIES",
 	"FLIGHTGW_PREPARED_PER_SESSION", "FLIGHTGW_MAX_ACTION_BYTES", "FLIGHTGW_ACTION_MEMORY", "FLIGHTGW_MAX_REQUEST_BYTES",
 	"FLIGHTGW_HEALTH_PUBLIC", "FLIGHTGW_COMMIT_MESSAGES_TTL",
+	"FLIGHTGW_MAINTENANCE_INTERVAL", "FLIGHTGW_MAINTENANCE_AFTER_COMMITS",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -384,7 +386,8 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 		c.Cluster.Peers = peerList(v)
 	}
 	for k, p := range map[string]*int{"FLIGHTGW_GC_PERCENT": &c.Limits.GCPercent, "FLIGHTGW_PER_PRINCIPAL_WRITES": &c.Limits.PerPrincipalWrites,
-		"FLIGHTGW_PER_PRINCIPAL_QUERIES": &c.Limits.PerPrincipalQueries, "FLIGHTGW_PREPARED_PER_SESSION": &c.Limits.PreparedPerSession} {
+		"FLIGHTGW_MAINTENANCE_AFTER_COMMITS": &c.Maintenance.AfterCommits,
+		"FLIGHTGW_PER_PRINCIPAL_QUERIES":     &c.Limits.PerPrincipalQueries, "FLIGHTGW_PREPARED_PER_SESSION": &c.Limits.PreparedPerSession} {
 		if v, ok := lookup(k); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {
@@ -395,7 +398,8 @@ func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
 	}
 	for k, p := range map[string]*duration.Duration{"FLIGHTGW_TXN_IDLE_TIMEOUT": &c.Timeouts.TxnIdle, "FLIGHTGW_SHUTDOWN_GRACE": &c.Timeouts.ShutdownGrace,
 		"FLIGHTGW_STATEMENT_TIMEOUT": &c.Timeouts.Statement, "FLIGHTGW_RECLAIM_MIN_AGE": &c.Reclaim.MinAge,
-		"FLIGHTGW_STREAM_IDLE_TIMEOUT": &c.Timeouts.StreamIdle, "FLIGHTGW_COMMIT_MESSAGES_TTL": &c.CommitMessages.TTL} {
+		"FLIGHTGW_STREAM_IDLE_TIMEOUT": &c.Timeouts.StreamIdle, "FLIGHTGW_COMMIT_MESSAGES_TTL": &c.CommitMessages.TTL,
+		"FLIGHTGW_MAINTENANCE_INTERVAL": &c.Maintenance.Interval} {
 		if v, ok := lookup(k); ok {
 			_ = p.UnmarshalText([]byte(v))
 			if err := p.Check(k); err != nil {
@@ -655,6 +659,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("commit_messages.ttl: %v is not below reclaim.min_age (%v): the reclaimer could delete the files of a payload that can still be committed",
 			c.CommitMessages.TTL, c.Reclaim.MinAge))
 	}
+	errs = append(errs, c.Maintenance.check()...)
 	if err := c.Timeouts.StreamIdle.Check("timeouts.stream_idle"); err != nil {
 		errs = append(errs, err)
 	} else if c.Timeouts.StreamIdle.Duration < 100*time.Millisecond {

@@ -30,6 +30,7 @@ type metrics struct {
 	rows, bytes *prometheus.CounterVec
 	commits     *prometheus.CounterVec
 	conflicts   *prometheus.CounterVec
+	maintain    maintainMetrics
 }
 
 // otherCatalog labels a table whose catalog is not configured (never
@@ -70,6 +71,7 @@ func newMetrics(cats []handlers.Catalog) *metrics {
 	}, []string{"catalog", "backend"})
 	m.reg.MustRegister(m.rpcs, m.rpcSeconds, m.rows, m.bytes, m.commits, m.conflicts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.maintain = newMaintainMetrics(m.reg)
 	return m
 }
 

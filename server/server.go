@@ -42,6 +42,7 @@ type Server struct {
 	engine   *engine.Engine
 	peers    *peers // nil without cluster.peers and cluster.advertise
 	reclaim  *reclaimLoop
+	maintain *maintainLoop
 	gcStop   func()   // stops the GC floor (gcfloor.go); nil before Serve
 	idle     idleHeap // returns the idle Go heap before a stream (idleheap.go)
 	metrics  *metrics
@@ -80,8 +81,11 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 		log.Info("catalog opened", "catalog", cc.Name, "type", cc.Type, "realm", cc.Realm)
 	}
 	s.metrics = newMetrics(s.catalogs)
+	// The maintenance loop observes the commits (maintenance.after_commits)
+	// and hands every observation on to the metrics.
+	s.maintain = newMaintainLoop(cfg.Maintenance, cfg.CommitMessages.TTL.Duration, s.metrics, s.catalogs, log)
 	s.txns = txn.NewManager(cfg.Timeouts.TxnIdle.Duration, log, txn.WithOrphanGrace(cfg.Timeouts.TxnOrphanGrace.Duration),
-		txn.WithObserver(s.metrics))
+		txn.WithObserver(s.maintain))
 	s.reclaim = newReclaimLoop(cfg.Reclaim, cfg.Timeouts.TxnIdle.Duration, s.catalogs, log)
 	// The files the open transactions staged are kept whatever their age.
 	s.reclaim.opts.Held = s.txns.Held
@@ -270,6 +274,7 @@ func (s *Server) Serve(lis net.Listener) error {
 		s.log.Warn("authentication without TLS on a non-loopback address: passwords and tokens cross the network in clear text; set tls.cert_file and tls.key_file, or terminate TLS in front of the gateway")
 	}
 	s.reclaim.start()
+	s.maintain.start(s.txns)
 	if _, set := os.LookupEnv("GOGC"); !set {
 		s.gcStop = startGCFloor(s.cfg.Limits.GCMinHeap, s.cfg.Limits.GCPercent)
 	}
@@ -313,6 +318,7 @@ func (s *Server) Shutdown() {
 		}
 	}
 	s.reclaim.stop()
+	s.maintain.stop()
 	s.idle.wait()
 	if s.gcStop != nil {
 		s.gcStop()

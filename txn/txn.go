@@ -202,6 +202,9 @@ type Manager struct {
 	done   chan struct{}
 	closed bool
 	obs    Observer
+	// maintaining holds the keys of the tables a maintenance run is under
+	// way on (maintain.go).
+	maintaining sync.Map
 }
 
 type endedTxn struct {

@@ -166,6 +166,7 @@ func Run(t *testing.T, h Harness, cfg Config) {
 		{"ReceiptChecker", s.testReceiptChecker},
 		{"ReferenceChecker", s.testReferenceChecker},
 		{"PayloadCodec", s.testPayloadCodec},
+		{"Maintainer", s.testMaintainer},
 	}
 	for _, c := range checks {
 		t.Run(c.name, c.fn)

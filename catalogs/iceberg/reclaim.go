@@ -278,6 +278,11 @@ type refs struct {
 	heldPaths map[string]bool
 	lists     map[string]bool // manifest lists read
 	manifests map[string]bool // manifests read
+	// live, when set, adds only the live entries' files of a manifest
+	// (added and existing), not those it records as deleted: what
+	// snapshot expiry keeps (the snapshots that still read a deleted file
+	// reach it through their own manifests, where it is live).
+	live bool
 }
 
 func newRefs() *refs {
@@ -325,44 +330,54 @@ func (r *refs) addTable(fsys iceio.IO, tbl *table.Table) error {
 		r.add(s.StatisticsPath)
 	}
 	for _, s := range meta.Snapshots() {
-		if s.ManifestList != "" {
-			if r.lists[s.ManifestList] {
-				continue
-			}
-			r.add(s.ManifestList)
-		}
-		for _, m := range s.ManifestLocations {
-			r.add(m)
-		}
-		err := protect(catalogs.ErrUnavailable, "read manifests", func() error {
-			mfs, err := s.Manifests(fsys)
-			if err != nil {
-				return fmt.Errorf("snapshot %d: manifest list %s: %w", s.SnapshotID, s.ManifestList, err)
-			}
-			for _, mf := range mfs {
-				r.add(mf.FilePath())
-				if r.manifests[mf.FilePath()] {
-					continue
-				}
-				entries, err := mf.FetchEntries(fsys, false)
-				if err != nil {
-					return fmt.Errorf("snapshot %d: manifest %s: %w", s.SnapshotID, mf.FilePath(), err)
-				}
-				for _, e := range entries {
-					if df := e.DataFile(); df != nil {
-						r.add(df.FilePath())
-					}
-				}
-				r.manifests[mf.FilePath()] = true
-			}
-			return nil
-		})
-		if err != nil {
+		if err := r.addSnapshot(fsys, s); err != nil {
 			return err
 		}
-		if s.ManifestList != "" {
-			r.lists[s.ManifestList] = true
+	}
+	return nil
+}
+
+// addSnapshot adds what one snapshot reaches: its manifest list, its
+// manifests and the data and delete files of every entry, deleted ones
+// included.
+func (r *refs) addSnapshot(fsys iceio.IO, s table.Snapshot) error {
+	if s.ManifestList != "" {
+		if r.lists[s.ManifestList] {
+			return nil
 		}
+		r.add(s.ManifestList)
+	}
+	for _, m := range s.ManifestLocations {
+		r.add(m)
+	}
+	err := protect(catalogs.ErrUnavailable, "read manifests", func() error {
+		mfs, err := s.Manifests(fsys)
+		if err != nil {
+			return fmt.Errorf("snapshot %d: manifest list %s: %w", s.SnapshotID, s.ManifestList, err)
+		}
+		for _, mf := range mfs {
+			r.add(mf.FilePath())
+			if r.manifests[mf.FilePath()] {
+				continue
+			}
+			entries, err := mf.FetchEntries(fsys, r.live)
+			if err != nil {
+				return fmt.Errorf("snapshot %d: manifest %s: %w", s.SnapshotID, mf.FilePath(), err)
+			}
+			for _, e := range entries {
+				if df := e.DataFile(); df != nil {
+					r.add(df.FilePath())
+				}
+			}
+			r.manifests[mf.FilePath()] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if s.ManifestList != "" {
+		r.lists[s.ManifestList] = true
 	}
 	return nil
 }

@@ -165,42 +165,52 @@ func (r *reclaimRefs) has(rel string) bool {
 // second call sees what landed since the first) and adds what each
 // references. Manifests and lists are immutable: each is read once.
 func (r *reclaimRefs) collect(ctx context.Context) error {
+	for _, d := range []string{"snapshot", "tag", "changelog"} {
+		if err := r.collectDir(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// collectDir reads the snapshot, tag or changelog files (dir names which)
+// not read yet and adds what each references.
+func (r *reclaimRefs) collectDir(ctx context.Context, dir string) error {
 	p, st := r.walk.p, r.walk.st
-	for _, d := range []struct{ dir, prefix string }{{"snapshot", "snapshot-"}, {"tag", "tag-"}, {"changelog", "changelog-"}} {
-		names, err := p.fs.List(ctx, st.dir+"/"+d.dir)
+	prefix := dir + "-"
+	names, err := p.fs.List(ctx, st.dir+"/"+dir)
+	if err != nil {
+		return lake.MapErr(err, fmt.Sprintf("table %s: reclaim: list %s", st.ident, dir))
+	}
+	for _, n := range names {
+		rest, ok := strings.CutPrefix(n, prefix)
+		if !ok || rest == "" || strings.HasPrefix(n, ".") {
+			continue
+		}
+		if dir != "tag" {
+			if _, err := strconv.ParseInt(rest, 10, 64); err != nil {
+				continue
+			}
+		}
+		f := dir + "/" + n
+		if r.seen[f] {
+			continue
+		}
+		b, err := p.fs.Read(ctx, st.dir+"/"+f)
+		if lake.IsNotExist(err) {
+			continue // expired meanwhile
+		}
 		if err != nil {
-			return lake.MapErr(err, fmt.Sprintf("table %s: reclaim: list %s", st.ident, d.dir))
+			return lake.MapErr(err, fmt.Sprintf("table %s: reclaim: read %s", st.ident, f))
 		}
-		for _, n := range names {
-			rest, ok := strings.CutPrefix(n, d.prefix)
-			if !ok || rest == "" || strings.HasPrefix(n, ".") {
-				continue
-			}
-			if d.dir != "tag" {
-				if _, err := strconv.ParseInt(rest, 10, 64); err != nil {
-					continue
-				}
-			}
-			f := d.dir + "/" + n
-			if r.seen[f] {
-				continue
-			}
-			b, err := p.fs.Read(ctx, st.dir+"/"+f)
-			if lake.IsNotExist(err) {
-				continue // expired meanwhile
-			}
-			if err != nil {
-				return lake.MapErr(err, fmt.Sprintf("table %s: reclaim: read %s", st.ident, f))
-			}
-			var s snapshot
-			if err := json.Unmarshal(b, &s); err != nil {
-				return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: reclaim: %s is not Paimon snapshot JSON: %v", st.ident, f, err)
-			}
-			if err := r.add(ctx, &s); err != nil {
-				return err
-			}
-			r.seen[f] = true
+		var s snapshot
+		if err := json.Unmarshal(b, &s); err != nil {
+			return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: reclaim: %s is not Paimon snapshot JSON: %v", st.ident, f, err)
 		}
+		if err := r.add(ctx, &s); err != nil {
+			return err
+		}
+		r.seen[f] = true
 	}
 	for k := range r.walk.refs {
 		r.names[path.Base(k)] = true

@@ -114,3 +114,40 @@ type StatusResponse struct {
 	CommittedAt *time.Time `json:"committed_at,omitempty"`
 	Rows        uint64     `json:"rows,omitempty"`
 }
+
+// MaintainTable is the operator's action that runs table maintenance
+// (docs/maintenance.md).
+const MaintainTable = "MaintainTable"
+
+// MaintainRequest is the body of MaintainTable: Tasks names the tasks
+// ("expire_snapshots"...), none for every task the catalog runs; DryRun
+// reports what they would do and changes nothing.
+type MaintainRequest struct {
+	TableRef
+	Tasks  []string `json:"tasks"`
+	DryRun bool     `json:"dry_run"`
+}
+
+// MaintainedTask is one task of a MaintainTable reply.
+type MaintainedTask struct {
+	Task              string   `json:"task"`
+	Committed         bool     `json:"committed"`
+	Abandoned         string   `json:"abandoned,omitempty"`
+	ExpiredSnapshots  []int64  `json:"expired_snapshots"`
+	RetainedSnapshots int      `json:"retained_snapshots"`
+	DataFiles         int      `json:"data_files"`
+	ManifestFiles     int      `json:"manifest_files"`
+	MetadataFiles     int      `json:"metadata_files"`
+	Bytes             int64    `json:"bytes"`
+	RewrittenFiles    int      `json:"rewritten_files"`
+	AddedFiles        int      `json:"added_files"`
+	Kept              int      `json:"kept"`
+	Files             []string `json:"files,omitempty"`
+}
+
+// MaintainResponse is the reply of MaintainTable.
+type MaintainResponse struct {
+	TableRef
+	DryRun bool             `json:"dry_run"`
+	Tasks  []MaintainedTask `json:"tasks"`
+}
