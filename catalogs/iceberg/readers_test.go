@@ -147,7 +147,9 @@ func TestReadersAgreeOnEveryType(t *testing.T) {
 	}
 	defer p.Close()
 	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: "every"}
-	if _, err := p.CreateTable(ctx, id, every); err != nil {
+	// ts_ns holds nanoseconds the v2 table's microseconds cannot keep: the
+	// readers are to agree on the truncated value.
+	if _, err := p.CreateTableWithOptions(ctx, id, every, map[string]string{iceberg.PropTruncateNanos: "true"}); err != nil {
 		t.Fatal(err)
 	}
 	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, every, strings.NewReader(everyRows))
