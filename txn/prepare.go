@@ -83,6 +83,11 @@ func preparable(t *Txn, staged []*Staged) error {
 		case s.Mode == Overwrite:
 			errs = append(errs, catalogs.Errorf(catalogs.ErrFailedPrecondition,
 				"transaction %s: table %s is replaced, and a prepared commit can only append", t.id, s.Table))
+		case s.create != nil:
+			// The table exists only once this transaction's commit
+			// publishes it; a coordinator's commit only appends.
+			errs = append(errs, catalogs.Errorf(catalogs.ErrFailedPrecondition,
+				"transaction %s: table %s is created by the transaction, and a prepared commit can only append to an existing table (create it first)", t.id, s.Table))
 		}
 	}
 	return errors.Join(errs...)
