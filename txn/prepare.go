@@ -51,6 +51,10 @@ func (m *Manager) Prepare(ctx context.Context, owner, id string, handOut func(St
 		t.reopen()
 		return nil, err
 	}
+	if err := publishCreates(ctx, t, staged); err != nil {
+		t.reopen()
+		return nil, err
+	}
 	out := make([]Staged, len(staged))
 	for i, s := range staged {
 		out[i] = Staged{Table: s.Table, Provider: s.Provider, Mode: s.Mode,
@@ -83,11 +87,6 @@ func preparable(t *Txn, staged []*Staged) error {
 		case s.Mode == Overwrite:
 			errs = append(errs, catalogs.Errorf(catalogs.ErrFailedPrecondition,
 				"transaction %s: table %s is replaced, and a prepared commit can only append", t.id, s.Table))
-		case s.create != nil:
-			// The table exists only once this transaction's commit
-			// publishes it; a coordinator's commit only appends.
-			errs = append(errs, catalogs.Errorf(catalogs.ErrFailedPrecondition,
-				"transaction %s: table %s is created by the transaction, and a prepared commit can only append to an existing table (create it first)", t.id, s.Table))
 		}
 	}
 	return errors.Join(errs...)

@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -86,4 +87,30 @@ func commitCreate(ctx context.Context, s *Staged, commitID string) (catalogs.Com
 		return commitOnce(ctx, s, commitID)
 	}
 	return out, err
+}
+
+// publishCreates publishes, empty, every table the transaction t stages
+// the create of, before Prepare hands its receipts out: a coordinator's
+// commit of them only appends, so the table must exist by then (as it
+// does on a backend without staged creates, from the worker's write on).
+// The create records the commit id txn-<id>-create, so that a Prepare
+// retried after a lost reply finds it landed. A create that finds the
+// table created by another writer is ErrAlreadyExists, unless it is a
+// create_append.
+func publishCreates(ctx context.Context, t *Txn, staged []*Staged) error {
+	for _, s := range staged {
+		if s.create == nil {
+			continue
+		}
+		sc, ok := s.Provider.(catalogs.StagedCreator)
+		if !ok {
+			return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: catalog cannot stage creates", s.Table)
+		}
+		_, err := sc.CommitCreate(ctx, s.Table, s.create.schema, s.create.opts, t.CommitID()+"-create", nil)
+		if err != nil && !(errors.Is(err, catalogs.ErrAlreadyExists) && s.create.orAppend) {
+			return fmt.Errorf("transaction %s: create table %s before handing its writes out: %w", t.id, s.Table, err)
+		}
+		s.create = nil
+	}
+	return nil
 }
