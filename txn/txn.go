@@ -568,6 +568,9 @@ func (m *Manager) lookup(ctx context.Context, s *Staged) (bool, error) {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
 	defer cancel()
 	_, landed, err := ic.FindCommit(lctx, s.Table, s.commitID)
+	if err != nil && s.create != nil && errors.Is(err, catalogs.ErrNotFound) {
+		return false, nil // a staged create whose table does not exist did not land
+	}
 	return landed, err
 }
 
