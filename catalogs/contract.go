@@ -16,8 +16,6 @@ var Contract = []Capability{
 		"a write that must create a table is InvalidArgument", "CreateTable, DropTable"},
 	{"Uncreator", false, "txn: a write that created its table and failed before its first commit landed; ROLLBACK of a transaction that created a table",
 		"the table stays, empty, and the client's error says it was created and kept", "Uncreator (Config.DropsUnwritten); integration TestFailedCreateLeavesNoTable"},
-	{"StagedCreator", false, "txn/write.go: a write that creates its table (auto-commit or in a transaction), in preference to TableManager.CreateTable",
-		"the table is created before the data and a failed create is undone with Uncreator", "none yet (backend tests: Delta TestStagedCreate; txn TestStagedCreate)"},
 	{"TableOptionsCreator", false, "txn/write.go: ingest with table options (Iceberg partition spec, sort order, properties; Paimon and StarRocks layout)",
 		"a write with table options is refused (InvalidArgument): an option is never ignored", "TableOptions"},
 	{"Lister", false, "handlers: catalogs' metadata, information_schema, name resolution",
@@ -57,6 +55,8 @@ var Contract = []Capability{
 		"CommitMessages and AbortMessages are FailedPrecondition", "messages"},
 	{"PayloadCodec", false, "txn/messages.go: the payloads' bytes in the envelope",
 		"the envelope's generic receipt encoding", "messages"},
+	{"StagedCreator", false, "txn/write.go: a write that creates its table (auto-commit or in a transaction), in preference to TableManager.CreateTable",
+		"the table is created before the data and a failed create is undone with Uncreator", "none yet (backend tests: Delta TestStagedCreate; txn TestStagedCreate)"},
 	{"BreakerReporter", false, "server/metrics.go: flightgw_breaker_state",
 		"no breaker metric for the catalog", "none (metrics test)"},
 }
