@@ -124,7 +124,12 @@ func (p *Provider) CommitCreate(ctx context.Context, t catalogs.TableIdent, sche
 	case errors.Is(err, lake.ErrExists):
 		// Ours, when an earlier attempt's reply was lost; else the other
 		// create won.
-		if rec, ok, ferr := p.FindCommit(context.WithoutCancel(ctx), t, commitID); ferr == nil && ok {
+		switch rec, ok, ferr := p.FindCommit(context.WithoutCancel(ctx), t, commitID); {
+		case ferr != nil:
+			// Unknown whose version 0 it is: AlreadyExists would have the
+			// caller delete files the table may reference.
+			return catalogs.CommitOutcome{}, catalogs.Wrap(catalogs.ErrUnavailable, ferr, fmt.Sprintf("table %s: version 0 exists; whose it is cannot be told", t))
+		case ok:
 			return rec.Outcome, nil
 		}
 		return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrAlreadyExists, "table %s already exists", t)
