@@ -57,6 +57,8 @@ var Contract = []Capability{
 		"the envelope's generic receipt encoding", "messages"},
 	{"Maintainer", false, "txn/maintain.go: the MaintainTable action (handlers/maintain.go)",
 		"MaintainTable is FailedPrecondition: nothing expires or is rewritten", "Maintainer"},
+	{"StagedCreator", false, "txn/write.go: a write that creates its table (auto-commit or in a transaction), in preference to TableManager.CreateTable",
+		"the table is created before the data and a failed create is undone with Uncreator", "none yet (backend tests: Delta TestStagedCreate; txn TestStagedCreate)"},
 	{"BreakerReporter", false, "server/metrics.go: flightgw_breaker_state",
 		"no breaker metric for the catalog", "none (metrics test)"},
 }

@@ -64,6 +64,9 @@ func commitStaged(ctx context.Context, s *Staged, commitID string) (catalogs.Com
 	defer cancel()
 	rec, landed, ferr := ic.FindCommit(lctx, s.Table, commitID)
 	switch {
+	case ferr != nil && s.create != nil && errors.Is(ferr, catalogs.ErrNotFound):
+		// A staged create whose table does not exist did not land.
+		return catalogs.CommitOutcome{}, err
 	case ferr != nil:
 		return catalogs.CommitOutcome{}, &outcomeUnknown{table: s.Table, err: errors.Join(err, ferr)}
 	case landed:
@@ -76,6 +79,8 @@ func commitStaged(ctx context.Context, s *Staged, commitID string) (catalogs.Com
 // commitOnce makes the one backend call that commits s.
 func commitOnce(ctx context.Context, s *Staged, commitID string) (catalogs.CommitOutcome, error) {
 	switch {
+	case s.create != nil:
+		return commitCreate(ctx, s, commitID)
 	case s.Mode == Overwrite:
 		ow, ok := s.Provider.(catalogs.Overwriter)
 		if !ok {

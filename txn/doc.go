@@ -9,7 +9,12 @@
 // Every commit goes through commitStaged, which records a commit id and,
 // when the backend's reply is an error, looks the id up before anything
 // is deleted: staged files are discarded only when their commit certainly
-// did not land. A table that a failed write created is never dropped.
+// did not land. A table a write creates becomes visible with its first
+// commit on a backend that stages creates (catalogs.StagedCreator: the
+// commit publishes table and rows at once; in a transaction, at COMMIT);
+// elsewhere it is created first and, when the write fails before its
+// commit lands, dropped again only if no one has committed to it since
+// (catalogs.Uncreator).
 //
 // A transaction is owned by the principal that began it and, optionally,
 // bound to the client session that began it, so that a client which does

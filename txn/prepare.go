@@ -51,6 +51,10 @@ func (m *Manager) Prepare(ctx context.Context, owner, id string, handOut func(St
 		t.reopen()
 		return nil, err
 	}
+	if err := publishCreates(ctx, t, staged); err != nil {
+		t.reopen()
+		return nil, err
+	}
 	out := make([]Staged, len(staged))
 	for i, s := range staged {
 		out[i] = Staged{Table: s.Table, Provider: s.Provider, Mode: s.Mode,

@@ -66,6 +66,9 @@ type Staged struct {
 	// created is set when a write of the transaction created the table:
 	// a ROLLBACK drops it again (Manager.uncreate).
 	created bool
+	// create is set when the commit publishes the table too (a staged
+	// create): before it lands the table does not exist.
+	create *stagedCreate
 }
 
 // totals are the rows and bytes of receipts.
@@ -109,6 +112,12 @@ func (t *Txn) used() time.Time { return time.Unix(0, t.lastUsed.Load()) }
 // Overwrite, what the transaction had staged for the table before is
 // superseded: add returns those receipts for the caller to discard.
 func (t *Txn) add(table catalogs.TableIdent, p catalogs.Provider, mode Mode, receipts []catalogs.WriteReceipt, created bool) (superseded []catalogs.WriteReceipt, err error) {
+	return t.addCreating(table, p, mode, receipts, created, nil)
+}
+
+// addCreating is add for a write whose receipts also publish the table
+// (create, a staged create; nil for none).
+func (t *Txn) addCreating(table catalogs.TableIdent, p catalogs.Provider, mode Mode, receipts []catalogs.WriteReceipt, created bool, create *stagedCreate) (superseded []catalogs.WriteReceipt, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.state != Open {
@@ -124,6 +133,9 @@ func (t *Txn) add(table catalogs.TableIdent, p catalogs.Provider, mode Mode, rec
 			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition,
 				"transaction %s: table %s was already committed by an earlier COMMIT of this transaction", t.id, table)
 		}
+		if err := s.joinCreate(t.id, create); err != nil {
+			return nil, err
+		}
 		s.created = s.created || created
 		if mode == Overwrite {
 			// A later replace supersedes what the transaction staged
@@ -137,7 +149,7 @@ func (t *Txn) add(table catalogs.TableIdent, p catalogs.Provider, mode Mode, rec
 		return nil, nil
 	}
 	t.tables = append(t.tables, &Staged{Table: table, Provider: p, Mode: mode,
-		Receipts: append([]catalogs.WriteReceipt(nil), receipts...), commitID: t.CommitID(), created: created})
+		Receipts: append([]catalogs.WriteReceipt(nil), receipts...), commitID: t.CommitID(), created: created, create: create})
 	return nil, nil
 }
 
@@ -451,6 +463,11 @@ func oneMultiCommitter(pending []*Staged) (catalogs.MultiTableCommitter, bool) {
 	if len(pending) < 2 {
 		return nil, false
 	}
+	for _, s := range pending {
+		if s.create != nil {
+			return nil, false // a staged create publishes on its own
+		}
+	}
 	mc, ok := pending[0].Provider.(catalogs.MultiTableCommitter)
 	if !ok {
 		return nil, false
@@ -554,6 +571,9 @@ func (m *Manager) lookup(ctx context.Context, s *Staged) (bool, error) {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
 	defer cancel()
 	_, landed, err := ic.FindCommit(lctx, s.Table, s.commitID)
+	if err != nil && s.create != nil && errors.Is(err, catalogs.ErrNotFound) {
+		return false, nil // a staged create whose table does not exist did not land
+	}
 	return landed, err
 }
 

@@ -100,13 +100,16 @@ func IdempotencyCommitID(realm, principal, key string) string {
 // check. On any failure what it staged is deleted, unless a commit's
 // outcome is unknown (then nothing is, and the error says so).
 //
-// A table it creates becomes the write's only when its commit lands: when
-// the write fails before that, the table is dropped again if no one else
-// has committed to it meanwhile (catalogs.Uncreator, an atomic check and
-// drop), so a retry with mode create succeeds and no acknowledged row of
-// another writer is lost. Inside a transaction the table is dropped so at
-// ROLLBACK. A backend that cannot drop so keeps the table, and the error
-// says so.
+// A table it creates becomes visible with its first commit on a backend
+// that stages creates (catalogs.StagedCreator, stagedcreate.go): a write
+// that fails before leaves no table, and inside a transaction the table
+// appears at COMMIT. On other backends the table is created first and,
+// when the write fails before its commit lands, dropped again if no one
+// else has committed to it meanwhile (catalogs.Uncreator, an atomic check
+// and drop), so a retry with mode create succeeds and no acknowledged row
+// of another writer is lost. Inside a transaction the table is dropped so
+// at ROLLBACK. A backend that cannot drop so keeps the table, and the
+// error says so.
 func (m *Manager) write(ctx context.Context, w Write, src Source) (Result, error) {
 	if w.Txn != nil && w.CommitID != "" {
 		return Result{}, catalogs.Errorf(catalogs.ErrInvalidArgument,
@@ -149,7 +152,7 @@ func (m *Manager) write(ctx context.Context, w Write, src Source) (Result, error
 	_, bytes := totals(receipts)
 	res := Result{Rows: rows, Created: p.created, Bytes: bytes}
 	if w.Txn != nil {
-		superseded, err := w.Txn.add(w.Table, w.Provider, p.mode, receipts, p.created)
+		superseded, err := w.Txn.addCreating(w.Table, w.Provider, p.mode, receipts, p.created && p.create == nil, p.create)
 		if err != nil {
 			receipts = append(receipts, superseded...)
 			if derr := discard(context.WithoutCancel(ctx), w.Provider, w.Table, receipts); derr != nil {
@@ -162,8 +165,11 @@ func (m *Manager) write(ctx context.Context, w Write, src Source) (Result, error
 		}
 		return res, nil
 	}
-	s := &Staged{Table: w.Table, Provider: w.Provider, Mode: p.mode, Receipts: receipts, commitID: w.CommitID}
+	s := &Staged{Table: w.Table, Provider: w.Provider, Mode: p.mode, Receipts: receipts, commitID: w.CommitID, create: p.create}
 	out, err := commitStaged(ctx, s, w.CommitID)
+	if p.create != nil && s.create == nil {
+		res.Created = false // a create_append that lost the race appended
+	}
 	m.obs.Committed(w.Table, out, err)
 	switch {
 	case isUnknown(err):
@@ -216,6 +222,9 @@ type writePlan struct {
 	created bool
 	// replacer opens the stream of a replace (nil: an ordinary stream).
 	replacer catalogs.SchemaReplacer
+	// create is the staged create the write's receipts publish (nil: the
+	// table exists, or was created by plan).
+	create *stagedCreate
 }
 
 // plan applies the create / append / replace rules.
@@ -229,6 +238,11 @@ func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error)
 	if err != nil && !errors.Is(err, catalogs.ErrNotFound) {
 		return p, err
 	}
+	if !exists && w.Txn != nil {
+		if sc := w.Txn.stagedCreateOf(w.Table); sc != nil {
+			return planStaged(p, sc)
+		}
+	}
 	if !exists {
 		if !w.CreateIfMissing {
 			return p, catalogs.Errorf(catalogs.ErrNotFound, "write into %s: table does not exist (use mode create or create_append)", w.Table)
@@ -236,6 +250,11 @@ func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error)
 		tm, ok := w.Provider.(catalogs.TableManager)
 		if !ok {
 			return p, catalogs.Errorf(catalogs.ErrInvalidArgument, "write into %s: catalog %q cannot create tables", w.Table, w.Table.Catalog)
+		}
+		if _, ok := w.Provider.(catalogs.StagedCreator); ok {
+			p.created = true
+			p.create = &stagedCreate{schema: schema, opts: w.TableOptions, orAppend: w.IfExists == ExistsAppend}
+			return p, nil
 		}
 		var err error
 		if oc, ok := w.Provider.(catalogs.TableOptionsCreator); ok && len(w.TableOptions) > 0 {
@@ -300,7 +319,7 @@ func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error)
 // write created is dropped again unless someone else has committed to it
 // (uncreate).
 func (m *Manager) failed(ctx context.Context, p writePlan, err error) (Result, error) {
-	if !p.created || m.uncreate(ctx, p.w.Provider, p.w.Table) {
+	if !p.created || p.create != nil || m.uncreate(ctx, p.w.Provider, p.w.Table) {
 		return Result{}, err
 	}
 	return Result{Created: true}, p.explain(err)
@@ -327,7 +346,7 @@ func (m *Manager) uncreate(ctx context.Context, p catalogs.Provider, table catal
 
 // explain adds to a failed write's error that the table it created stays.
 func (p writePlan) explain(err error) error {
-	if err == nil || !p.created {
+	if err == nil || !p.created || p.create != nil {
 		return err
 	}
 	return fmt.Errorf("%w (table %s was created by this write and is kept: retry with mode create_append)", err, p.w.Table)
@@ -338,6 +357,13 @@ func (p writePlan) explain(err error) error {
 // of preference.
 func (p writePlan) open(ctx context.Context, schema *arrow.Schema) (catalogs.WriteStream, error) {
 	w := p.w
+	if p.create != nil {
+		wt := catalogs.WriteTxn{ID: w.CommitID, CommitID: w.CommitID, AutoCommit: true}
+		if w.Txn != nil {
+			wt = catalogs.WriteTxn{ID: w.Txn.ID(), CommitID: w.Txn.CommitID()}
+		}
+		return w.Provider.(catalogs.StagedCreator).OpenCreateStream(ctx, w.Table, p.create.schema, p.create.opts, wt)
+	}
 	if p.replacer != nil {
 		return p.replacer.OpenReplaceStream(ctx, w.Table, schema)
 	}

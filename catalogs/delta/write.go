@@ -116,6 +116,13 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stre
 	if err := checkWritable(st); err != nil {
 		return nil, err
 	}
+	return p.streamOn(st)
+}
+
+// streamOn opens a stream into the table as st describes it (replayed
+// from its log, or staged by OpenCreateStream).
+func (p *Provider) streamOn(st *tableState) (*stream, error) {
+	t := st.ident
 	s := &stream{p: p, st: st, id: uuid.NewString(), open: map[string]*fileWriter{}}
 	s.partCols = st.snap.Metadata.PartitionColumns
 	isPart := map[string]bool{}

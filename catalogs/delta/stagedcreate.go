@@ -1,0 +1,140 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/google/uuid"
+
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
+	dcodec "github.com/flightgw/flightgw/codec/delta"
+)
+
+// A Delta table exists when its log version 0 exists, so a staged create
+// is honest here: the data files are written under the table's directory
+// first (no reader looks at a directory without a _delta_log), and the
+// commit is one put-if-absent of version 0 holding the protocol, the
+// metadata and the adds. Of two concurrent creates one writes version 0;
+// the other gets ErrAlreadyExists and its files are its caller's to
+// discard.
+
+var _ catalogs.StagedCreator = (*Provider)(nil)
+
+// newTable is the table that CreateTableWithOptions would make of schema
+// and opts, before anything is written: its state (version -1, no files)
+// and the protocol and metadata actions of its version 0.
+func (p *Provider) newTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (*tableState, error) {
+	dir, err := p.tableDir(t)
+	if err != nil {
+		return nil, err
+	}
+	if ok, err := p.fs.Exists(ctx, t.Namespace[0]); err != nil || !ok {
+		if err == nil {
+			err = catalogs.Errorf(catalogs.ErrNotFound, "table %s: namespace %q does not exist", t, t.Namespace[0])
+		}
+		return nil, lake.MapErr(err, fmt.Sprintf("table %s: namespace", t))
+	}
+	part, err := partitionOption(t, schema, opts)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := dcodec.FromArrow(schema)
+	if err != nil {
+		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s", t))
+	}
+	ss, err := ds.SchemaString()
+	if err != nil {
+		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s", t))
+	}
+	// The schema as a replay of the log would see it, so that the stream
+	// conforms batches exactly as it does for an existing table.
+	parsed, err := dcodec.ParseSchema(ss)
+	if err != nil {
+		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s", t))
+	}
+	sc, err := dcodec.ArrowSchema(parsed, dcodec.LogicalNames)
+	if err != nil {
+		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: schema", t))
+	}
+	proto := dcodec.Protocol{MinReaderVersion: 1, MinWriterVersion: 7}
+	if needsNtz(schema.Fields()) {
+		proto = dcodec.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+			ReaderFeatures: []string{dcodec.FeatureTimestampNtz}, WriterFeatures: []string{dcodec.FeatureTimestampNtz}}
+	}
+	md := dcodec.Metadata{Format: dcodec.Format{Provider: "parquet"}, SchemaString: ss, PartitionColumns: part}
+	snap := &dcodec.Snapshot{Version: -1, Protocol: proto, Metadata: md, Schema: parsed, Txns: map[string]dcodec.Txn{}}
+	return &tableState{ident: t, dir: dir, snap: snap, schema: sc}, nil
+}
+
+// OpenCreateStream implements catalogs.StagedCreator: a stream into the
+// directory the table will have, under the schema and partition columns
+// it will have.
+func (p *Provider) OpenCreateStream(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string, _ catalogs.WriteTxn) (catalogs.WriteStream, error) {
+	st, err := p.newTable(ctx, t, schema, opts)
+	if err != nil {
+		return nil, err
+	}
+	return p.streamOn(st)
+}
+
+// CommitCreate implements catalogs.StagedCreator: version 0, written by
+// put-if-absent, holds commitInfo, protocol, metaData, the commit id's txn
+// and the adds. It bypasses group commit: there is no table to queue on
+// before it.
+func (p *Provider) CommitCreate(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string, commitID string, receipts []catalogs.WriteReceipt) (catalogs.CommitOutcome, error) {
+	if commitID == "" {
+		return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: empty commit id", t)
+	}
+	st, err := p.newTable(ctx, t, schema, opts)
+	if err != nil {
+		return catalogs.CommitOutcome{}, err
+	}
+	rs, err := decodeReceipts(t, receipts)
+	if err != nil {
+		return catalogs.CommitOutcome{}, err
+	}
+	now := p.now().UnixMilli()
+	md := st.snap.Metadata
+	md.ID, md.CreatedTime = uuid.NewString(), &now
+	proto := st.snap.Protocol
+	var adds []dcodec.Action
+	for i, r := range rs {
+		if r.Schema != md.SchemaString || (len(r.Adds) > 0 && !slices.Equal(r.Partition, md.PartitionColumns)) {
+			return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrInvalidArgument,
+				"table %s: receipt %d was not written for the table this create makes", t, i)
+		}
+		for j := range r.Adds {
+			adds = append(adds, dcodec.Action{Add: &r.Adds[j]})
+		}
+	}
+	ci := commitInfo(now, "CREATE TABLE AS SELECT", map[string]any{"mode": "ErrorIfExists", "location": st.dir,
+		"partitionBy": partitionBy(md.PartitionColumns)}, false, commitID, nil)
+	acts := append([]dcodec.Action{{CommitInfo: ci}, {Protocol: &proto}, {MetaData: &md},
+		{Txn: &dcodec.Txn{AppID: commitID, Version: 0, LastUpdated: &now}}}, adds...)
+	b, err := dcodec.EncodeCommit(acts)
+	if err != nil {
+		return catalogs.CommitOutcome{}, err
+	}
+	switch err := p.fs.Create(ctx, st.dir+"/_delta_log/"+dcodec.CommitName(0), b); {
+	case errors.Is(err, lake.ErrExists):
+		// Ours, when an earlier attempt's reply was lost; else the other
+		// create won.
+		switch rec, ok, ferr := p.FindCommit(context.WithoutCancel(ctx), t, commitID); {
+		case ferr != nil:
+			// Unknown whose version 0 it is: AlreadyExists would have the
+			// caller delete files the table may reference.
+			return catalogs.CommitOutcome{}, catalogs.Wrap(catalogs.ErrUnavailable, ferr, fmt.Sprintf("table %s: version 0 exists; whose it is cannot be told", t))
+		case ok:
+			return rec.Outcome, nil
+		}
+		return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrAlreadyExists, "table %s already exists", t)
+	case err != nil:
+		return catalogs.CommitOutcome{}, lake.MapErr(err, fmt.Sprintf("table %s: write log version 0", t))
+	}
+	return catalogs.CommitOutcome{SnapshotID: 0, CommittedAt: time.UnixMilli(now).UTC()}, nil
+}

@@ -1,0 +1,37 @@
+package catalogs
+
+import (
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// StagedCreator is implemented by backends whose table format lets a
+// table be prepared where no other connection sees it and published with
+// its first snapshot in one atomic step (a Delta table exists once its log
+// version 0 does). A create through it becomes visible only when its first
+// commit lands: a create that fails, is cancelled or dies with the gateway
+// before then leaves no table (at most unreferenced data files, which the
+// backend's Reclaimer removes), and a create inside a transaction becomes
+// visible at COMMIT. Without it the write path creates the table first and
+// undoes a failed create with Uncreator.
+type StagedCreator interface {
+	// OpenCreateStream opens a write stream into table, which does not
+	// exist yet, as it will be created from schema and opts (the table
+	// options of TableOptionsCreator): its location and schema are fixed
+	// now and its files are written under that location, but nothing is
+	// visible. It checks what CreateTable would check (the namespace
+	// exists, every type can be stored, every option applies) and returns
+	// ErrInvalidArgument naming the column or option, ErrNotFound naming
+	// the namespace.
+	OpenCreateStream(ctx context.Context, table TableIdent, schema *arrow.Schema, opts map[string]string, w WriteTxn) (WriteStream, error)
+	// CommitCreate publishes table, created from schema and opts, with
+	// the receipts (of streams OpenCreateStream opened with the same
+	// schema and opts; none for an empty table) as its first snapshot,
+	// recording commitID as CommitOnce does, in one atomic step. When the
+	// table exists (another create won the race) it returns
+	// ErrAlreadyExists and publishes nothing: the receipts' files are then
+	// the caller's to discard. A CommitCreate repeated after its commit
+	// landed returns that commit's outcome.
+	CommitCreate(ctx context.Context, table TableIdent, schema *arrow.Schema, opts map[string]string, commitID string, receipts []WriteReceipt) (CommitOutcome, error)
+}
