@@ -23,8 +23,13 @@
 // harness moves the backend's clock past it). The checks of an optional
 // interface (Discarder, IdempotentCommitter, Overwriter, StreamWriter,
 // Scanner, TableManager, TableOptionsCreator (an unknown option refused
-// naming it, by CheckTableOptions too, no table left), FilePlanner, whose plain plans are read back with
-// an independent Parquet reader, StagedPlanner, StagedScanner, TxnStreamWriter,
+// naming it, by CheckTableOptions too, no table left), SchemaReplacer (the
+// new schema and data land in one overwrite, invisible before it),
+// Reclaimer (orphans older than MinAge deleted; young, held and
+// referenced files kept; a dry run deletes nothing), QueryPusher (the
+// result in the query's schema, never another number of columns),
+// FilePlanner, whose plain plans are read back with an independent
+// Parquet reader, StagedPlanner, StagedScanner, TxnStreamWriter,
 // MultiTableCommitter, and the distributed commit's ReceiptChecker,
 // ReferenceChecker and PayloadCodec) run when the backend implements it
 // and are skipped, naming it, otherwise. Receipts and payloads come back

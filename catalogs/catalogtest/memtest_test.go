@@ -80,6 +80,9 @@ type memLanded struct {
 type memStaged struct {
 	table *memTable
 	batch arrow.RecordBatch
+	// schema is the table's schema after an overwrite commits the batch:
+	// a replace stream's (catalogs.SchemaReplacer); nil for the table's.
+	schema *arrow.Schema
 }
 
 // memTxn is one backend transaction: every stream one unit of work
@@ -278,6 +281,8 @@ type memPlan struct {
 	txns     []*memTxn
 	rows     uint64
 	metas    []string // the receipts' metadata
+	// schema is the replace streams' schema, nil for the table's.
+	schema *arrow.Schema
 }
 
 // prepare checks a commit of receipts to t; landed is set when commitID
@@ -306,6 +311,9 @@ func (m *mem) prepare(t catalogs.TableIdent, commitID string, rs []catalogs.Writ
 			}
 			p.staged = append(p.staged, r.Mem)
 			p.batches = append(p.batches, s.batch)
+			if s.schema != nil {
+				p.schema = s.schema
+			}
 			p.rows += uint64(s.batch.NumRows())
 			continue
 		}
@@ -346,6 +354,9 @@ func receiptsKey(rs []catalogs.WriteReceipt) string {
 func (m *mem) apply(p memPlan, overwrite bool, now time.Time) catalogs.CommitOutcome {
 	if overwrite {
 		p.tbl.rows = nil
+		if p.schema != nil && m.flaw != "replace-keeps-schema" {
+			p.tbl.schema = p.schema
+		}
 		if m.flaw == "refs-current-only" {
 			p.tbl.referenced = nil
 		}

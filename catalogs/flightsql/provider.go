@@ -35,6 +35,12 @@ type Provider struct {
 	// canCancel mirrors info.cancel for readers, which must not take
 	// infoMu (GetSqlInfo itself is read under it).
 	canCancel atomic.Bool
+	// cancels are the CancelFlightInfo calls of readers released early,
+	// which Close waits for: one still running when Close closes the
+	// connection would dereference the closed client (a crash).
+	cancelMu sync.Mutex
+	closed   bool
+	cancels  sync.WaitGroup
 
 	// noSchemas is set once the upstream's GetTables did not include
 	// table schemas: specs come from the probe query from then on.
@@ -80,6 +86,10 @@ func Open(_ context.Context, name string, props map[string]string) (*Provider, e
 // Close implements catalogs.Closer: open upstream transactions are rolled
 // back, connections closed.
 func (p *Provider) Close() error {
+	p.cancelMu.Lock()
+	p.closed = true
+	p.cancelMu.Unlock()
+	p.cancels.Wait()
 	p.mu.Lock()
 	txns := p.txns
 	p.txns = map[string]*upTxn{}

@@ -209,8 +209,19 @@ func (r *infoReader) Release() {
 		r.cur = nil
 	}
 	if early && r.p.canCancel.Load() {
-		go r.p.cancelInfo(r.info)
+		r.p.goCancel(r.info)
 	}
+}
+
+// goCancel asks the upstream, in the background, to cancel the query of
+// info, unless the provider is closing.
+func (p *Provider) goCancel(info *flight.FlightInfo) {
+	p.cancelMu.Lock()
+	defer p.cancelMu.Unlock()
+	if p.closed {
+		return
+	}
+	p.cancels.Go(func() { p.cancelInfo(info) })
 }
 
 // cancelInfo asks the upstream to stop a query nobody reads any more.
