@@ -25,20 +25,6 @@ type WriteTxn struct {
 	AutoCommit bool
 }
 
-// TxnStreamWriter is implemented by backends that need to know the unit of
-// work a write stream belongs to. The gateway prefers it to StreamWriter.
-//
-// Every stream opened with the same WriteTxn.ID on the same table belongs
-// to one backend transaction; the receipts the streams return are
-// committed together (Commit, CommitOnce or CommitOverwrite with
-// WriteTxn.CommitID) or discarded together (Discarder), exactly once.
-// Aborting one stream (WriteStream.Abort) may doom the whole backend
-// transaction: the later commit then fails with ErrFailedPrecondition
-// naming the table, and nothing of the unit of work becomes visible.
-type TxnStreamWriter interface {
-	OpenTxnStream(ctx context.Context, table TableIdent, w WriteTxn) (WriteStream, error)
-}
-
 // CommitMode says how one table's receipts land.
 type CommitMode int
 
@@ -99,8 +85,10 @@ type SchemaReplacer interface {
 
 // ReceiptChecker is implemented by backends whose receipts may come back
 // from another process (the commit messages of a distributed write: a
-// worker gateway staged them, a coordinator commits or aborts them). The
-// gateway refuses such receipts for a backend that does not check them.
+// worker gateway staged them, a coordinator commits or aborts them): it
+// checks that they are this table's, and whether the table already
+// references their files. The gateway refuses such receipts (CommitMessages
+// and AbortMessages) for a backend that does not check them.
 type ReceiptChecker interface {
 	// CheckReceipts checks, before anything is committed or deleted, that
 	// the receipts are this backend's, were staged for table as it is now,
@@ -108,17 +96,12 @@ type ReceiptChecker interface {
 	// (it would land once and its rows be counted twice). It returns
 	// ErrInvalidArgument naming the receipt or file at fault.
 	CheckReceipts(ctx context.Context, table TableIdent, receipts []WriteReceipt) error
-}
-
-// ReferenceChecker is implemented by backends that can tell whether files
-// named by receipts are referenced by the table. The gateway asks it
-// before deleting files named by receipts that came from another process
-// (AbortMessages), which cannot otherwise know that the receipts were
-// never committed.
-type ReferenceChecker interface {
 	// CheckUnreferenced returns ErrFailedPrecondition naming the first
 	// file of receipts that any snapshot of table references (current or
-	// older); nil when none is.
+	// older); nil when none is. The gateway asks it before deleting files
+	// named by receipts from another process (AbortMessages), which
+	// cannot otherwise know that they were never committed, and for
+	// CommitMessages' replay refusal.
 	CheckUnreferenced(ctx context.Context, table TableIdent, receipts []WriteReceipt) error
 }
 

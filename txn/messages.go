@@ -138,10 +138,11 @@ func (x *Messages) seal(ctx context.Context, s Staged, kind, user string, at tim
 	codec, hasCodec := s.Provider.(catalogs.PayloadCodec)
 	if !hasCodec && kind != envelope.KindIceberg {
 		why := ""
-		if _, ok := s.Provider.(catalogs.TxnStreamWriter); ok {
+		if _, ok := s.Provider.(catalogs.ReceiptChecker); !ok {
 			// StarRocks, an upstream Flight SQL server: the receipts name
-			// a transaction the backend holds open for this process.
-			why = ": its writes are a transaction of the backend itself, open in this gateway process, which no other process can commit (end the transaction with EndTransaction)"
+			// a transaction the backend holds open for this process, and
+			// no other process could check them.
+			why = ": no other process can check or commit its receipts (a transaction of the backend itself ends with EndTransaction)"
 		}
 		return PreparedTable{}, catalogs.Errorf(catalogs.ErrFailedPrecondition,
 			"table %s: catalog type %q has no commit-message format (iceberg and paimon have)%s", s.Table, kind, why)

@@ -58,7 +58,7 @@ type Config struct {
 	// backend transaction (StarRocks Stream Load, an upstream Flight SQL
 	// transaction), so aborting one of them dooms the commit of all: it
 	// fails with ErrFailedPrecondition and nothing becomes visible. It
-	// requires catalogs.TxnStreamWriter.
+	// requires catalogs.StreamWriter.
 	TransactionScoped bool
 	// DropsUnwritten: the backend's catalogs.Uncreator drops a table no
 	// commit has landed on. When false a DropUnwritten that keeps such a
@@ -164,10 +164,10 @@ func Run(t *testing.T, h Harness, cfg Config) {
 		{"FilePlanner", s.testFilePlanner},
 		{"StagedPlanner", s.testStagedPlanner},
 		{"StagedScanner", s.testStagedScanner},
-		{"TxnStreamWriter", s.testTxnStream},
+		{"StreamUnitOfWork", s.testTxnStream},
 		{"MultiTableCommitter", s.testMultiTable},
 		{"ReceiptChecker", s.testReceiptChecker},
-		{"ReferenceChecker", s.testReferenceChecker},
+		{"CheckUnreferenced", s.testCheckUnreferenced},
 		{"PayloadCodec", s.testPayloadCodec},
 	}
 	for _, c := range checks {
@@ -225,7 +225,7 @@ func createTable(t *testing.T, in *Instance, name string) catalogs.TableIdent {
 	id := catalogs.TableIdent{Catalog: in.Catalog, Namespace: in.Namespace, Name: name}
 	ctx := context.Background()
 	if tm, ok := in.Provider.(catalogs.TableManager); ok {
-		if _, err := tm.CreateTable(ctx, id, Schema); err != nil {
+		if _, err := tm.CreateTable(ctx, id, Schema, nil); err != nil {
 			t.Fatalf("CreateTable(%s): %v", id, err)
 		}
 	} else if in.CreateTable != nil {

@@ -20,15 +20,15 @@ import (
 type capsMem struct{ *mem }
 
 var (
-	_ catalogs.TableOptionsCreator = capsMem{}
-	_ catalogs.SchemaReplacer      = capsMem{}
-	_ catalogs.QueryPusher         = capsMem{}
+	_ catalogs.TableManager   = capsMem{}
+	_ catalogs.SchemaReplacer = capsMem{}
+	_ catalogs.QueryPusher    = capsMem{}
 )
 
 // memOption is the one table option the double takes.
 const memOption = "mem.comment"
 
-// CheckTableOptions implements catalogs.TableOptionsCreator: only
+// CheckTableOptions implements catalogs.TableManager: only
 // memOption is known.
 func (v capsMem) CheckTableOptions(t catalogs.TableIdent, _ *arrow.Schema, opts map[string]string) error {
 	if v.flaw == "options-ignored" {
@@ -42,12 +42,12 @@ func (v capsMem) CheckTableOptions(t catalogs.TableIdent, _ *arrow.Schema, opts 
 	return nil
 }
 
-// CreateTableWithOptions implements catalogs.TableOptionsCreator.
-func (v capsMem) CreateTableWithOptions(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
+// CreateTable implements catalogs.TableManager, with memOption.
+func (v capsMem) CreateTable(_ context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
 	if err := v.CheckTableOptions(t, schema, opts); err != nil {
 		return catalogs.TableSpec{}, err
 	}
-	return v.CreateTable(ctx, t, schema)
+	return v.create(t, schema)
 }
 
 // OpenReplaceStream implements catalogs.SchemaReplacer: the stream's

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -66,7 +67,7 @@ type memTable struct {
 	rows    []arrow.RecordBatch
 	commits map[string]memLanded
 	// referenced holds the metadata of every receipt ever committed
-	// (catalogs.ReferenceChecker: current or overwritten data alike).
+	// (catalogs.ReceiptChecker.CheckUnreferenced: current or overwritten data alike).
 	referenced map[string]bool
 }
 
@@ -124,14 +125,14 @@ func newMem(name string) *mem {
 type batchMem struct{ *mem }
 
 // txnMem is the double whose writes go into a backend transaction per
-// unit of work (catalogs.TxnStreamWriter), like StarRocks Stream Load.
+// unit of work (catalogs.StreamWriter), like StarRocks Stream Load.
 type txnMem struct{ *mem }
 
 // multiMem is the double that commits several tables atomically.
 type multiMem struct{ *mem }
 
 var (
-	_ catalogs.TxnStreamWriter     = txnMem{}
+	_ catalogs.StreamWriter        = txnMem{}
 	_ catalogs.MultiTableCommitter = multiMem{}
 )
 
@@ -457,9 +458,26 @@ func (m *mem) Discard(_ context.Context, t catalogs.TableIdent, rs []catalogs.Wr
 	return nil
 }
 
+// CheckTableOptions implements catalogs.TableManager: the double takes
+// no table options.
+func (m *mem) CheckTableOptions(t catalogs.TableIdent, _ *arrow.Schema, opts map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: option %q: catalog %q takes no table options", t, k, m.name)
+	}
+	return nil
+}
+
 // CreateTable implements catalogs.TableManager; the double stores every
 // Arrow type.
-func (m *mem) CreateTable(_ context.Context, t catalogs.TableIdent, schema *arrow.Schema) (catalogs.TableSpec, error) {
+func (m *mem) CreateTable(_ context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
+	if err := m.CheckTableOptions(t, schema, opts); err != nil {
+		return catalogs.TableSpec{}, err
+	}
+	return m.create(t, schema)
+}
+
+// create creates a table.
+func (m *mem) create(t catalogs.TableIdent, schema *arrow.Schema) (catalogs.TableSpec, error) {
 	if err := t.Validate(); err != nil {
 		return catalogs.TableSpec{}, err
 	}
@@ -586,9 +604,9 @@ type memStream struct {
 	aborted bool
 }
 
-// OpenTxnStream implements catalogs.TxnStreamWriter: every stream of one
+// OpenStream implements catalogs.StreamWriter: every stream of one
 // WriteTxn.ID on a table joins one backend transaction.
-func (v txnMem) OpenTxnStream(_ context.Context, t catalogs.TableIdent, w catalogs.WriteTxn) (catalogs.WriteStream, error) {
+func (v txnMem) OpenStream(_ context.Context, t catalogs.TableIdent, w catalogs.WriteTxn) (catalogs.WriteStream, error) {
 	m := v.mem
 	m.mu.Lock()
 	defer m.mu.Unlock()

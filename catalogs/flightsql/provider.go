@@ -58,7 +58,7 @@ var (
 	_ catalogs.Lister          = (*Provider)(nil)
 	_ catalogs.Scanner         = (*Provider)(nil)
 	_ catalogs.QueryPusher     = (*Provider)(nil)
-	_ catalogs.TxnStreamWriter = (*Provider)(nil)
+	_ catalogs.StreamWriter    = (*Provider)(nil)
 	_ catalogs.Discarder       = (*Provider)(nil)
 	_ catalogs.TableManager    = (*Provider)(nil)
 	_ catalogs.BreakerReporter = (*Provider)(nil)

@@ -147,7 +147,7 @@ func TestReadersAgreeOnEveryType(t *testing.T) {
 	}
 	defer p.Close()
 	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: "every"}
-	if _, err := p.CreateTable(ctx, id, every); err != nil {
+	if _, err := p.CreateTable(ctx, id, every, nil); err != nil {
 		t.Fatal(err)
 	}
 	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, every, strings.NewReader(everyRows))
@@ -158,7 +158,7 @@ func TestReadersAgreeOnEveryType(t *testing.T) {
 	for _, c := range rec.Columns() {
 		nanify(c)
 	}
-	s, err := p.OpenStream(ctx, id)
+	s, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 	if err != nil {
 		t.Fatal(err)
 	}

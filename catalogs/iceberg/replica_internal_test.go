@@ -32,7 +32,7 @@ func TestReplicasCommitAFileOnce(t *testing.T) {
 	reps := []*Provider{open(), open()}
 	for trial := range 4 {
 		id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: fmt.Sprintf("twice%d", trial)}
-		if _, err := reps[0].CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		if _, err := reps[0].CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 			t.Fatal(err)
 		}
 		rs := []catalogs.WriteReceipt{stageIn(t, reps[0], id, 0, 10)}

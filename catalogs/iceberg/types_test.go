@@ -59,7 +59,7 @@ func TestWideSchemaRoundTrip(t *testing.T) {
 	p, _ := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "wide"}
-	spec, err := p.CreateTable(ctx, id, wide)
+	spec, err := p.CreateTable(ctx, id, wide, nil)
 	if err != nil {
 		t.Fatalf("CreateTable: %v", err)
 	}
@@ -137,17 +137,17 @@ func TestCreateTableRejectsTypes(t *testing.T) {
 	}
 	for col, dt := range cases {
 		sc := arrow.NewSchema([]arrow.Field{{Name: "fine", Type: arrow.PrimitiveTypes.Int64}, {Name: col, Type: dt}}, nil)
-		_, err := p.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t_" + col}, sc)
+		_, err := p.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t_" + col}, sc, nil)
 		if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), col) {
 			t.Errorf("CreateTable with %s column = %v, want ErrInvalidArgument naming %q", dt, err, col)
 		}
 	}
 	dup := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}, {Name: "a", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	if _, err := p.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "dup"}, dup); !errors.Is(err, catalogs.ErrInvalidArgument) {
+	if _, err := p.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "dup"}, dup, nil); !errors.Is(err, catalogs.ErrInvalidArgument) {
 		t.Errorf("duplicate column: %v", err)
 	}
 	_, err := p.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"nope"}, Name: "x"},
-		arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}}, nil))
+		arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}}, nil), nil)
 	if !errors.Is(err, catalogs.ErrNotFound) {
 		t.Errorf("CreateTable in a missing namespace = %v, want ErrNotFound", err)
 	}

@@ -15,10 +15,9 @@ import (
 
 // Interfaces of the distributed commit (docs/commit-messages.md).
 var (
-	_ catalogs.PayloadCodec     = (*Provider)(nil)
-	_ catalogs.ReceiptChecker   = (*Provider)(nil)
-	_ catalogs.ReferenceChecker = (*Provider)(nil)
-	_ catalogs.CommitMatcher    = (*Provider)(nil)
+	_ catalogs.PayloadCodec   = (*Provider)(nil)
+	_ catalogs.ReceiptChecker = (*Provider)(nil)
+	_ catalogs.CommitMatcher  = (*Provider)(nil)
 )
 
 // EncodePayload merges the receipts' CommitMessages into one
