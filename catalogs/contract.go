@@ -47,8 +47,8 @@ var Contract = []Capability{
 		"a landed commit id is answered from its record without comparing its files", "none yet (backend tests: TestMatchCommit, integration TestCommitMessagesOneFileSetPerID)"},
 	{"ReceiptChecker", false, "txn/messages.go and txn/messagecommit.go: CommitMessages and AbortMessages check the payloads' receipts (CheckReceipts), CommitMessages' replay refusal and AbortMessages' never-committed check (CheckUnreferenced)",
 		"CommitMessages and AbortMessages are FailedPrecondition", "ReceiptChecker, CheckUnreferenced, Replicas, messages"},
-	{"PayloadCodec", false, "txn/messages.go: the payloads' bytes in the envelope",
-		"the envelope's generic receipt encoding", "messages"},
+	{"PayloadCodec", false, "txn/messages.go: PrepareCommit seals the payloads under the codec's kind; CommitMessages and AbortMessages refuse another kind and decode them",
+		"PrepareCommit, CommitMessages and AbortMessages are FailedPrecondition", "PayloadCodec, messages"},
 	{"BreakerReporter", false, "server/metrics.go: flightgw_breaker_state",
 		"no breaker metric for the catalog", "none (metrics test)"},
 }

@@ -105,13 +105,20 @@ type ReceiptChecker interface {
 	CheckUnreferenced(ctx context.Context, table TableIdent, receipts []WriteReceipt) error
 }
 
-// PayloadCodec is implemented by backends whose commit-message payload
-// (the bytes PrepareCommit hands out and CommitMessages takes back) is a
-// format other engines read, not the receipts as the gateway keeps them:
-// Paimon's is Paimon Java's CommitMessageSerializer list, so that a Java
-// coordinator commits the gateway's payloads and the gateway commits
-// Java's. Without it the payload is the receipts themselves.
+// PayloadCodec is implemented by backends whose receipts can travel as
+// commit messages (the payloads PrepareCommit hands out and CommitMessages
+// takes back, in a signed envelope, codec/envelope). The payload is the
+// backend's own format: Paimon's is Paimon Java's CommitMessageSerializer
+// list, so that a Java coordinator commits the gateway's payloads and the
+// gateway commits Java's; Iceberg's is the receipts themselves
+// (envelope.EncodeReceipts). The backend kind and the serializer versions
+// are the codec's, so a new format adds nothing to codec/envelope, txn or
+// handlers. Without it PrepareCommit is FailedPrecondition.
 type PayloadCodec interface {
+	// PayloadKind names the payload's format in the envelope (the
+	// backend kind, "iceberg", "paimon"): a coordinator refuses a payload
+	// of another kind before decoding it.
+	PayloadKind() string
 	// EncodePayload merges the receipts of one table into one payload
 	// and returns it with its serializer version.
 	EncodePayload(ctx context.Context, table TableIdent, receipts []WriteReceipt) (version int, payload []byte, err error)
@@ -119,6 +126,7 @@ type PayloadCodec interface {
 	// process, into receipts of table. It derives what the backend needs
 	// beside the payload (file paths) from the table, never from the
 	// payload's claims; ReceiptChecker then checks the result. It returns
-	// ErrInvalidArgument naming what does not decode.
+	// ErrInvalidArgument naming what does not decode, or the serializer
+	// version when it does not read that version.
 	DecodePayload(ctx context.Context, table TableIdent, version int, payload []byte) ([]WriteReceipt, error)
 }

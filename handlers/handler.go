@@ -120,7 +120,7 @@ const DefaultQueryQueueWait = 30 * time.Second
 
 // DefaultSchema is the schema a table name without one resolves in
 // (Options.DefaultSchema when empty): the embedded catalog's namespace,
-// Iceberg's and Spark's `default`.
+// the `default` of Spark and the table formats.
 const DefaultSchema = "default"
 
 // IdempotencyKeyOption is the CommandStatementIngest option whose value

@@ -83,6 +83,9 @@ func (m *mem) CheckUnreferenced(_ context.Context, t catalogs.TableIdent, rs []c
 	return nil
 }
 
+// PayloadKind implements catalogs.PayloadCodec.
+func (m *mem) PayloadKind() string { return "mem" }
+
 // EncodePayload implements catalogs.PayloadCodec.
 func (m *mem) EncodePayload(_ context.Context, t catalogs.TableIdent, rs []catalogs.WriteReceipt) (int, []byte, error) {
 	if _, err := parse(t, rs); err != nil {

@@ -20,6 +20,9 @@ var (
 	_ catalogs.CommitMatcher  = (*Provider)(nil)
 )
 
+// PayloadKind implements catalogs.PayloadCodec.
+func (p *Provider) PayloadKind() string { return pcodec.EnvelopeKind }
+
 // EncodePayload merges the receipts' CommitMessages into one
 // CommitMessageSerializer list at receiptVersion, the version Paimon 1.4
 // reads: the bytes a Java coordinator deserializes as they are.

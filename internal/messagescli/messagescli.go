@@ -131,7 +131,7 @@ func inspectSigned(prog, name string, data []byte, partTypes string, stdout, std
 		"commitUser": e.CommitUser, "preparedAt": e.PreparedAt.UTC().Format(time.RFC3339Nano), "signature": "not checked",
 	}}
 	switch e.Kind {
-	case envelope.KindPaimon:
+	case paimon.EnvelopeKind:
 		msgs, err := paimon.DecodeList(e.SerializerVersion, e.Payload)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s inspect: %s: payload: %v\n", prog, name, err)
