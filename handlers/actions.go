@@ -37,10 +37,6 @@ var commitActions = []*flight.ActionType{
 	{Type: GetCommitStatusActionType, Description: `Has {"commit_id"} landed on {"catalog", "schema", "table"}?`},
 }
 
-// DefaultCommitMessageTTL is how long a prepared payload can be committed
-// when Options leave CommitMessageTTL unset (txn.DefaultMessageTTL).
-const DefaultCommitMessageTTL = txn.DefaultMessageTTL
-
 // WithActions returns fs answering the distributed-commit actions too;
 // every other action, and every other call, goes to fs.
 func (h *Handler) WithActions(fs flight.FlightServer) flight.FlightServer {

@@ -55,8 +55,8 @@ type Options struct {
 	// when zero).
 	TicketTTL time.Duration
 	// CommitMessageTTL is how long a PrepareCommit payload can be
-	// committed (DefaultCommitMessageTTL, which is txn.DefaultMessageTTL,
-	// when zero); keep it below reclaim.min_age.
+	// committed (txn.DefaultMessageTTL when zero, defined there once);
+	// keep it below reclaim.min_age.
 	CommitMessageTTL time.Duration
 	// AfterCommitMessages is test-only: when not nil it is called after a
 	// CommitMessages landed and before its reply is sent, so that a test
