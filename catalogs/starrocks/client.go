@@ -206,17 +206,31 @@ const (
 )
 
 // loadState asks the FE for a label's transaction state. It is read-only,
-// so it is retried (catalogs.Guard: bounded, with backoff).
+// so it is retried (bounded, with backoff), an answer without a state
+// too; only a call that got no answer counts in the breaker (an answer,
+// whatever it says, is a live cluster).
 func (c *client) loadState(ctx context.Context, db, lbl string) (string, error) {
-	return catalogs.Guard(ctx, c.remote, true, func(cctx context.Context) (string, error) {
-		return c.loadStateOnce(cctx, db, lbl)
-	})
+	var last error
+	for i := range max(1, c.cfg.retries) {
+		if i > 0 {
+			if err := sleep(ctx, backoff(i-1)); err != nil {
+				return "", last
+			}
+		}
+		st, err := c.loadStateOnce(ctx, db, lbl)
+		if err == nil || !errors.Is(err, catalogs.ErrUnavailable) || catalogs.ErrBreakerOpen(err) {
+			return st, err
+		}
+		last = err
+	}
+	return "", last
 }
 
-// loadStateOnce is one get_load_state call, to the FEs in turn.
-func (c *client) loadStateOnce(cctx context.Context, db, lbl string) (string, error) {
+// loadStateOnce is one get_load_state call, to the FEs in turn, through
+// the breaker.
+func (c *client) loadStateOnce(ctx context.Context, db, lbl string) (string, error) {
 	path := "/api/" + url.PathEscape(db) + "/get_load_state"
-	a, err := func() (answer, error) {
+	a, err := catalogs.Guard(ctx, c.remote, false, func(cctx context.Context) (answer, error) {
 		var last error
 		for _, base := range c.cfg.fe {
 			u := base.ResolveReference(&url.URL{Path: path, RawQuery: url.Values{"label": {lbl}}.Encode()})
@@ -227,7 +241,10 @@ func (c *client) loadStateOnce(cctx context.Context, db, lbl string) (string, er
 			last = err
 		}
 		return answer{}, last
-	}()
+	})
+	if catalogs.ErrBreakerOpen(err) {
+		return "", c.paused("get_load_state", err)
+	}
 	if err != nil {
 		return "", err
 	}
