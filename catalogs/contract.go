@@ -44,7 +44,7 @@ var Contract = []Capability{
 	{"SchemaReplacer", false, "txn/write.go: a replace that changes the schema",
 		"a replace must keep the table's columns", "SchemaReplacer"},
 	{"CommitMatcher", false, "txn/messagecommit.go: CommitMessages, before and after committing (a commit id names one set of files)",
-		"a landed commit id is answered from its record without comparing its files", "none yet (backend tests: TestMatchCommit, integration TestCommitMessagesOneFileSetPerID)"},
+		"a landed commit id is answered from its record without comparing its files", "CommitMatcher; integration TestCommitMessagesOneFileSetPerID"},
 	{"ReceiptChecker", false, "txn/messages.go and txn/messagecommit.go: CommitMessages and AbortMessages check the payloads' receipts (CheckReceipts), CommitMessages' replay refusal and AbortMessages' never-committed check (CheckUnreferenced)",
 		"CommitMessages and AbortMessages are FailedPrecondition", "ReceiptChecker, CheckUnreferenced, Replicas, messages"},
 	{"PayloadCodec", false, "txn/messages.go: PrepareCommit seals the payloads under the codec's kind; CommitMessages and AbortMessages refuse another kind and decode them",

@@ -354,3 +354,49 @@ func pushRead(ctx context.Context, qp catalogs.QueryPusher, q catalogs.PushedQue
 	}
 	return out, nil
 }
+
+// testCommitMatcher: a commit id names one set of files. MatchCommit
+// finds no commit for an id never committed; for a landed id it answers
+// the commit as recorded (its snapshot, its rows), and same only for the
+// receipts it landed with: not for other receipts, nor for those plus
+// more.
+func (s suite) testCommitMatcher(t *testing.T) {
+	in, id := s.setup(t, "matched")
+	cm, ok := in.Provider.(catalogs.CommitMatcher)
+	skipUnless(t, ok, "catalogs.CommitMatcher")
+	ic, ok := in.Provider.(catalogs.IdempotentCommitter)
+	if !ok {
+		t.Fatal("the backend is a catalogs.CommitMatcher but no catalogs.IdempotentCommitter: no commit id could ever land")
+	}
+	ctx := context.Background()
+	r1 := write(t, in, id, 0, 12)
+	if _, landed, _, err := cm.MatchCommit(ctx, id, "match-1", []catalogs.WriteReceipt{r1}); err != nil || landed {
+		t.Fatalf("MatchCommit(never committed) = landed %v, %v; want not landed", landed, err)
+	}
+	out, err := ic.CommitOnce(ctx, id, "match-1", []catalogs.WriteReceipt{r1})
+	if err != nil {
+		t.Fatalf("CommitOnce: %v", err)
+	}
+	rec, landed, same, err := cm.MatchCommit(ctx, id, "match-1", []catalogs.WriteReceipt{r1})
+	if err != nil || !landed || !same {
+		t.Fatalf("MatchCommit(its own receipts) = landed %v, same %v, %v; want both", landed, same, err)
+	}
+	if rec.RowCount != 12 || rec.Outcome.SnapshotID != out.SnapshotID {
+		t.Errorf("MatchCommit record = %d rows in snapshot %d, want 12 in %d", rec.RowCount, rec.Outcome.SnapshotID, out.SnapshotID)
+	}
+	r2 := write(t, in, id, 100, 5)
+	for name, rs := range map[string][]catalogs.WriteReceipt{"other receipts": {r2}, "its receipts and more": {r1, r2}} {
+		rec, landed, same, err := cm.MatchCommit(ctx, id, "match-1", rs)
+		if err != nil || !landed {
+			t.Errorf("MatchCommit(%s) = landed %v, %v; want landed", name, landed, err)
+			continue
+		}
+		if same {
+			t.Errorf("MatchCommit(%s): same, want other files (a commit id names one set of files)", name)
+		}
+		if rec.RowCount != 12 {
+			t.Errorf("MatchCommit(%s) record = %d rows, want the 12 recorded, never the request's", name, rec.RowCount)
+		}
+	}
+	discard(t, in, id, []catalogs.WriteReceipt{r2})
+}

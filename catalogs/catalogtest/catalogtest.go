@@ -149,6 +149,7 @@ func Run(t *testing.T, h Harness, cfg Config) {
 		{"ConcurrentCommitters", s.testConcurrentCommitters},
 		{"Discard", s.testDiscard},
 		{"CommitOnce", s.testCommitOnce},
+		{"CommitMatcher", s.testCommitMatcher},
 		{"Replicas", s.testReplicas},
 		{"Overwrite", s.testOverwrite},
 		{"Stream", s.testStream},

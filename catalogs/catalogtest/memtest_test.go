@@ -433,6 +433,22 @@ func (m *mem) FindCommit(_ context.Context, t catalogs.TableIdent, commitID stri
 	return l.rec, ok, nil
 }
 
+// MatchCommit implements catalogs.CommitMatcher: a landed commit id is
+// the same commit when it landed with exactly these receipts.
+func (m *mem) MatchCommit(_ context.Context, t catalogs.TableIdent, commitID string, rs []catalogs.WriteReceipt) (catalogs.CommitRecord, bool, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tbl, err := m.table(t)
+	if err != nil {
+		return catalogs.CommitRecord{}, false, false, err
+	}
+	l, ok := tbl.commits[commitID]
+	if !ok {
+		return catalogs.CommitRecord{}, false, false, nil
+	}
+	return l.rec, true, l.receipts == receiptsKey(rs) || m.flaw == "match-ignores-files", nil
+}
+
 // Discard implements catalogs.Discarder: staged batches are dropped, and
 // a backend transaction is rolled back whole.
 func (m *mem) Discard(_ context.Context, t catalogs.TableIdent, rs []catalogs.WriteReceipt) error {

@@ -182,6 +182,7 @@ func TestSuiteCatchesFlaws(t *testing.T) {
 		{"batch/payload-drops-receipt", "PayloadCodec", "the decoded receipts count 20 rows, want 25"},
 		{"batch/payload-trusts-table", "PayloadCodec", "a payload decoded and checked for another table: no error"},
 		{"batch/payload-truncated-ok", "PayloadCodec", "a payload truncated to 0 of"},
+		{"batch/match-ignores-files", "CommitMatcher", "MatchCommit(other receipts): same, want other files"},
 		{"caps/options-ignored", "TableOptions", "CreateTable(unknown option): no error"},
 		{"caps/replace-keeps-schema", "SchemaReplacer", "columns after the replace = [id name], want [id label score]"},
 		{"caps/push-ignores-filter", "QueryPusher", "pushed query WHERE id >= 250 returned 300 rows, want 50"},
