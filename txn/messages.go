@@ -151,7 +151,7 @@ func (x *Messages) seal(ctx context.Context, s Staged, user string, at time.Time
 			// StarRocks, an upstream Flight SQL server: the receipts name
 			// a transaction the backend holds open for this process, and
 			// no other process could check them.
-			why = ": no other process can check or commit its receipts (a transaction of the backend itself ends with EndTransaction)"
+			why = ": its writes may be a transaction of the backend itself, open in this gateway process, which no other process can commit (end the transaction with EndTransaction)"
 		}
 		return PreparedTable{}, catalogs.Errorf(catalogs.ErrFailedPrecondition,
 			"table %s: catalog %q has no commit-message format%s", s.Table, s.Table.Catalog, why)
