@@ -49,10 +49,20 @@ type Discarder interface {
 // TableManager is implemented by backends that can create and drop tables,
 // which the ingest modes create, replace and create-append need.
 type TableManager interface {
-	// CreateTable creates a table from an Arrow schema. It returns an error
-	// wrapping ErrAlreadyExists when the table exists, and ErrInvalidArgument
-	// naming the column when a type cannot be stored.
-	CreateTable(ctx context.Context, table TableIdent, schema *arrow.Schema) (TableSpec, error)
+	// CreateTable creates a table from an Arrow schema with the write's
+	// table options (Iceberg's partition spec, sort order and properties;
+	// Paimon's bucket, bucket-key, primary-key, partition; Delta's
+	// partition; StarRocks' layout; nil: the backend's defaults). It
+	// returns an error wrapping ErrAlreadyExists when the table exists,
+	// and ErrInvalidArgument naming the column when a type cannot be
+	// stored, or naming the option when the backend does not take it or
+	// cannot write the layout it asks for: an option is never ignored.
+	CreateTable(ctx context.Context, table TableIdent, schema *arrow.Schema, opts map[string]string) (TableSpec, error)
+	// CheckTableOptions checks, without creating anything, what
+	// CreateTable would check of opts for a table of schema: a
+	// create_append that finds its table existing still refuses the
+	// options it could never have applied.
+	CheckTableOptions(table TableIdent, schema *arrow.Schema, opts map[string]string) error
 	// DropTable drops a table and returns ErrNotFound when it does not exist.
 	DropTable(ctx context.Context, table TableIdent) error
 }
@@ -69,22 +79,6 @@ type Uncreator interface {
 	// committed, or the catalog cannot drop conditionally) is kept:
 	// dropped is false and err nil.
 	DropUnwritten(ctx context.Context, table TableIdent) (dropped bool, err error)
-}
-
-// TableOptionsCreator is implemented by backends whose tables take
-// creation options (Paimon's bucket, bucket-key, primary-key, partition).
-// The write path uses it, when the write carries table options, instead
-// of TableManager.CreateTable.
-type TableOptionsCreator interface {
-	// CreateTableWithOptions is TableManager.CreateTable with table
-	// options; an option the backend does not accept, or a layout it
-	// cannot write, is ErrInvalidArgument naming the option.
-	CreateTableWithOptions(ctx context.Context, table TableIdent, schema *arrow.Schema, opts map[string]string) (TableSpec, error)
-	// CheckTableOptions checks, without creating anything, what
-	// CreateTableWithOptions would check of opts for a table of schema:
-	// a create_append that finds its table existing still refuses the
-	// options it could never have applied.
-	CheckTableOptions(table TableIdent, schema *arrow.Schema, opts map[string]string) error
 }
 
 // Lister is implemented by backends that can enumerate their namespaces and

@@ -8,14 +8,25 @@ import (
 
 // StreamWriter is implemented by backends that can write a stream of
 // batches into one table as a few large files instead of one small file
-// per batch. The gateway opens one stream per ingest request, writes every
-// incoming batch to it and closes it to obtain the receipts it commits.
+// per batch, or into a transaction of their own. The gateway opens one
+// stream per ingest request (or INSERT), writes every incoming batch to
+// it and closes it to obtain the receipts it commits.
 //
-// Provider.WriteBatch stays the simple path; a stream is an optimisation
-// with the same visibility rule: nothing it writes is visible before a
-// commit.
+// Provider.WriteBatch stays the simple path; a stream has the same
+// visibility rule: nothing it writes is visible before a commit.
+//
+// The stream always knows the unit of work it belongs to (WriteTxn): a
+// backend whose writes go into a transaction of its own (StarRocks Stream
+// Load, an upstream Flight SQL server) makes every stream opened with the
+// same WriteTxn.ID on the same table one backend transaction; the
+// receipts the streams return are committed together (Commit, CommitOnce
+// or CommitOverwrite with WriteTxn.CommitID) or discarded together
+// (Discarder), exactly once. Aborting one stream (WriteStream.Abort) may
+// then doom the whole backend transaction: the later commit fails with
+// ErrFailedPrecondition naming the table, and nothing of the unit of work
+// becomes visible. A backend that stages files may ignore w.
 type StreamWriter interface {
-	OpenStream(ctx context.Context, table TableIdent) (WriteStream, error)
+	OpenStream(ctx context.Context, table TableIdent, w WriteTxn) (WriteStream, error)
 }
 
 // WriteStream is one open write session on a table. It is not safe for

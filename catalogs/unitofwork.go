@@ -25,20 +25,6 @@ type WriteTxn struct {
 	AutoCommit bool
 }
 
-// TxnStreamWriter is implemented by backends that need to know the unit of
-// work a write stream belongs to. The gateway prefers it to StreamWriter.
-//
-// Every stream opened with the same WriteTxn.ID on the same table belongs
-// to one backend transaction; the receipts the streams return are
-// committed together (Commit, CommitOnce or CommitOverwrite with
-// WriteTxn.CommitID) or discarded together (Discarder), exactly once.
-// Aborting one stream (WriteStream.Abort) may doom the whole backend
-// transaction: the later commit then fails with ErrFailedPrecondition
-// naming the table, and nothing of the unit of work becomes visible.
-type TxnStreamWriter interface {
-	OpenTxnStream(ctx context.Context, table TableIdent, w WriteTxn) (WriteStream, error)
-}
-
 // CommitMode says how one table's receipts land.
 type CommitMode int
 
@@ -99,8 +85,10 @@ type SchemaReplacer interface {
 
 // ReceiptChecker is implemented by backends whose receipts may come back
 // from another process (the commit messages of a distributed write: a
-// worker gateway staged them, a coordinator commits or aborts them). The
-// gateway refuses such receipts for a backend that does not check them.
+// worker gateway staged them, a coordinator commits or aborts them): it
+// checks that they are this table's, and whether the table already
+// references their files. The gateway refuses such receipts (CommitMessages
+// and AbortMessages) for a backend that does not check them.
 type ReceiptChecker interface {
 	// CheckReceipts checks, before anything is committed or deleted, that
 	// the receipts are this backend's, were staged for table as it is now,
@@ -108,27 +96,29 @@ type ReceiptChecker interface {
 	// (it would land once and its rows be counted twice). It returns
 	// ErrInvalidArgument naming the receipt or file at fault.
 	CheckReceipts(ctx context.Context, table TableIdent, receipts []WriteReceipt) error
-}
-
-// ReferenceChecker is implemented by backends that can tell whether files
-// named by receipts are referenced by the table. The gateway asks it
-// before deleting files named by receipts that came from another process
-// (AbortMessages), which cannot otherwise know that the receipts were
-// never committed.
-type ReferenceChecker interface {
 	// CheckUnreferenced returns ErrFailedPrecondition naming the first
 	// file of receipts that any snapshot of table references (current or
-	// older); nil when none is.
+	// older); nil when none is. The gateway asks it before deleting files
+	// named by receipts from another process (AbortMessages), which
+	// cannot otherwise know that they were never committed, and for
+	// CommitMessages' replay refusal.
 	CheckUnreferenced(ctx context.Context, table TableIdent, receipts []WriteReceipt) error
 }
 
-// PayloadCodec is implemented by backends whose commit-message payload
-// (the bytes PrepareCommit hands out and CommitMessages takes back) is a
-// format other engines read, not the receipts as the gateway keeps them:
-// Paimon's is Paimon Java's CommitMessageSerializer list, so that a Java
-// coordinator commits the gateway's payloads and the gateway commits
-// Java's. Without it the payload is the receipts themselves.
+// PayloadCodec is implemented by backends whose receipts can travel as
+// commit messages (the payloads PrepareCommit hands out and CommitMessages
+// takes back, in a signed envelope, codec/envelope). The payload is the
+// backend's own format: Paimon's is Paimon Java's CommitMessageSerializer
+// list, so that a Java coordinator commits the gateway's payloads and the
+// gateway commits Java's; Iceberg's is the receipts themselves
+// (envelope.EncodeReceipts). The backend kind and the serializer versions
+// are the codec's, so a new format adds nothing to codec/envelope, txn or
+// handlers. Without it PrepareCommit is FailedPrecondition.
 type PayloadCodec interface {
+	// PayloadKind names the payload's format in the envelope (the
+	// backend kind, "iceberg", "paimon"): a coordinator refuses a payload
+	// of another kind before decoding it.
+	PayloadKind() string
 	// EncodePayload merges the receipts of one table into one payload
 	// and returns it with its serializer version.
 	EncodePayload(ctx context.Context, table TableIdent, receipts []WriteReceipt) (version int, payload []byte, err error)
@@ -136,6 +126,7 @@ type PayloadCodec interface {
 	// process, into receipts of table. It derives what the backend needs
 	// beside the payload (file paths) from the table, never from the
 	// payload's claims; ReceiptChecker then checks the result. It returns
-	// ErrInvalidArgument naming what does not decode.
+	// ErrInvalidArgument naming what does not decode, or the serializer
+	// version when it does not read that version.
 	DecodePayload(ctx context.Context, table TableIdent, version int, payload []byte) ([]WriteReceipt, error)
 }

@@ -2,8 +2,6 @@ package handlers
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -39,10 +37,6 @@ var commitActions = []*flight.ActionType{
 	{Type: GetCommitStatusActionType, Description: `Has {"commit_id"} landed on {"catalog", "schema", "table"}?`},
 	{Type: MaintainTableActionType, Description: `Operator: {"catalog", "schema", "table", "tasks": ["expire_snapshots", "rewrite_data_files", "rewrite_manifests"], "dry_run"}: run table maintenance (docs/maintenance.md); no tasks runs them all.`},
 }
-
-// DefaultCommitMessageTTL is how long a prepared payload can be committed
-// when Options leave CommitMessageTTL unset (txn.DefaultMessageTTL).
-const DefaultCommitMessageTTL = txn.DefaultMessageTTL
 
 // WithActions returns fs answering the distributed-commit actions too;
 // every other action, and every other call, goes to fs.
@@ -152,19 +146,13 @@ func (h *Handler) resolveAll(ctx context.Context, tables []tableMessages) ([]txn
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, txn.MessageTable{Table: ident, Provider: cat.Provider, Kind: cat.Type, Payloads: tm.Payloads})
+		out = append(out, txn.MessageTable{Table: ident, Provider: cat.Provider, Payloads: tm.Payloads})
 	}
 	return out, nil
 }
 
-// messageKey is the HMAC key of commit messages: derived from the ticket
-// signing key, so that a payload never verifies as a ticket or the
-// reverse.
-func (h *Handler) messageKey() []byte {
-	m := hmac.New(sha256.New, h.ticketKey())
-	m.Write([]byte("flightgw commit messages v2"))
-	return m.Sum(nil)
-}
+// messageKey is the HMAC key of commit messages (txn.MessageKey).
+func (h *Handler) messageKey() []byte { return txn.MessageKey(h.ticketKey()) }
 
 // messages is the commit messages' write policy, built when first used
 // (the ticket key may be drawn then).
@@ -172,10 +160,6 @@ func (h *Handler) messages() *txn.Messages {
 	h.msgOnce.Do(func() { h.msgs = txn.NewMessages(h.opts.Txns, h.messageKey, h.opts.CommitMessageTTL) })
 	return h.msgs
 }
-
-// catalogType is the type of a table's catalog: the backend kind of its
-// payloads.
-func (h *Handler) catalogType(t catalogs.TableIdent) string { return h.catalogs[t.Catalog].Type }
 
 // prepareCommit answers PrepareCommit: the transaction named, or the one
 // open in the caller's session, ends prepared; each table's receipts come
@@ -199,7 +183,7 @@ func (h *Handler) prepareCommit(ctx context.Context, body []byte) (any, error) {
 		}
 		id = t.ID()
 	}
-	tables, err := h.messages().Prepare(ctx, p.ID(), id, h.catalogType, time.Now())
+	tables, err := h.messages().Prepare(ctx, p.ID(), id, time.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ func TestClientFaultsKeepBreakerClosed(t *testing.T) {
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}
 	theirs := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "bobs"}
 	for _, tbl := range []catalogs.TableIdent{id, theirs} {
-		if _, err := p.CreateTable(alice, tbl, sc); err != nil {
+		if _, err := p.CreateTable(alice, tbl, sc, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

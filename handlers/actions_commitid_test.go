@@ -67,7 +67,7 @@ func openReplicas(t *testing.T, kind string) *replicas {
 		}
 		r.ps[i], r.hs[i] = p, h
 	}
-	if _, err := r.ps[0].(catalogs.TableManager).CreateTable(ctx, r.id, r.sc); err != nil {
+	if _, err := r.ps[0].(catalogs.TableManager).CreateTable(ctx, r.id, r.sc, nil); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -249,7 +249,7 @@ func TestCommitIDRace(t *testing.T) {
 					st.Rows != uint64(2+2*won) {
 					t.Fatalf("trial %d: GetCommitStatus %+v, the winner (%d rows) answered %+v", trial, st, 2+2*won, res[won])
 				}
-				if err := r.ps[0].(catalogs.ReferenceChecker).CheckUnreferenced(r.ctx, r.id, receipts[lost]); err != nil {
+				if err := r.ps[0].(catalogs.ReceiptChecker).CheckUnreferenced(r.ctx, r.id, receipts[lost]); err != nil {
 					t.Fatalf("trial %d: the refused payload's files are in a snapshot: %v", trial, err)
 				}
 			}

@@ -18,11 +18,39 @@ import (
 	"github.com/flightgw/flightgw/txn"
 )
 
+// receiptsCodec is the catalogs.PayloadCodec of a test double: the
+// receipts themselves, under kind "iceberg".
+type receiptsCodec struct{}
+
+func (receiptsCodec) PayloadKind() string { return "iceberg" }
+
+func (receiptsCodec) EncodePayload(_ context.Context, _ catalogs.TableIdent, rs []catalogs.WriteReceipt) (int, []byte, error) {
+	ers := make([]envelope.Receipt, len(rs))
+	for i, r := range rs {
+		ers[i] = envelope.Receipt{Metadata: r.Metadata, RowCount: r.RowCount, ByteCount: r.ByteCount}
+	}
+	b, err := envelope.EncodeReceipts(ers)
+	return envelope.ReceiptsVersion, b, err
+}
+
+func (receiptsCodec) DecodePayload(_ context.Context, t catalogs.TableIdent, _ int, b []byte) ([]catalogs.WriteReceipt, error) {
+	ers, err := envelope.DecodeReceipts(b)
+	if err != nil {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: %v", t, err)
+	}
+	out := make([]catalogs.WriteReceipt, len(ers))
+	for i, r := range ers {
+		out[i] = catalogs.WriteReceipt{Metadata: r.Metadata, RowCount: r.RowCount, ByteCount: r.ByteCount}
+	}
+	return out, nil
+}
+
 // raceProvider is a backend whose staged files are a set, for
 // TestCommitAbortRace: its reference check of an abort, once passed,
 // waits for the test, so that a CommitMessages can run in the window
 // between the check and the deletion.
 type raceProvider struct {
+	receiptsCodec
 	mu        sync.Mutex
 	staged    map[string]bool // files on storage
 	committed map[string]bool // files a snapshot references
@@ -215,6 +243,8 @@ type codecProvider struct {
 	*raceProvider
 	decodeErr error
 }
+
+func (p codecProvider) PayloadKind() string { return "paimon" }
 
 func (p codecProvider) EncodePayload(context.Context, catalogs.TableIdent, []catalogs.WriteReceipt) (int, []byte, error) {
 	return 0, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "no encode")

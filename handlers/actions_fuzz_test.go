@@ -41,7 +41,7 @@ func FuzzActionBodies(f *testing.F) {
 	f.Cleanup(func() { _ = p.Close() })
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}
 	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	if _, err := p.CreateTable(ctx, id, sc); err != nil {
+	if _, err := p.CreateTable(ctx, id, sc, nil); err != nil {
 		f.Fatal(err)
 	}
 	h, err := New(Options{Txns: txn.NewManager(time.Minute, nil), TicketKey: []byte("fuzz-key"),

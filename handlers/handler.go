@@ -55,8 +55,8 @@ type Options struct {
 	// when zero).
 	TicketTTL time.Duration
 	// CommitMessageTTL is how long a PrepareCommit payload can be
-	// committed (DefaultCommitMessageTTL, which is txn.DefaultMessageTTL,
-	// when zero); keep it below reclaim.min_age.
+	// committed (txn.DefaultMessageTTL when zero, defined there once);
+	// keep it below reclaim.min_age.
 	CommitMessageTTL time.Duration
 	// AfterCommitMessages is test-only: when not nil it is called after a
 	// CommitMessages landed and before its reply is sent, so that a test
@@ -120,7 +120,7 @@ const DefaultQueryQueueWait = 30 * time.Second
 
 // DefaultSchema is the schema a table name without one resolves in
 // (Options.DefaultSchema when empty): the embedded catalog's namespace,
-// Iceberg's and Spark's `default`.
+// the `default` of Spark and the table formats.
 const DefaultSchema = "default"
 
 // IdempotencyKeyOption is the CommandStatementIngest option whose value

@@ -88,8 +88,8 @@ func (h *Handler) ingest(ctx context.Context, cmd flightsql.StatementIngest, rdr
 }
 
 // tableOptions are the ingest options a backend applies to a table the
-// ingest creates (Iceberg's partition, sort and properties; Paimon's
-// bucket, primary-key, partition...), or refuses: every option but the
+// ingest creates (catalogs.TableManager.CreateTable: a partition spec, a
+// bucket count, a primary key...), or refuses: every option but the
 // gateway's own flightgw.* ones.
 func tableOptions(opts map[string]string) map[string]string {
 	var out map[string]string

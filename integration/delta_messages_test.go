@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	dcodec "github.com/flightgw/flightgw/codec/delta"
 	"github.com/flightgw/flightgw/codec/envelope"
 )
 
@@ -69,8 +70,8 @@ func TestDeltaCommitMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Kind != envelope.KindDelta || e.SerializerVersion != envelope.DeltaActionsVersion {
-		t.Fatalf("envelope kind %q version %d, want delta %d", e.Kind, e.SerializerVersion, envelope.DeltaActionsVersion)
+	if e.Kind != dcodec.EnvelopeKind || e.SerializerVersion != dcodec.ActionsVersion {
+		t.Fatalf("envelope kind %q version %d, want delta %d", e.Kind, e.SerializerVersion, dcodec.ActionsVersion)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(e.Payload), "\n"), "\n")
 	if len(lines) == 0 || !strings.HasPrefix(lines[0], `{"add":{"path":"part-`) {

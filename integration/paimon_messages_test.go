@@ -124,7 +124,7 @@ func TestPaimonCommitMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Kind != envelope.KindPaimon || e.SerializerVersion != paimon.Version11 {
+	if e.Kind != paimon.EnvelopeKind || e.SerializerVersion != paimon.Version11 {
 		t.Fatalf("envelope kind %q version %d, want paimon 11", e.Kind, e.SerializerVersion)
 	}
 	msgs, err := paimon.DecodeList(e.SerializerVersion, e.Payload)
@@ -220,7 +220,7 @@ func TestPaimonJavaPayloads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sealed, err := envelope.Seal(envelope.Envelope{Kind: envelope.KindPaimon, SerializerVersion: version,
+		sealed, err := envelope.Seal(envelope.Envelope{Kind: paimon.EnvelopeKind, SerializerVersion: version,
 			Table: []string{"pm", "default", "from_java"}, CommitUser: "java-writer", PreparedAt: time.Now(), Payload: raw}, paimonMessageKey())
 		if err != nil {
 			t.Fatal(err)

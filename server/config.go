@@ -106,7 +106,7 @@ type ClusterConfig struct {
 	// is forwarded to them, so that a query stops whichever replica serves
 	// its DoGet.
 	Peers []string `yaml:"peers"`
-	// PeerTimeout bounds one call to a peer (default 2s); a call that
+	// PeerTimeout bounds one call to a peer (default DefaultPeerTimeout); a call that
 	// times out or finds the peer unavailable is tried 3 times.
 	PeerTimeout duration.Duration `yaml:"peer_timeout"`
 	// Advertise is the host:port at which the other replicas reach this
@@ -329,89 +329,124 @@ func LoadConfig(path string, overrides ...Override) (*Config, error) {
 	return cfg, nil
 }
 
-// EnvVars lists the environment variables that override the file.
-var EnvVars = []string{
-	"FLIGHTGW_LISTEN", "FLIGHTGW_DATA_DIR", "FLIGHTGW_INSECURE", "FLIGHTGW_LOG_LEVEL", "FLIGHTGW_LOG_FORMAT",
-	"FLIGHTGW_DEFAULT_CATALOG", "FLIGHTGW_DEFAULT_SCHEMA", "FLIGHTGW_MAX_BATCH_BYTES", "FLIGHTGW_MEMORY_LIMIT",
-	"FLIGHTGW_TXN_IDLE_TIMEOUT", "FLIGHTGW_SHUTDOWN_GRACE", "FLIGHTGW_STATEMENT_TIMEOUT", "FLIGHTGW_AUTH_SIGNING_KEY",
-	"FLIGHTGW_ENGINE_MEMORY_LIMIT", "FLIGHTGW_ENGINE_TEMP_DIR", "FLIGHTGW_RESULT_COMPRESSION", "FLIGHTGW_TICKETS_SIGNING_KEY", "FLIGHTGW_PPROF_LISTEN",
-	"FLIGHTGW_GC_PERCENT", "FLIGHTGW_GC_MIN_HEAP", "FLIGHTGW_CLUSTER_PEERS", "FLIGHTGW_TLS_CERT_FILE", "FLIGHTGW_TLS_KEY_FILE",
-	"FLIGHTGW_TLS_CLIENT_CA_FILE", "FLIGHTGW_CLUSTER_ADVERTISE", "FLIGHTGW_HEALTH_LISTEN",
-	"FLIGHTGW_RECLAIM_INTERVAL", "FLIGHTGW_RECLAIM_MIN_AGE",
-	"FLIGHTGW_STREAM_IDLE_TIMEOUT", "FLIGHTGW_PER_PRINCIPAL_WRITES", "FLIGHTGW_PER_PRINCIPAL_QUERIES",
-	"FLIGHTGW_PREPARED_PER_SESSION", "FLIGHTGW_MAX_ACTION_BYTES", "FLIGHTGW_ACTION_MEMORY", "FLIGHTGW_MAX_REQUEST_BYTES",
-	"FLIGHTGW_HEALTH_PUBLIC", "FLIGHTGW_COMMIT_MESSAGES_TTL",
-	"FLIGHTGW_MAINTENANCE_INTERVAL", "FLIGHTGW_MAINTENANCE_AFTER_COMMITS",
+// envVar is one environment variable that overrides a key of the file:
+// its name and how it sets the config. envVars is the one table both
+// applyEnv and EnvVars (flightgw serve --help) read, so that the two
+// cannot drift.
+type envVar struct {
+	name string
+	set  func(c *Config, name, v string) error
 }
 
-func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
-	str := map[string]*string{
-		"FLIGHTGW_LISTEN": &c.Listen, "FLIGHTGW_DATA_DIR": &c.DataDir, "FLIGHTGW_LOG_LEVEL": &c.Log.Level,
-		"FLIGHTGW_LOG_FORMAT": &c.Log.Format, "FLIGHTGW_DEFAULT_CATALOG": &c.DefaultCatalog,
-		"FLIGHTGW_DEFAULT_SCHEMA": &c.DefaultSchema, "FLIGHTGW_AUTH_SIGNING_KEY": &c.Auth.SigningKey,
-		"FLIGHTGW_ENGINE_MEMORY_LIMIT": &c.Engine.MemoryLimit, "FLIGHTGW_ENGINE_TEMP_DIR": &c.Engine.TempDir,
-		"FLIGHTGW_RESULT_COMPRESSION":  &c.Engine.ResultCompression,
-		"FLIGHTGW_TICKETS_SIGNING_KEY": &c.Tickets.SigningKey, "FLIGHTGW_PPROF_LISTEN": &c.Debug.PprofListen,
-		"FLIGHTGW_TLS_CERT_FILE": &c.TLS.CertFile, "FLIGHTGW_TLS_KEY_FILE": &c.TLS.KeyFile,
-		"FLIGHTGW_TLS_CLIENT_CA_FILE": &c.TLS.ClientCAFile, "FLIGHTGW_CLUSTER_ADVERTISE": &c.Cluster.Advertise,
-		"FLIGHTGW_HEALTH_LISTEN": &c.Health.Listen,
-	}
-	for k, p := range str {
-		if v, ok := lookup(k); ok {
-			*p = v
-		}
-	}
-	for k, p := range map[string]*bool{"FLIGHTGW_INSECURE": &c.Insecure, "FLIGHTGW_HEALTH_PUBLIC": &c.Health.Public} {
-		if v, ok := lookup(k); ok {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return fmt.Errorf("%s: %q is not a boolean", k, v)
-			}
-			*p = b
-		}
-	}
-	for k, p := range map[string]*int64{"FLIGHTGW_MAX_BATCH_BYTES": &c.Limits.MaxBatchBytes, "FLIGHTGW_MEMORY_LIMIT": &c.Limits.MemoryLimit,
-		"FLIGHTGW_GC_MIN_HEAP":      &c.Limits.GCMinHeap,
-		"FLIGHTGW_MAX_ACTION_BYTES": &c.Limits.MaxActionBytes, "FLIGHTGW_ACTION_MEMORY": &c.Limits.ActionMemory,
-		"FLIGHTGW_MAX_REQUEST_BYTES": &c.Limits.MaxRequestBytes} {
-		if v, ok := lookup(k); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return fmt.Errorf("%s: %q is not an integer", k, v)
-			}
-			*p = n
-		}
-	}
-	if v, ok := lookup("FLIGHTGW_CLUSTER_PEERS"); ok {
-		c.Cluster.Peers = peerList(v)
-	}
-	for k, p := range map[string]*int{"FLIGHTGW_GC_PERCENT": &c.Limits.GCPercent, "FLIGHTGW_PER_PRINCIPAL_WRITES": &c.Limits.PerPrincipalWrites,
-		"FLIGHTGW_MAINTENANCE_AFTER_COMMITS": &c.Maintenance.AfterCommits,
-		"FLIGHTGW_PER_PRINCIPAL_QUERIES":     &c.Limits.PerPrincipalQueries, "FLIGHTGW_PREPARED_PER_SESSION": &c.Limits.PreparedPerSession} {
-		if v, ok := lookup(k); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return fmt.Errorf("%s: %q is not an integer", k, v)
-			}
-			*p = n
-		}
-	}
-	for k, p := range map[string]*duration.Duration{"FLIGHTGW_TXN_IDLE_TIMEOUT": &c.Timeouts.TxnIdle, "FLIGHTGW_SHUTDOWN_GRACE": &c.Timeouts.ShutdownGrace,
-		"FLIGHTGW_STATEMENT_TIMEOUT": &c.Timeouts.Statement, "FLIGHTGW_RECLAIM_MIN_AGE": &c.Reclaim.MinAge,
-		"FLIGHTGW_STREAM_IDLE_TIMEOUT": &c.Timeouts.StreamIdle, "FLIGHTGW_COMMIT_MESSAGES_TTL": &c.CommitMessages.TTL,
-		"FLIGHTGW_MAINTENANCE_INTERVAL": &c.Maintenance.Interval} {
-		if v, ok := lookup(k); ok {
-			_ = p.UnmarshalText([]byte(v))
-			if err := p.Check(k); err != nil {
-				return err
-			}
-		}
-	}
-	if v, ok := lookup("FLIGHTGW_RECLAIM_INTERVAL"); ok {
+// envVars are the environment overrides, in the order --help lists them.
+var envVars = []envVar{
+	envString("FLIGHTGW_LISTEN", func(c *Config) *string { return &c.Listen }),
+	envString("FLIGHTGW_DATA_DIR", func(c *Config) *string { return &c.DataDir }),
+	envBool("FLIGHTGW_INSECURE", func(c *Config) *bool { return &c.Insecure }),
+	envString("FLIGHTGW_LOG_LEVEL", func(c *Config) *string { return &c.Log.Level }),
+	envString("FLIGHTGW_LOG_FORMAT", func(c *Config) *string { return &c.Log.Format }),
+	envString("FLIGHTGW_DEFAULT_CATALOG", func(c *Config) *string { return &c.DefaultCatalog }),
+	envString("FLIGHTGW_DEFAULT_SCHEMA", func(c *Config) *string { return &c.DefaultSchema }),
+	envInt64("FLIGHTGW_MAX_BATCH_BYTES", func(c *Config) *int64 { return &c.Limits.MaxBatchBytes }),
+	envInt64("FLIGHTGW_MEMORY_LIMIT", func(c *Config) *int64 { return &c.Limits.MemoryLimit }),
+	envDuration("FLIGHTGW_TXN_IDLE_TIMEOUT", func(c *Config) *duration.Duration { return &c.Timeouts.TxnIdle }),
+	envDuration("FLIGHTGW_SHUTDOWN_GRACE", func(c *Config) *duration.Duration { return &c.Timeouts.ShutdownGrace }),
+	envDuration("FLIGHTGW_STATEMENT_TIMEOUT", func(c *Config) *duration.Duration { return &c.Timeouts.Statement }),
+	envString("FLIGHTGW_AUTH_SIGNING_KEY", func(c *Config) *string { return &c.Auth.SigningKey }),
+	envString("FLIGHTGW_ENGINE_MEMORY_LIMIT", func(c *Config) *string { return &c.Engine.MemoryLimit }),
+	envString("FLIGHTGW_ENGINE_TEMP_DIR", func(c *Config) *string { return &c.Engine.TempDir }),
+	envString("FLIGHTGW_RESULT_COMPRESSION", func(c *Config) *string { return &c.Engine.ResultCompression }),
+	envString("FLIGHTGW_TICKETS_SIGNING_KEY", func(c *Config) *string { return &c.Tickets.SigningKey }),
+	envString("FLIGHTGW_PPROF_LISTEN", func(c *Config) *string { return &c.Debug.PprofListen }),
+	envInt("FLIGHTGW_GC_PERCENT", func(c *Config) *int { return &c.Limits.GCPercent }),
+	envInt64("FLIGHTGW_GC_MIN_HEAP", func(c *Config) *int64 { return &c.Limits.GCMinHeap }),
+	{"FLIGHTGW_CLUSTER_PEERS", func(c *Config, _, v string) error { c.Cluster.Peers = peerList(v); return nil }},
+	envString("FLIGHTGW_TLS_CERT_FILE", func(c *Config) *string { return &c.TLS.CertFile }),
+	envString("FLIGHTGW_TLS_KEY_FILE", func(c *Config) *string { return &c.TLS.KeyFile }),
+	envString("FLIGHTGW_TLS_CLIENT_CA_FILE", func(c *Config) *string { return &c.TLS.ClientCAFile }),
+	envString("FLIGHTGW_CLUSTER_ADVERTISE", func(c *Config) *string { return &c.Cluster.Advertise }),
+	envString("FLIGHTGW_HEALTH_LISTEN", func(c *Config) *string { return &c.Health.Listen }),
+	{"FLIGHTGW_RECLAIM_INTERVAL", func(c *Config, name, v string) error {
 		c.Reclaim.Interval = &duration.Duration{}
 		_ = c.Reclaim.Interval.UnmarshalText([]byte(v))
-		if err := c.Reclaim.Interval.Check("FLIGHTGW_RECLAIM_INTERVAL"); err != nil {
-			return err
+		return c.Reclaim.Interval.Check(name)
+	}},
+	envDuration("FLIGHTGW_RECLAIM_MIN_AGE", func(c *Config) *duration.Duration { return &c.Reclaim.MinAge }),
+	envDuration("FLIGHTGW_STREAM_IDLE_TIMEOUT", func(c *Config) *duration.Duration { return &c.Timeouts.StreamIdle }),
+	envInt("FLIGHTGW_PER_PRINCIPAL_WRITES", func(c *Config) *int { return &c.Limits.PerPrincipalWrites }),
+	envInt("FLIGHTGW_PER_PRINCIPAL_QUERIES", func(c *Config) *int { return &c.Limits.PerPrincipalQueries }),
+	envInt("FLIGHTGW_PREPARED_PER_SESSION", func(c *Config) *int { return &c.Limits.PreparedPerSession }),
+	envInt64("FLIGHTGW_MAX_ACTION_BYTES", func(c *Config) *int64 { return &c.Limits.MaxActionBytes }),
+	envInt64("FLIGHTGW_ACTION_MEMORY", func(c *Config) *int64 { return &c.Limits.ActionMemory }),
+	envInt64("FLIGHTGW_MAX_REQUEST_BYTES", func(c *Config) *int64 { return &c.Limits.MaxRequestBytes }),
+	envBool("FLIGHTGW_HEALTH_PUBLIC", func(c *Config) *bool { return &c.Health.Public }),
+	envDuration("FLIGHTGW_COMMIT_MESSAGES_TTL", func(c *Config) *duration.Duration { return &c.CommitMessages.TTL }),
+	envDuration("FLIGHTGW_MAINTENANCE_INTERVAL", func(c *Config) *duration.Duration { return &c.Maintenance.Interval }),
+	envInt("FLIGHTGW_MAINTENANCE_AFTER_COMMITS", func(c *Config) *int { return &c.Maintenance.AfterCommits }),
+}
+
+// EnvVars lists the environment variables that override the file (what
+// flightgw serve --help names).
+var EnvVars = func() []string {
+	out := make([]string, len(envVars))
+	for i, e := range envVars {
+		out[i] = e.name
+	}
+	return out
+}()
+
+func envString(name string, field func(*Config) *string) envVar {
+	return envVar{name, func(c *Config, _, v string) error { *field(c) = v; return nil }}
+}
+
+func envBool(name string, field func(*Config) *bool) envVar {
+	return envVar{name, func(c *Config, name, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a boolean", name, v)
+		}
+		*field(c) = b
+		return nil
+	}}
+}
+
+func envInt64(name string, field func(*Config) *int64) envVar {
+	return envVar{name, func(c *Config, name, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not an integer", name, v)
+		}
+		*field(c) = n
+		return nil
+	}}
+}
+
+func envInt(name string, field func(*Config) *int) envVar {
+	return envVar{name, func(c *Config, name, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not an integer", name, v)
+		}
+		*field(c) = n
+		return nil
+	}}
+}
+
+func envDuration(name string, field func(*Config) *duration.Duration) envVar {
+	return envVar{name, func(c *Config, name, v string) error {
+		p := field(c)
+		_ = p.UnmarshalText([]byte(v))
+		return p.Check(name)
+	}}
+}
+
+// applyEnv applies every variable of envVars that lookup finds.
+func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
+	for _, e := range envVars {
+		if v, ok := lookup(e.name); ok {
+			if err := e.set(c, e.name, v); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

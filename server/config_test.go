@@ -3,6 +3,7 @@ package server
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -228,25 +229,44 @@ func TestActionLimitsDefaults(t *testing.T) {
 	}
 }
 
-// TestEnvVarsListed: every environment variable the config reads is in
-// EnvVars (what flightgw serve --help lists), and EnvVars names none it
-// does not read.
+// TestEnvVarsListed: every FLIGHTGW_ variable the server's sources (and
+// flightgw-server's) name is one of EnvVars, the table applyEnv reads and
+// flightgw serve --help lists, but for the crash hook of the tests; and
+// every one of EnvVars is read from the environment.
 func TestEnvVarsListed(t *testing.T) {
+	listed := map[string]bool{}
+	for _, k := range EnvVars {
+		listed[k] = true
+	}
+	name := regexp.MustCompile(`FLIGHTGW_[A-Z0-9_]+`)
+	for _, glob := range []string{"*.go", "../cmd/flightgw-server/*.go"} {
+		files, err := filepath.Glob(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range name.FindAllString(string(b), -1) {
+				if !listed[k] && k != CrashAfterCommitEnv {
+					t.Errorf("%s names %s, which EnvVars (the environment table, serve --help) does not list", f, k)
+				}
+			}
+		}
+	}
 	read := map[string]bool{}
 	var c Config
 	if err := c.applyEnv(func(k string) (string, bool) { read[k] = true; return "", false }); err != nil {
 		t.Fatal(err)
 	}
-	listed := map[string]bool{}
 	for _, k := range EnvVars {
-		listed[k] = true
 		if !read[k] {
 			t.Errorf("EnvVars lists %s, which the config does not read", k)
-		}
-	}
-	for k := range read {
-		if !listed[k] {
-			t.Errorf("the config reads %s, which EnvVars (serve --help) does not list", k)
 		}
 	}
 }

@@ -86,7 +86,7 @@ func (x *Messages) Abort(ctx context.Context, commitID string, tables []MessageT
 		}
 	}
 	for _, s := range staged {
-		rc, ok := s.Provider.(catalogs.ReferenceChecker)
+		rc, ok := s.Provider.(catalogs.ReceiptChecker)
 		if !ok {
 			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "catalog %q cannot tell whether the files of table %s are committed: nothing deleted",
 				s.Table.Catalog, s.Table)
@@ -171,7 +171,7 @@ func otherFiles(commitID string, t catalogs.TableIdent, rec catalogs.CommitRecor
 // answered with the first snapshot, and is not checked.
 func refuseReplay(ctx context.Context, commitID string, staged []Staged, landed []bool) error {
 	for i, s := range staged {
-		rc, ok := s.Provider.(catalogs.ReferenceChecker)
+		rc, ok := s.Provider.(catalogs.ReceiptChecker)
 		if !ok {
 			return catalogs.Errorf(catalogs.ErrFailedPrecondition, "catalog %q cannot tell whether the files of table %s are already committed: nothing committed",
 				s.Table.Catalog, s.Table)

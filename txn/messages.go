@@ -2,6 +2,8 @@ package txn
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,20 +62,29 @@ func NewMessages(m *Manager, key func() []byte, ttl time.Duration) *Messages {
 	return &Messages{m: m, key: key, ttl: ttl}
 }
 
+// MessageKey derives the HMAC key of commit messages from the ticket
+// signing key, so that a payload never verifies as a ticket or the
+// reverse.
+func MessageKey(ticketKey []byte) []byte {
+	m := hmac.New(sha256.New, ticketKey)
+	m.Write([]byte("flightgw commit messages v2"))
+	return m.Sum(nil)
+}
+
 // MessageTable is one table's payloads in a Commit or an Abort: every
 // payload for it, from any number of workers. The caller resolves the
-// table for the client (its realm, its name); Kind is its catalog's type,
-// the backend kind its payloads must carry.
+// table for the client (its realm, its name); the backend kind its
+// payloads must carry is its catalogs.PayloadCodec's.
 type MessageTable struct {
 	Table    catalogs.TableIdent
 	Provider catalogs.Provider
-	Kind     string
 	Payloads [][]byte
 }
 
 // PreparedTable is one table of a prepared transaction, sealed.
 type PreparedTable struct {
-	Table       catalogs.TableIdent
+	Table catalogs.TableIdent
+	// Kind is the payload's backend kind (catalogs.PayloadCodec).
 	Kind        string
 	Rows, Bytes uint64
 	Receipts    int
@@ -115,15 +126,13 @@ func CheckCommitID(id string) error {
 }
 
 // Prepare ends the open transaction id of owner prepared (Manager.Prepare)
-// and seals each table's receipts at time at, in the backend's own
-// payload format when it has one (catalogs.PayloadCodec), else as the
-// receipts themselves (iceberg). kindOf is the catalog type of a table:
-// the envelope's backend kind. A table that cannot be sealed leaves the
-// transaction open.
-func (x *Messages) Prepare(ctx context.Context, owner, id string, kindOf func(catalogs.TableIdent) string, at time.Time) ([]PreparedTable, error) {
+// and seals each table's receipts at time at, in the backend's payload
+// format (catalogs.PayloadCodec), whose kind the envelope names. A table
+// that cannot be sealed leaves the transaction open.
+func (x *Messages) Prepare(ctx context.Context, owner, id string, at time.Time) ([]PreparedTable, error) {
 	var out []PreparedTable
 	_, err := x.m.Prepare(ctx, owner, id, func(s Staged) error {
-		pt, err := x.seal(ctx, s, kindOf(s.Table), owner, at)
+		pt, err := x.seal(ctx, s, owner, at)
 		if err != nil {
 			return err
 		}
@@ -134,31 +143,26 @@ func (x *Messages) Prepare(ctx context.Context, owner, id string, kindOf func(ca
 }
 
 // seal encodes one table's receipts in a signed envelope.
-func (x *Messages) seal(ctx context.Context, s Staged, kind, user string, at time.Time) (PreparedTable, error) {
+func (x *Messages) seal(ctx context.Context, s Staged, user string, at time.Time) (PreparedTable, error) {
 	codec, hasCodec := s.Provider.(catalogs.PayloadCodec)
-	if !hasCodec && kind != envelope.KindIceberg {
+	if !hasCodec {
 		why := ""
-		if _, ok := s.Provider.(catalogs.TxnStreamWriter); ok {
+		if _, ok := s.Provider.(catalogs.ReceiptChecker); !ok {
 			// StarRocks, an upstream Flight SQL server: the receipts name
-			// a transaction the backend holds open for this process.
-			why = ": its writes are a transaction of the backend itself, open in this gateway process, which no other process can commit (end the transaction with EndTransaction)"
+			// a transaction the backend holds open for this process, and
+			// no other process could check them.
+			why = ": its writes may be a transaction of the backend itself, open in this gateway process, which no other process can commit (end the transaction with EndTransaction)"
 		}
 		return PreparedTable{}, catalogs.Errorf(catalogs.ErrFailedPrecondition,
-			"table %s: catalog type %q has no commit-message format (iceberg, paimon and delta have)%s", s.Table, kind, why)
+			"table %s: catalog %q has no commit-message format%s", s.Table, s.Table.Catalog, why)
 	}
+	kind := codec.PayloadKind()
 	pt := PreparedTable{Table: s.Table, Kind: kind, Receipts: len(s.Receipts)}
-	rs := make([]envelope.Receipt, len(s.Receipts))
-	for i, r := range s.Receipts {
-		rs[i] = envelope.Receipt{Metadata: r.Metadata, RowCount: r.RowCount, ByteCount: r.ByteCount}
+	for _, r := range s.Receipts {
 		pt.Rows += r.RowCount
 		pt.Bytes += r.ByteCount
 	}
-	version, payload, err := envelope.ReceiptsVersion, []byte(nil), error(nil)
-	if hasCodec {
-		version, payload, err = codec.EncodePayload(ctx, s.Table, s.Receipts)
-	} else {
-		payload, err = envelope.EncodeReceipts(rs)
-	}
+	version, payload, err := codec.EncodePayload(ctx, s.Table, s.Receipts)
 	if err != nil {
 		return pt, fmt.Errorf("table %s: encode receipts: %v", s.Table, err) // no kind: Internal
 	}
@@ -238,12 +242,16 @@ func (x *Messages) open(ctx context.Context, tables []MessageTable) (_ []Staged,
 // the signature, the backend kind, the table identity, the age; then
 // decodes it, with the backend's catalogs.PayloadCodec when it has one.
 func (x *Messages) openPayload(ctx context.Context, tm MessageTable, b []byte) ([]catalogs.WriteReceipt, error) {
+	codec, ok := tm.Provider.(catalogs.PayloadCodec)
+	if !ok {
+		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "catalog %q has no commit-message format", tm.Table.Catalog)
+	}
 	e, err := envelope.Open(b, x.key())
 	if err != nil {
 		return nil, err
 	}
-	if e.Kind != tm.Kind {
-		return nil, fmt.Errorf("backend kind %q, but catalog %q is %q", e.Kind, tm.Table.Catalog, tm.Kind)
+	if want := codec.PayloadKind(); e.Kind != want {
+		return nil, fmt.Errorf("backend kind %q, but catalog %q takes %q", e.Kind, tm.Table.Catalog, want)
 	}
 	if want := EnvelopeTable(tm.Table); !slices.Equal(e.Table, want) {
 		return nil, fmt.Errorf("prepared for table %s, not this table", strings.Join(e.Table, "."))
@@ -258,18 +266,7 @@ func (x *Messages) openPayload(ctx context.Context, tm MessageTable, b []byte) (
 		return nil, fmt.Errorf("prepared %s ago, commit messages expire after %s (the orphan reclaimer may have deleted its files)",
 			age.Round(time.Second), x.ttl)
 	}
-	if codec, ok := tm.Provider.(catalogs.PayloadCodec); ok {
-		return codec.DecodePayload(ctx, tm.Table, e.SerializerVersion, e.Payload)
-	}
-	rs, err := envelope.DecodeReceipts(e.Payload)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]catalogs.WriteReceipt, len(rs))
-	for i, r := range rs {
-		out[i] = catalogs.WriteReceipt{Metadata: r.Metadata, RowCount: r.RowCount, ByteCount: r.ByteCount}
-	}
-	return out, nil
+	return codec.DecodePayload(ctx, tm.Table, e.SerializerVersion, e.Payload)
 }
 
 // Lock holds the locks of tables as a Commit or an Abort of them does,

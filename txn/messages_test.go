@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/codec/envelope"
 )
 
 // lake is a backend for Messages: a receipt names one file (rc), a commit
@@ -88,6 +89,35 @@ func (l *lake) MatchCommit(ctx context.Context, t catalogs.TableIdent, id string
 	return rec, ok, ok && strings.Join(l.commits[id], ",") == strings.Join(fileNames(rs), ","), err
 }
 
+// PayloadKind implements catalogs.PayloadCodec: the receipts themselves.
+func (l *lake) PayloadKind() string { return "lake" }
+
+func (l *lake) EncodePayload(_ context.Context, _ catalogs.TableIdent, rs []catalogs.WriteReceipt) (int, []byte, error) {
+	ers := make([]envelope.Receipt, len(rs))
+	for i, r := range rs {
+		ers[i] = envelope.Receipt{Metadata: r.Metadata, RowCount: r.RowCount, ByteCount: r.ByteCount}
+	}
+	b, err := envelope.EncodeReceipts(ers)
+	return envelope.ReceiptsVersion, b, err
+}
+
+func (l *lake) DecodePayload(_ context.Context, _ catalogs.TableIdent, _ int, b []byte) ([]catalogs.WriteReceipt, error) {
+	ers, err := envelope.DecodeReceipts(b)
+	if err != nil {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "%v", err)
+	}
+	out := make([]catalogs.WriteReceipt, len(ers))
+	for i, r := range ers {
+		out[i] = catalogs.WriteReceipt{Metadata: r.Metadata, RowCount: r.RowCount, ByteCount: r.ByteCount}
+	}
+	return out, nil
+}
+
+// otherKind is the lake under another payload kind.
+type otherKind struct{ *lake }
+
+func (otherKind) PayloadKind() string { return "other" }
+
 // TestMessages: what Messages refuses before anything is committed or
 // deleted, each with the kind and the words a client sees, and what it
 // answers: a commit id repeated with its files is its landed commit, with
@@ -97,27 +127,27 @@ func TestMessages(t *testing.T) {
 	key := []byte("messages-key")
 	l := newLake("a", "b", "c")
 	x := NewMessages(NewManager(time.Minute, nil), func() []byte { return key }, time.Hour)
-	seal := func(table catalogs.TableIdent, kind string, at time.Time, files ...string) []byte {
+	seal := func(table catalogs.TableIdent, at time.Time, files ...string) []byte {
 		t.Helper()
 		var rs []catalogs.WriteReceipt
 		for _, f := range files {
 			rs = append(rs, rc(f))
 		}
-		pt, err := x.seal(ctx, Staged{Table: table, Provider: l, Receipts: rs}, kind, "r/w", at)
+		pt, err := x.seal(ctx, Staged{Table: table, Provider: l, Receipts: rs}, "r/w", at)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return pt.Payload
 	}
 	now := time.Now()
-	a, b := seal(tbl("t"), "iceberg", now, "a"), seal(tbl("t"), "iceberg", now, "b")
+	a, b := seal(tbl("t"), now, "a"), seal(tbl("t"), now, "b")
 	other := NewMessages(NewManager(time.Minute, nil), func() []byte { return []byte("another key") }, time.Hour)
-	foreign, err := other.seal(ctx, Staged{Table: tbl("t"), Provider: l, Receipts: []catalogs.WriteReceipt{rc("a")}}, "iceberg", "r/w", now)
+	foreign, err := other.seal(ctx, Staged{Table: tbl("t"), Provider: l, Receipts: []catalogs.WriteReceipt{rc("a")}}, "r/w", now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	on := func(payloads ...[]byte) []MessageTable {
-		return []MessageTable{{Table: tbl("t"), Provider: l, Kind: "iceberg", Payloads: payloads}}
+		return []MessageTable{{Table: tbl("t"), Provider: l, Payloads: payloads}}
 	}
 	for _, c := range []struct {
 		name   string
@@ -133,12 +163,12 @@ func TestMessages(t *testing.T) {
 		{"a table twice", "j", append(on(a), on(b)...), catalogs.ErrInvalidArgument, "listed twice"},
 		{"a payload twice", "j", on(a, b, a), catalogs.ErrInvalidArgument, "payloads 0 and 2"},
 		{"another key", "j", on(foreign.Payload), catalogs.ErrInvalidArgument, "HMAC"},
-		{"another table", "j", on(seal(tbl("u"), "iceberg", now, "a")), catalogs.ErrInvalidArgument, "prepared for table c.n.u"},
-		{"another backend", "j", []MessageTable{{Table: tbl("t"), Provider: l, Kind: "paimon", Payloads: [][]byte{a}}},
-			catalogs.ErrInvalidArgument, `backend kind "iceberg", but catalog "c" is "paimon"`},
-		{"expired", "j", on(seal(tbl("t"), "iceberg", now.Add(-2*time.Hour), "a")), catalogs.ErrInvalidArgument, "expire"},
-		{"from the future", "j", on(seal(tbl("t"), "iceberg", now.Add(MaxClockSkew+time.Minute), "a")), catalogs.ErrInvalidArgument, "in the future"},
-		{"a missing file", "j", on(seal(tbl("t"), "iceberg", now, "gone")), catalogs.ErrInvalidArgument, "does not exist"},
+		{"another table", "j", on(seal(tbl("u"), now, "a")), catalogs.ErrInvalidArgument, "prepared for table c.n.u"},
+		{"another backend", "j", []MessageTable{{Table: tbl("t"), Provider: otherKind{l}, Payloads: [][]byte{a}}},
+			catalogs.ErrInvalidArgument, `backend kind "lake", but catalog "c" takes "other"`},
+		{"expired", "j", on(seal(tbl("t"), now.Add(-2*time.Hour), "a")), catalogs.ErrInvalidArgument, "expire"},
+		{"from the future", "j", on(seal(tbl("t"), now.Add(MaxClockSkew+time.Minute), "a")), catalogs.ErrInvalidArgument, "in the future"},
+		{"a missing file", "j", on(seal(tbl("t"), now, "gone")), catalogs.ErrInvalidArgument, "does not exist"},
 	} {
 		_, err := x.Commit(ctx, c.id, c.tables)
 		if !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.says) {

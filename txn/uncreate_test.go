@@ -33,7 +33,11 @@ func (c *creator) GetTableSpec(_ context.Context, t catalogs.TableIdent) (catalo
 	return catalogs.TableSpec{}, nil
 }
 
-func (c *creator) CreateTable(_ context.Context, t catalogs.TableIdent, _ *arrow.Schema) (catalogs.TableSpec, error) {
+func (c *creator) CheckTableOptions(catalogs.TableIdent, *arrow.Schema, map[string]string) error {
+	return nil
+}
+
+func (c *creator) CreateTable(_ context.Context, t catalogs.TableIdent, _ *arrow.Schema, _ map[string]string) (catalogs.TableSpec, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.tables[t.Key()] {

@@ -48,8 +48,8 @@ type Write struct {
 	// landed on the table, the source is read to its end and nothing is
 	// written (a retry of a write whose reply was lost).
 	Idempotent bool
-	// TableOptions are handed to a backend that is a
-	// catalogs.TableOptionsCreator when the write creates the table (a
+	// TableOptions are handed to the backend's
+	// catalogs.TableManager.CreateTable when the write creates the table (a
 	// Paimon table's bucket, primary-key, partition; an Iceberg table's
 	// partition spec, sort order and properties). A write that cannot
 	// create its table, or into a backend that takes no table options,
@@ -256,12 +256,7 @@ func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error)
 			p.create = &stagedCreate{schema: schema, opts: w.TableOptions, orAppend: w.IfExists == ExistsAppend}
 			return p, nil
 		}
-		var err error
-		if oc, ok := w.Provider.(catalogs.TableOptionsCreator); ok && len(w.TableOptions) > 0 {
-			_, err = oc.CreateTableWithOptions(ctx, w.Table, schema, w.TableOptions)
-		} else {
-			_, err = tm.CreateTable(ctx, w.Table, schema)
-		}
+		_, err := tm.CreateTable(ctx, w.Table, schema, w.TableOptions)
 		switch {
 		case err == nil:
 			p.created = true
@@ -281,10 +276,10 @@ func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error)
 			p.replacer = sr
 		}
 	}
-	if oc, ok := w.Provider.(catalogs.TableOptionsCreator); ok && len(w.TableOptions) > 0 && !p.created && w.IfExists == ExistsAppend {
+	if tm, ok := w.Provider.(catalogs.TableManager); ok && len(w.TableOptions) > 0 && !p.created && w.IfExists == ExistsAppend {
 		// A create_append onto an existing table: the options are not
 		// applied, but an option no create could apply is still refused.
-		if err := oc.CheckTableOptions(w.Table, schema, w.TableOptions); err != nil {
+		if err := tm.CheckTableOptions(w.Table, schema, w.TableOptions); err != nil {
 			return p, err
 		}
 	}
@@ -352,9 +347,9 @@ func (p writePlan) explain(err error) error {
 	return fmt.Errorf("%w (table %s was created by this write and is kept: retry with mode create_append)", err, p.w.Table)
 }
 
-// open opens the write stream: a replace's stream, a stream that knows
-// its unit of work, a plain stream, or WriteBatch per batch, in that order
-// of preference.
+// open opens the write stream: a replace's stream, the backend's stream
+// (told its unit of work), or WriteBatch per batch, in that order of
+// preference.
 func (p writePlan) open(ctx context.Context, schema *arrow.Schema) (catalogs.WriteStream, error) {
 	w := p.w
 	if p.create != nil {
@@ -367,15 +362,12 @@ func (p writePlan) open(ctx context.Context, schema *arrow.Schema) (catalogs.Wri
 	if p.replacer != nil {
 		return p.replacer.OpenReplaceStream(ctx, w.Table, schema)
 	}
-	if tw, ok := w.Provider.(catalogs.TxnStreamWriter); ok {
+	if sw, ok := w.Provider.(catalogs.StreamWriter); ok {
 		wt := catalogs.WriteTxn{ID: w.CommitID, CommitID: w.CommitID, AutoCommit: true}
 		if w.Txn != nil {
 			wt = catalogs.WriteTxn{ID: w.Txn.ID(), CommitID: w.Txn.CommitID()}
 		}
-		return tw.OpenTxnStream(ctx, w.Table, wt)
-	}
-	if sw, ok := w.Provider.(catalogs.StreamWriter); ok {
-		return sw.OpenStream(ctx, w.Table)
+		return sw.OpenStream(ctx, w.Table, wt)
 	}
 	return &batchStream{p: w.Provider, table: w.Table}, nil
 }
@@ -464,8 +456,8 @@ func checkTableOptions(w Write) error {
 		return nil
 	}
 	names := slices.Sorted(maps.Keys(w.TableOptions))
-	if _, ok := w.Provider.(catalogs.TableOptionsCreator); !ok {
-		return catalogs.Errorf(catalogs.ErrInvalidArgument, "write into %s: option %q: catalog %q takes no table options", w.Table, names[0], w.Table.Catalog)
+	if _, ok := w.Provider.(catalogs.TableManager); !ok {
+		return catalogs.Errorf(catalogs.ErrInvalidArgument, "write into %s: option %q: catalog %q creates no tables and takes no table options", w.Table, names[0], w.Table.Catalog)
 	}
 	if !w.CreateIfMissing {
 		return catalogs.Errorf(catalogs.ErrInvalidArgument,

@@ -109,9 +109,11 @@ func BenchmarkCheckUTF8(b *testing.B) {
 // optioner is a backend that takes table options at create.
 type optioner struct{ recorder }
 
-func (*optioner) CreateTableWithOptions(context.Context, catalogs.TableIdent, *arrow.Schema, map[string]string) (catalogs.TableSpec, error) {
+func (*optioner) CreateTable(context.Context, catalogs.TableIdent, *arrow.Schema, map[string]string) (catalogs.TableSpec, error) {
 	return catalogs.TableSpec{}, nil
 }
+
+func (*optioner) DropTable(context.Context, catalogs.TableIdent) error { return nil }
 
 func (*optioner) CheckTableOptions(catalogs.TableIdent, *arrow.Schema, map[string]string) error {
 	return nil
@@ -128,7 +130,7 @@ func TestCheckTableOptions(t *testing.T) {
 	}{
 		{"no options, no creator", &recorder{}, false, nil, ""},
 		{"creator, create", &optioner{}, true, opts, ""},
-		{"no creator", &recorder{}, true, opts, `option "bucket": catalog "c" takes no table options`},
+		{"no creator", &recorder{}, true, opts, `option "bucket": catalog "c" creates no tables and takes no table options`},
 		{"append", &optioner{}, false, opts, `option "bucket": table options apply only to an ingest that creates the table`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -58,7 +58,7 @@ type Config struct {
 	// backend transaction (StarRocks Stream Load, an upstream Flight SQL
 	// transaction), so aborting one of them dooms the commit of all: it
 	// fails with ErrFailedPrecondition and nothing becomes visible. It
-	// requires catalogs.TxnStreamWriter.
+	// requires catalogs.StreamWriter.
 	TransactionScoped bool
 	// DropsUnwritten: the backend's catalogs.Uncreator drops a table no
 	// commit has landed on. When false a DropUnwritten that keeps such a
@@ -140,15 +140,27 @@ func Run(t *testing.T, h Harness, cfg Config) {
 		h.Committers = 8
 	}
 	s := suite{h: h, cfg: cfg}
-	checks := []struct {
-		name string
-		fn   func(t *testing.T)
-	}{
+	for _, c := range s.checks() {
+		t.Run(c.name, c.fn)
+	}
+}
+
+// check is one conformance check: the subtest it runs as.
+type check struct {
+	name string
+	fn   func(t *testing.T)
+}
+
+// checks are the suite's checks, in the order Run runs them; the Check
+// column of catalogs.Contract names them (TestContractNamesChecks).
+func (s suite) checks() []check {
+	return []check{
 		{"GetTableSpecConcurrent", s.testSpecConcurrent},
 		{"InvisibleUntilCommit", s.testInvisibleUntilCommit},
 		{"ConcurrentCommitters", s.testConcurrentCommitters},
 		{"Discard", s.testDiscard},
 		{"CommitOnce", s.testCommitOnce},
+		{"CommitMatcher", s.testCommitMatcher},
 		{"Replicas", s.testReplicas},
 		{"Overwrite", s.testOverwrite},
 		{"Stream", s.testStream},
@@ -157,19 +169,19 @@ func Run(t *testing.T, h Harness, cfg Config) {
 		{"CreateAndDrop", s.testCreateAndDrop},
 		{"Uncreator", s.testUncreator},
 		{"TableOptions", s.testTableOptions},
+		{"SchemaReplacer", s.testSchemaReplacer},
+		{"Reclaimer", s.testReclaimer},
+		{"QueryPusher", s.testQueryPusher},
 		{"SecurityContext", s.testSecurityContext},
 		{"FilePlanner", s.testFilePlanner},
 		{"StagedPlanner", s.testStagedPlanner},
 		{"StagedScanner", s.testStagedScanner},
-		{"TxnStreamWriter", s.testTxnStream},
+		{"StreamUnitOfWork", s.testTxnStream},
 		{"MultiTableCommitter", s.testMultiTable},
 		{"ReceiptChecker", s.testReceiptChecker},
-		{"ReferenceChecker", s.testReferenceChecker},
+		{"CheckUnreferenced", s.testCheckUnreferenced},
 		{"PayloadCodec", s.testPayloadCodec},
 		{"Maintainer", s.testMaintainer},
-	}
-	for _, c := range checks {
-		t.Run(c.name, c.fn)
 	}
 }
 
@@ -223,7 +235,7 @@ func createTable(t *testing.T, in *Instance, name string) catalogs.TableIdent {
 	id := catalogs.TableIdent{Catalog: in.Catalog, Namespace: in.Namespace, Name: name}
 	ctx := context.Background()
 	if tm, ok := in.Provider.(catalogs.TableManager); ok {
-		if _, err := tm.CreateTable(ctx, id, Schema); err != nil {
+		if _, err := tm.CreateTable(ctx, id, Schema, nil); err != nil {
 			t.Fatalf("CreateTable(%s): %v", id, err)
 		}
 	} else if in.CreateTable != nil {

@@ -249,13 +249,18 @@ func (s suite) testOverwrite(t *testing.T) {
 	}
 }
 
+// unit is the unit of work of one auto-commit stream, named name.
+func unit(name string) catalogs.WriteTxn {
+	return catalogs.WriteTxn{ID: name, CommitID: name, AutoCommit: true}
+}
+
 func (s suite) testStream(t *testing.T) {
 	in, id := s.setup(t, "stream")
 	sw, ok := in.Provider.(catalogs.StreamWriter)
 	skipUnless(t, ok, "catalogs.StreamWriter")
 	ctx := context.Background()
 	before := s.files(t, in)
-	ws, err := sw.OpenStream(ctx, id)
+	ws, err := sw.OpenStream(ctx, id, unit("stream-1"))
 	if err != nil {
 		t.Fatalf("OpenStream: %v", err)
 	}
@@ -295,7 +300,7 @@ func (s suite) testStream(t *testing.T) {
 
 	// An aborted stream leaves nothing staged and nothing visible.
 	before = s.files(t, in)
-	ws, err = sw.OpenStream(ctx, id)
+	ws, err = sw.OpenStream(ctx, id, unit("stream-aborted"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,12 +321,23 @@ func (s suite) testStream(t *testing.T) {
 	}
 	bad := badBatch(t, "extra")
 	defer bad.Release()
-	ws, err = sw.OpenStream(ctx, id)
+	ws, err = sw.OpenStream(ctx, id, unit("stream-bad"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, "stream Write with an extra column", ws.Write(ctx, bad), catalogs.ErrInvalidArgument, "extra")
+	// A stream into a remote transaction may learn of the fault only when
+	// it ends: at Write or at Close, never not at all.
+	err = ws.Write(ctx, bad)
+	what := "stream Write with an extra column"
+	if err == nil {
+		_, err = ws.Close(ctx)
+		what = "stream Close after a Write with an extra column"
+	}
+	wantKind(t, what, err, catalogs.ErrInvalidArgument, "extra")
 	_ = ws.Abort(ctx)
+	if n := rows(t, in, id); n != 1000 {
+		t.Errorf("rows after a stream with an extra column = %d, want 1000", n)
+	}
 }
 
 // badBatch builds a batch that breaks the table schema in the named way.
@@ -404,7 +420,7 @@ func (s suite) testCreateAndDrop(t *testing.T) {
 	tm, ok := in.Provider.(catalogs.TableManager)
 	skipUnless(t, ok, "catalogs.TableManager")
 	ctx := context.Background()
-	_, err := tm.CreateTable(ctx, id, Schema)
+	_, err := tm.CreateTable(ctx, id, Schema, nil)
 	wantKind(t, "CreateTable(existing)", err, catalogs.ErrAlreadyExists, id.Name)
 	if s.cfg.UnstorableType != nil {
 		odd := arrow.NewSchema([]arrow.Field{
@@ -413,7 +429,7 @@ func (s suite) testCreateAndDrop(t *testing.T) {
 		}, nil)
 		other := id
 		other.Name = "odd"
-		_, err = tm.CreateTable(ctx, other, odd)
+		_, err = tm.CreateTable(ctx, other, odd, nil)
 		wantKind(t, "CreateTable(column of type "+s.cfg.UnstorableType.String()+")", err, catalogs.ErrInvalidArgument, "span")
 	}
 	if l, ok := in.Provider.(catalogs.Lister); ok {
@@ -475,7 +491,7 @@ func (s suite) testUncreator(t *testing.T) {
 	}
 	_, err = in.Provider.GetTableSpec(ctx, id)
 	wantKind(t, "GetTableSpec(dropped unwritten)", err, catalogs.ErrNotFound, id.Name)
-	if _, err := tm.CreateTable(ctx, id, Schema); err != nil {
+	if _, err := tm.CreateTable(ctx, id, Schema, nil); err != nil {
 		t.Fatalf("CreateTable after DropUnwritten: %v", err)
 	}
 	if _, err := in.Provider.Commit(ctx, id, []catalogs.WriteReceipt{write(t, in, id, 10, 3)}); err != nil {
@@ -490,22 +506,22 @@ func (s suite) testUncreator(t *testing.T) {
 // it, never ignored, and the refused create leaves no table.
 func (s suite) testTableOptions(t *testing.T) {
 	in, id := s.setup(t, "optioned")
-	oc, ok := in.Provider.(catalogs.TableOptionsCreator)
-	skipUnless(t, ok, "catalogs.TableOptionsCreator")
+	oc, ok := in.Provider.(catalogs.TableManager)
+	skipUnless(t, ok, "catalogs.TableManager")
 	ctx := context.Background()
 	other := id
 	other.Name = "unoptioned"
 	const bogus = "flightgw-test.no-such-option"
-	_, err := oc.CreateTableWithOptions(ctx, other, Schema, map[string]string{bogus: "1"})
-	wantKind(t, "CreateTableWithOptions(unknown option)", err, catalogs.ErrInvalidArgument, bogus)
+	_, err := oc.CreateTable(ctx, other, Schema, map[string]string{bogus: "1"})
+	wantKind(t, "CreateTable(unknown option)", err, catalogs.ErrInvalidArgument, bogus)
 	wantKind(t, "CheckTableOptions(unknown option)", oc.CheckTableOptions(id, Schema, map[string]string{bogus: "1"}), catalogs.ErrInvalidArgument, bogus)
 	if err := oc.CheckTableOptions(id, Schema, nil); err != nil {
 		t.Errorf("CheckTableOptions(no options) = %v", err)
 	}
 	_, err = in.Provider.GetTableSpec(ctx, other)
 	wantKind(t, "GetTableSpec(after a refused create)", err, catalogs.ErrNotFound, other.Name)
-	_, err = oc.CreateTableWithOptions(ctx, id, Schema, nil)
-	wantKind(t, "CreateTableWithOptions(existing)", err, catalogs.ErrAlreadyExists, id.Name)
+	_, err = oc.CreateTable(ctx, id, Schema, nil)
+	wantKind(t, "CreateTable(existing)", err, catalogs.ErrAlreadyExists, id.Name)
 }
 
 func (s suite) testScan(t *testing.T) {

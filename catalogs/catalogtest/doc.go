@@ -21,13 +21,10 @@
 // GetSecurityContext never prints its token (fmt, JSON, slog) and never
 // returns an expired credential (an expiring one is replaced once the
 // harness moves the backend's clock past it). The checks of an optional
-// interface (Discarder, IdempotentCommitter, Overwriter, StreamWriter,
-// Scanner, TableManager, TableOptionsCreator (an unknown option refused
-// naming it, by CheckTableOptions too, no table left), FilePlanner, whose plain plans are read back with
-// an independent Parquet reader, StagedPlanner, StagedScanner, TxnStreamWriter,
-// MultiTableCommitter, and the distributed commit's ReceiptChecker,
-// ReferenceChecker and PayloadCodec) run when the backend implements it
-// and are skipped, naming it, otherwise. Receipts and payloads come back
+// interface (catalogs.Contract in catalogs/contract.go names them, row by
+// row, so that this comment does not repeat the list) run when the
+// backend implements it and are skipped, naming it, otherwise. Receipts
+// and payloads come back
 // from other processes: another table's, damaged or foreign ones must be
 // refused with ErrInvalidArgument and never panic, a committed receipt
 // must be reported referenced (after an overwrite too), and a payload

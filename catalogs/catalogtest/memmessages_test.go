@@ -13,7 +13,6 @@ import (
 // payload is a JSON object naming the table and listing the receipts.
 var _ interface {
 	catalogs.ReceiptChecker
-	catalogs.ReferenceChecker
 	catalogs.PayloadCodec
 } = (*mem)(nil)
 
@@ -65,7 +64,7 @@ func (m *mem) CheckReceipts(_ context.Context, t catalogs.TableIdent, rs []catal
 	return nil
 }
 
-// CheckUnreferenced implements catalogs.ReferenceChecker.
+// CheckUnreferenced implements catalogs.ReceiptChecker.
 func (m *mem) CheckUnreferenced(_ context.Context, t catalogs.TableIdent, rs []catalogs.WriteReceipt) error {
 	if _, err := parse(t, rs); err != nil {
 		return err
@@ -83,6 +82,9 @@ func (m *mem) CheckUnreferenced(_ context.Context, t catalogs.TableIdent, rs []c
 	}
 	return nil
 }
+
+// PayloadKind implements catalogs.PayloadCodec.
+func (m *mem) PayloadKind() string { return "mem" }
 
 // EncodePayload implements catalogs.PayloadCodec.
 func (m *mem) EncodePayload(_ context.Context, t catalogs.TableIdent, rs []catalogs.WriteReceipt) (int, []byte, error) {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -66,7 +67,7 @@ type memTable struct {
 	rows    []arrow.RecordBatch
 	commits map[string]memLanded
 	// referenced holds the metadata of every receipt ever committed
-	// (catalogs.ReferenceChecker: current or overwritten data alike).
+	// (catalogs.ReceiptChecker.CheckUnreferenced: current or overwritten data alike).
 	referenced map[string]bool
 }
 
@@ -80,6 +81,9 @@ type memLanded struct {
 type memStaged struct {
 	table *memTable
 	batch arrow.RecordBatch
+	// schema is the table's schema after an overwrite commits the batch:
+	// a replace stream's (catalogs.SchemaReplacer); nil for the table's.
+	schema *arrow.Schema
 }
 
 // memTxn is one backend transaction: every stream one unit of work
@@ -121,14 +125,14 @@ func newMem(name string) *mem {
 type batchMem struct{ *mem }
 
 // txnMem is the double whose writes go into a backend transaction per
-// unit of work (catalogs.TxnStreamWriter), like StarRocks Stream Load.
+// unit of work (catalogs.StreamWriter), like StarRocks Stream Load.
 type txnMem struct{ *mem }
 
 // multiMem is the double that commits several tables atomically.
 type multiMem struct{ *mem }
 
 var (
-	_ catalogs.TxnStreamWriter     = txnMem{}
+	_ catalogs.StreamWriter        = txnMem{}
 	_ catalogs.MultiTableCommitter = multiMem{}
 )
 
@@ -278,6 +282,8 @@ type memPlan struct {
 	txns     []*memTxn
 	rows     uint64
 	metas    []string // the receipts' metadata
+	// schema is the replace streams' schema, nil for the table's.
+	schema *arrow.Schema
 }
 
 // prepare checks a commit of receipts to t; landed is set when commitID
@@ -306,6 +312,9 @@ func (m *mem) prepare(t catalogs.TableIdent, commitID string, rs []catalogs.Writ
 			}
 			p.staged = append(p.staged, r.Mem)
 			p.batches = append(p.batches, s.batch)
+			if s.schema != nil {
+				p.schema = s.schema
+			}
 			p.rows += uint64(s.batch.NumRows())
 			continue
 		}
@@ -346,6 +355,9 @@ func receiptsKey(rs []catalogs.WriteReceipt) string {
 func (m *mem) apply(p memPlan, overwrite bool, now time.Time) catalogs.CommitOutcome {
 	if overwrite {
 		p.tbl.rows = nil
+		if p.schema != nil && m.flaw != "replace-keeps-schema" {
+			p.tbl.schema = p.schema
+		}
 		if m.flaw == "refs-current-only" {
 			p.tbl.referenced = nil
 		}
@@ -421,6 +433,22 @@ func (m *mem) FindCommit(_ context.Context, t catalogs.TableIdent, commitID stri
 	return l.rec, ok, nil
 }
 
+// MatchCommit implements catalogs.CommitMatcher: a landed commit id is
+// the same commit when it landed with exactly these receipts.
+func (m *mem) MatchCommit(_ context.Context, t catalogs.TableIdent, commitID string, rs []catalogs.WriteReceipt) (catalogs.CommitRecord, bool, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tbl, err := m.table(t)
+	if err != nil {
+		return catalogs.CommitRecord{}, false, false, err
+	}
+	l, ok := tbl.commits[commitID]
+	if !ok {
+		return catalogs.CommitRecord{}, false, false, nil
+	}
+	return l.rec, true, l.receipts == receiptsKey(rs) || m.flaw == "match-ignores-files", nil
+}
+
 // Discard implements catalogs.Discarder: staged batches are dropped, and
 // a backend transaction is rolled back whole.
 func (m *mem) Discard(_ context.Context, t catalogs.TableIdent, rs []catalogs.WriteReceipt) error {
@@ -446,9 +474,26 @@ func (m *mem) Discard(_ context.Context, t catalogs.TableIdent, rs []catalogs.Wr
 	return nil
 }
 
+// CheckTableOptions implements catalogs.TableManager: the double takes
+// no table options.
+func (m *mem) CheckTableOptions(t catalogs.TableIdent, _ *arrow.Schema, opts map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: option %q: catalog %q takes no table options", t, k, m.name)
+	}
+	return nil
+}
+
 // CreateTable implements catalogs.TableManager; the double stores every
 // Arrow type.
-func (m *mem) CreateTable(_ context.Context, t catalogs.TableIdent, schema *arrow.Schema) (catalogs.TableSpec, error) {
+func (m *mem) CreateTable(_ context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
+	if err := m.CheckTableOptions(t, schema, opts); err != nil {
+		return catalogs.TableSpec{}, err
+	}
+	return m.create(t, schema)
+}
+
+// create creates a table.
+func (m *mem) create(t catalogs.TableIdent, schema *arrow.Schema) (catalogs.TableSpec, error) {
 	if err := t.Validate(); err != nil {
 		return catalogs.TableSpec{}, err
 	}
@@ -575,9 +620,9 @@ type memStream struct {
 	aborted bool
 }
 
-// OpenTxnStream implements catalogs.TxnStreamWriter: every stream of one
+// OpenStream implements catalogs.StreamWriter: every stream of one
 // WriteTxn.ID on a table joins one backend transaction.
-func (v txnMem) OpenTxnStream(_ context.Context, t catalogs.TableIdent, w catalogs.WriteTxn) (catalogs.WriteStream, error) {
+func (v txnMem) OpenStream(_ context.Context, t catalogs.TableIdent, w catalogs.WriteTxn) (catalogs.WriteStream, error) {
 	m := v.mem
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -70,14 +70,15 @@ func (s suite) testReceiptChecker(t *testing.T) {
 	wantKind(t, "CheckReceipts of discarded receipts", err, catalogs.ErrInvalidArgument, id.Name)
 }
 
-// testReferenceChecker: staged receipts are unreferenced; once committed
-// they are referenced (ErrFailedPrecondition), alone or among staged
-// ones, and stay so when an overwrite has replaced their data (an older
-// snapshot still holds their files).
-func (s suite) testReferenceChecker(t *testing.T) {
+// testCheckUnreferenced (ReceiptChecker.CheckUnreferenced): staged
+// receipts are unreferenced; once committed they are referenced
+// (ErrFailedPrecondition), alone or among staged ones, and stay so when
+// an overwrite has replaced their data (an older snapshot still holds
+// their files).
+func (s suite) testCheckUnreferenced(t *testing.T) {
 	in, id := s.setup(t, "refs")
-	rc, ok := in.Provider.(catalogs.ReferenceChecker)
-	skipUnless(t, ok, "catalogs.ReferenceChecker")
+	rc, ok := in.Provider.(catalogs.ReceiptChecker)
+	skipUnless(t, ok, "catalogs.ReceiptChecker")
 	ctx := context.Background()
 	check := func(rs ...catalogs.WriteReceipt) error {
 		return call(t, "CheckUnreferenced", func() error { return rc.CheckUnreferenced(ctx, id, rs) })

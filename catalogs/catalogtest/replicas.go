@@ -13,7 +13,7 @@ import (
 // testReplicas: two providers sharing the storage (two replicas) commit
 // the same receipts under two commit ids at the same instant, a few times
 // over, each as CommitMessages does: the replay check
-// (catalogs.ReferenceChecker, when the backend has it), then CommitOnce.
+// (catalogs.ReceiptChecker, when the backend has it), then CommitOnce.
 // Each time exactly one lands and the other is refused with
 // ErrFailedPrecondition, by its replay check or by its commit, and every
 // row is in the table once: a data file lands once per table, across
@@ -41,7 +41,7 @@ func (s suite) testReplicas(t *testing.T) {
 			go func() {
 				defer done.Done()
 				start.Wait()
-				if rc, ok := c.(catalogs.ReferenceChecker); ok {
+				if rc, ok := c.(catalogs.ReceiptChecker); ok {
 					if errs[i] = rc.CheckUnreferenced(ctx, id, rs); errs[i] != nil {
 						return
 					}

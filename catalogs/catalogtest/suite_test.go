@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
@@ -42,6 +43,8 @@ func wrap(m *mem, variant string) catalogs.Provider {
 		return txnMem{m}
 	case "multi":
 		return multiMem{m}
+	case "caps":
+		return capsMem{m}
 	}
 	return batchMem{m}
 }
@@ -49,7 +52,7 @@ func wrap(m *mem, variant string) catalogs.Provider {
 // TestConformanceMem runs the suite on the double in each variant: a
 // backend that is not Iceberg-shaped passes it as declared.
 func TestConformanceMem(t *testing.T) {
-	for _, variant := range []string{"batch", "txn", "multi"} {
+	for _, variant := range []string{"batch", "txn", "multi", "caps"} {
 		t.Run(variant, func(t *testing.T) {
 			catalogtest.Run(t, memHarness(variant, ""), memConfig(variant == "txn"))
 		})
@@ -99,6 +102,20 @@ func (p plannerFlaw) PlanFiles(ctx context.Context, t catalogs.TableIdent, req c
 		plan.Files, plan.FileBytes = plan.Files[:len(plan.Files)-1], plan.FileBytes[:len(plan.FileBytes)-1]
 	}
 	return plan, err
+}
+
+// Reclaim ignores the units of work's holds ("reclaim-ignores-held") or
+// MinAge ("reclaim-ignores-age").
+func (p plannerFlaw) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (catalogs.ReclaimReport, error) {
+	switch p.flaw {
+	case "reclaim-ignores-held":
+		opts.Held = nil
+	case "reclaim-ignores-age":
+		if opts.MinAge > 0 {
+			opts.MinAge = time.Millisecond
+		}
+	}
+	return p.Provider.Reclaim(ctx, opts)
 }
 
 // PlanStaged ignores overwrite ("staged-keeps-committed").
@@ -155,16 +172,23 @@ func TestSuiteCatchesFlaws(t *testing.T) {
 		{"batch/retries-without-cas", "ConcurrentCommitters", "not compare-and-swap reported"},
 		{"batch/declares-cas", "ConcurrentCommitters", "reported no retried conflict"},
 		{"batch/visible-before-commit", "InvisibleUntilCommit", "rows before commit"},
-		{"txn/abort-ignored", "TxnStreamWriter/Abort", "commit of a transaction with an aborted stream: no error"},
+		{"txn/abort-ignored", "StreamUnitOfWork/Abort", "commit of a transaction with an aborted stream: no error"},
 		{"batch/declares-field-ids", "GetTableSpecConcurrent", "want two distinct non-zero field ids"},
 		{"batch/declares-snapshots", "InvisibleUntilCommit", "want the commit's"},
 		{"batch/receipts-any-table", "ReceiptChecker", "CheckReceipts of another table's receipts: no error"},
 		{"batch/receipts-after-discard", "ReceiptChecker", "CheckReceipts of discarded receipts: no error"},
-		{"batch/refs-none", "ReferenceChecker", "CheckUnreferenced of committed receipts: no error"},
-		{"batch/refs-current-only", "ReferenceChecker", "CheckUnreferenced of receipts an overwrite replaced: no error"},
+		{"batch/refs-none", "CheckUnreferenced", "CheckUnreferenced of committed receipts: no error"},
+		{"batch/refs-current-only", "CheckUnreferenced", "CheckUnreferenced of receipts an overwrite replaced: no error"},
 		{"batch/payload-drops-receipt", "PayloadCodec", "the decoded receipts count 20 rows, want 25"},
 		{"batch/payload-trusts-table", "PayloadCodec", "a payload decoded and checked for another table: no error"},
 		{"batch/payload-truncated-ok", "PayloadCodec", "a payload truncated to 0 of"},
+		{"batch/match-ignores-files", "CommitMatcher", "MatchCommit(other receipts): same, want other files"},
+		{"caps/options-ignored", "TableOptions", "CreateTable(unknown option): no error"},
+		{"caps/replace-keeps-schema", "SchemaReplacer", "columns after the replace = [id name], want [id label score]"},
+		{"caps/push-ignores-filter", "QueryPusher", "pushed query WHERE id >= 250 returned 300 rows, want 50"},
+		{"caps/push-count-unchecked", "QueryPusher", "result has 1 column for a schema of 2: no error"},
+		{"iceberg/reclaim-ignores-held", "Reclaimer", "which a snapshot references or a live unit of work holds"},
+		{"iceberg/reclaim-ignores-age", "Reclaimer", "files after Reclaim of files younger than MinAge"},
 		{"iceberg/plan-drops-file", "FilePlanner", "PlanFiles: the files hold"},
 		{"iceberg/staged-keeps-committed", "StagedPlanner", "PlanStaged(overwrite): the files hold 150 rows, want 50"},
 	} {

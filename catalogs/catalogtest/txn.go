@@ -8,18 +8,18 @@ import (
 	"github.com/flightgw/flightgw/catalogs"
 )
 
-// testTxnStream checks TxnStreamWriter: streams with one WriteTxn.ID on a
+// testTxnStream checks StreamWriter's units of work: streams with one WriteTxn.ID on a
 // table are one unit, committed together or discarded together; an
 // aborted stream's rows never become visible (and, for a transaction-
 // scoped backend, doom the commit of the others); streams of another
 // WriteTxn are apart.
 func (s suite) testTxnStream(t *testing.T) {
 	probe := s.h.New(t)
-	if _, ok := probe.Provider.(catalogs.TxnStreamWriter); !ok {
+	if _, ok := probe.Provider.(catalogs.StreamWriter); !ok {
 		if s.cfg.TransactionScoped {
-			t.Fatal("Config.TransactionScoped is declared but the backend does not implement catalogs.TxnStreamWriter")
+			t.Fatal("Config.TransactionScoped is declared but the backend does not implement catalogs.StreamWriter")
 		}
-		skipUnless(t, false, "catalogs.TxnStreamWriter")
+		skipUnless(t, false, "catalogs.StreamWriter")
 	}
 	t.Run("OneTransaction", s.testTxnOne)
 	t.Run("Discard", s.testTxnDiscard)
@@ -32,9 +32,9 @@ func (s suite) testTxnStream(t *testing.T) {
 func txnStream(t *testing.T, in *Instance, id catalogs.TableIdent, w catalogs.WriteTxn, from, n int64) catalogs.WriteStream {
 	t.Helper()
 	ctx := context.Background()
-	ws, err := in.Provider.(catalogs.TxnStreamWriter).OpenTxnStream(ctx, id, w)
+	ws, err := in.Provider.(catalogs.StreamWriter).OpenStream(ctx, id, w)
 	if err != nil {
-		t.Fatalf("OpenTxnStream(%s, %s): %v", id, w.ID, err)
+		t.Fatalf("OpenStream(%s, %s): %v", id, w.ID, err)
 	}
 	half := n / 2
 	for _, part := range [][2]int64{{from, half}, {from + half, n - half}} {

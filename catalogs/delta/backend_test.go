@@ -77,7 +77,7 @@ func TestFixtures(t *testing.T) {
 			} else if err != nil || n != tc.rows {
 				t.Fatalf("scan: %d rows, %v; want %d", n, err, tc.rows)
 			}
-			s, err := p.OpenStream(context.Background(), id)
+			s, err := p.OpenStream(context.Background(), id, catalogs.WriteTxn{})
 			if tc.writeErr != "" {
 				if !errors.Is(err, catalogs.ErrFailedPrecondition) || !strings.Contains(err.Error(), tc.writeErr) {
 					t.Fatalf("open stream: %v, want FailedPrecondition naming %s", err, tc.writeErr)
@@ -164,7 +164,7 @@ func TestCommitLog(t *testing.T) {
 	p := openLocal(t, wh)
 	ctx := context.Background()
 	id := ident("default", "log")
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	v0 := logLines(t, filepath.Join(wh, "default", "log"), 0)
@@ -257,7 +257,7 @@ func TestDeletionVectors(t *testing.T) {
 	p := openLocal(t, wh)
 	ctx := context.Background()
 	id := ident("default", "dv")
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	b := catalogtest.Batch(0, 10)
@@ -334,7 +334,7 @@ func TestOverwriteAppendOnly(t *testing.T) {
 	p := openLocal(t, wh)
 	ctx := context.Background()
 	id := ident("default", "ao")
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(wh, "default", "ao")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
 )
 
@@ -13,14 +14,14 @@ func BenchmarkAppend(b *testing.B) {
 	p := openLocal(b, "")
 	ctx := context.Background()
 	id := ident("default", "bench")
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		b.Fatal(err)
 	}
 	batch := catalogtest.Batch(0, 10000)
 	defer batch.Release()
 	b.SetBytes(int64(100 * 10000 * 16))
 	for b.Loop() {
-		s, err := p.OpenStream(ctx, id)
+		s, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -54,7 +54,7 @@ func TestCheckpoint(t *testing.T) {
 	p := openLocal(t, wh)
 	ctx := context.Background()
 	id := ident("default", "cp")
-	if _, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, map[string]string{"partition": "name"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, map[string]string{"partition": "name"}); err != nil {
 		t.Fatal(err)
 	}
 	var want []int64
@@ -193,7 +193,7 @@ func TestCheckpointFailureKeepsCommit(t *testing.T) {
 	p := openLocal(t, wh)
 	ctx := context.Background()
 	id := ident("default", "cpf")
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	blocker := filepath.Join(wh, "default", "cpf", "_delta_log", dcodec.LastCheckpointName, "x")
@@ -218,7 +218,7 @@ func TestCheckpointInterval(t *testing.T) {
 	ctx := context.Background()
 	id := ident("default", "cpi")
 	dir := filepath.Join(wh, "default", "cpi")
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	var md dcodec.Metadata

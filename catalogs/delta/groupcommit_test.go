@@ -29,7 +29,7 @@ func TestGroupCommit(t *testing.T) {
 	p := openLocal(t, wh)
 	ctx := context.Background()
 	id := ident("default", "gc")
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	outs := make([][]catalogs.CommitOutcome, writers)

@@ -10,20 +10,22 @@ import (
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/lake"
 	dcodec "github.com/flightgw/flightgw/codec/delta"
-	"github.com/flightgw/flightgw/codec/envelope"
 )
 
 // Interfaces of the distributed commit (docs/commit-messages.md).
 var (
-	_ catalogs.PayloadCodec     = (*Provider)(nil)
-	_ catalogs.ReceiptChecker   = (*Provider)(nil)
-	_ catalogs.ReferenceChecker = (*Provider)(nil)
-	_ catalogs.CommitMatcher    = (*Provider)(nil)
+	_ catalogs.PayloadCodec   = (*Provider)(nil)
+	_ catalogs.ReceiptChecker = (*Provider)(nil)
+	_ catalogs.CommitMatcher  = (*Provider)(nil)
 )
+
+// PayloadKind implements catalogs.PayloadCodec (codec/delta's
+// EnvelopeKind).
+func (p *Provider) PayloadKind() string { return dcodec.EnvelopeKind }
 
 // EncodePayload writes the receipts' add actions as the lines of a
 // commit file ({"add":{...}} each), serializer version
-// envelope.DeltaActionsVersion: what a Spark or Delta Kernel coordinator
+// dcodec.ActionsVersion: what a Spark or Delta Kernel coordinator
 // puts in its own commit as they are.
 func (p *Provider) EncodePayload(_ context.Context, t catalogs.TableIdent, receipts []catalogs.WriteReceipt) (int, []byte, error) {
 	ms, err := decodeReceipts(t, receipts)
@@ -40,7 +42,7 @@ func (p *Provider) EncodePayload(_ context.Context, t catalogs.TableIdent, recei
 	if err != nil {
 		return 0, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: encode add actions: %v", t, err)
 	}
-	return envelope.DeltaActionsVersion, b, nil
+	return dcodec.ActionsVersion, b, nil
 }
 
 // DecodePayload reads add-action lines of any process (a gateway's
@@ -51,8 +53,8 @@ func (p *Provider) EncodePayload(_ context.Context, t catalogs.TableIdent, recei
 // metadata or protocol change, no deletion vector, every path a Parquet
 // file inside the table (checkDataPath). CheckReceipts checks the rest.
 func (p *Provider) DecodePayload(ctx context.Context, t catalogs.TableIdent, version int, payload []byte) ([]catalogs.WriteReceipt, error) {
-	if version != envelope.DeltaActionsVersion {
-		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: delta payload serializer version %d (supported: %d)", t, version, envelope.DeltaActionsVersion)
+	if version != dcodec.ActionsVersion {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: delta payload serializer version %d (supported: %d)", t, version, dcodec.ActionsVersion)
 	}
 	st, err := p.load(ctx, t, -1)
 	if err != nil {

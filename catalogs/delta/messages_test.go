@@ -8,7 +8,7 @@ import (
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
-	"github.com/flightgw/flightgw/codec/envelope"
+	dcodec "github.com/flightgw/flightgw/codec/delta"
 )
 
 // TestPayloads: a Delta payload is the add actions of the staged files,
@@ -22,7 +22,7 @@ func TestPayloads(t *testing.T) {
 	p := openLocal(t, wh)
 	ctx := context.Background()
 	id := ident("default", "pay")
-	if _, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, map[string]string{"partition": "name"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, map[string]string{"partition": "name"}); err != nil {
 		t.Fatal(err)
 	}
 	b := catalogtest.Batch(0, 2)
@@ -32,7 +32,7 @@ func TestPayloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, payload, err := p.EncodePayload(ctx, id, []catalogs.WriteReceipt{r})
-	if err != nil || v != envelope.DeltaActionsVersion {
+	if err != nil || v != dcodec.ActionsVersion {
 		t.Fatalf("EncodePayload: %d, %v", v, err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(payload), "\n"), "\n")
@@ -90,7 +90,7 @@ func FuzzDecodePayload(f *testing.F) {
 	p := openLocal(f, wh)
 	ctx := context.Background()
 	id := ident("default", "fz")
-	if _, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, map[string]string{"partition": "name"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, map[string]string{"partition": "name"}); err != nil {
 		f.Fatal(err)
 	}
 	b := catalogtest.Batch(0, 2)
@@ -107,7 +107,7 @@ func FuzzDecodePayload(f *testing.F) {
 	f.Add([]byte(`{"add":{"path":"../x.parquet","partitionValues":{"name":null},"size":1,"modificationTime":0,"dataChange":true}}` + "\n"))
 	f.Add([]byte("{}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rs, err := p.DecodePayload(ctx, id, envelope.DeltaActionsVersion, data)
+		rs, err := p.DecodePayload(ctx, id, dcodec.ActionsVersion, data)
 		if err != nil {
 			if !errors.Is(err, catalogs.ErrInvalidArgument) {
 				t.Fatalf("%v: not InvalidArgument", err)

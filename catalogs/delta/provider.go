@@ -49,7 +49,6 @@ var (
 	_ catalogs.Provider            = (*Provider)(nil)
 	_ catalogs.Discarder           = (*Provider)(nil)
 	_ catalogs.TableManager        = (*Provider)(nil)
-	_ catalogs.TableOptionsCreator = (*Provider)(nil)
 	_ catalogs.Lister              = (*Provider)(nil)
 	_ catalogs.IdempotentCommitter = (*Provider)(nil)
 	_ catalogs.Overwriter          = (*Provider)(nil)
@@ -265,12 +264,7 @@ func derefOr(p *int64, d int64) int64 {
 // optPartition is the table option naming the partition columns.
 const optPartition = "partition"
 
-// CreateTable creates an unpartitioned table.
-func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema) (catalogs.TableSpec, error) {
-	return p.CreateTableWithOptions(ctx, t, schema, nil)
-}
-
-// CheckTableOptions implements catalogs.TableOptionsCreator: the one
+// CheckTableOptions implements catalogs.TableManager: the one
 // option is partition, a comma-separated list of top-level columns of a
 // primitive type, not every column; any other option is refused naming
 // it.
@@ -310,12 +304,12 @@ func partitionOption(t catalogs.TableIdent, schema *arrow.Schema, opts map[strin
 	return cols, nil
 }
 
-// CreateTableWithOptions creates a table, partitioned by the partition
+// CreateTable creates a table, partitioned by the partition
 // option's columns: version 0 of its log holds the protocol (reader 1,
 // writer 7 without features; reader 3 with timestampNtz when a column
 // needs it) and the metadata, written by put-if-absent so that of two
 // concurrent creates one wins.
-func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
+func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
 	dir, err := p.tableDir(t)
 	if err != nil {
 		return catalogs.TableSpec{}, err

@@ -84,7 +84,7 @@ func TestVacuum(t *testing.T) {
 	ctx := context.Background()
 	id := ident("default", "vac")
 	dir := filepath.Join(wh, "default", "vac")
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	write := func(from int64) catalogs.WriteReceipt {
@@ -210,7 +210,7 @@ func TestVacuumProtocolCheck(t *testing.T) {
 			ctx := context.Background()
 			id := ident("default", "pc")
 			dir := filepath.Join(wh, "default", "pc")
-			if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+			if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 				t.Fatal(err)
 			}
 			b := catalogtest.Batch(0, 2)
@@ -262,7 +262,7 @@ func TestVacuumLog(t *testing.T) {
 			ctx := context.Background()
 			id := ident("default", "lg")
 			dir := filepath.Join(wh, "default", "lg")
-			if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+			if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 				t.Fatal(err)
 			}
 			for v := int64(1); v <= tc.commits; v++ {
@@ -312,7 +312,7 @@ func TestVacuumRecheck(t *testing.T) {
 	ctx := context.Background()
 	id := ident("default", "rc")
 	dir := filepath.Join(wh, "default", "rc")
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	b := catalogtest.Batch(0, 2)

@@ -91,7 +91,7 @@ func TestCheckpointAndVacuumS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := ident("default", "s3v")
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	keys := func() map[string]bool {

@@ -25,7 +25,7 @@ import (
 
 var _ catalogs.StagedCreator = (*Provider)(nil)
 
-// newTable is the table that CreateTableWithOptions would make of schema
+// newTable is the table that CreateTable would make of schema
 // and opts, before anything is written: its state (version -1, no files)
 // and the protocol and metadata actions of its version 0.
 func (p *Provider) newTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (*tableState, error) {

@@ -104,7 +104,7 @@ func (p *Provider) emptyReceipt(st *tableState) (catalogs.WriteReceipt, error) {
 
 // OpenStream opens a stream of batches into data files that roll at the
 // target file size; Close returns one receipt with every file's add.
-func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent) (catalogs.WriteStream, error) {
+func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent, _ catalogs.WriteTxn) (catalogs.WriteStream, error) {
 	return p.openStream(ctx, t)
 }
 

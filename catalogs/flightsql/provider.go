@@ -35,6 +35,12 @@ type Provider struct {
 	// canCancel mirrors info.cancel for readers, which must not take
 	// infoMu (GetSqlInfo itself is read under it).
 	canCancel atomic.Bool
+	// cancels are the CancelFlightInfo calls of readers released early,
+	// which Close waits for: one still running when Close closes the
+	// connection would dereference the closed client (a crash).
+	cancelMu sync.Mutex
+	closed   bool
+	cancels  sync.WaitGroup
 
 	// noSchemas is set once the upstream's GetTables did not include
 	// table schemas: specs come from the probe query from then on.
@@ -42,9 +48,6 @@ type Provider struct {
 
 	specMu sync.Mutex
 	specs  map[string]cachedSpec // table specs kept for schema_ttl, by table
-
-	// bg owns the cancels sent for released reads (Close waits for them).
-	bg sync.WaitGroup
 
 	mu   sync.Mutex
 	txns map[string]*upTxn // open upstream transactions, by unit of work
@@ -58,7 +61,7 @@ var (
 	_ catalogs.Lister          = (*Provider)(nil)
 	_ catalogs.Scanner         = (*Provider)(nil)
 	_ catalogs.QueryPusher     = (*Provider)(nil)
-	_ catalogs.TxnStreamWriter = (*Provider)(nil)
+	_ catalogs.StreamWriter    = (*Provider)(nil)
 	_ catalogs.Discarder       = (*Provider)(nil)
 	_ catalogs.TableManager    = (*Provider)(nil)
 	_ catalogs.BreakerReporter = (*Provider)(nil)
@@ -86,6 +89,10 @@ func Open(_ context.Context, name string, props map[string]string) (*Provider, e
 // Close implements catalogs.Closer: open upstream transactions are rolled
 // back, connections closed.
 func (p *Provider) Close() error {
+	p.cancelMu.Lock()
+	p.closed = true
+	p.cancelMu.Unlock()
+	p.cancels.Wait()
 	p.mu.Lock()
 	txns := p.txns
 	p.txns = map[string]*upTxn{}
@@ -93,7 +100,6 @@ func (p *Provider) Close() error {
 	for _, x := range txns {
 		p.endTxn(context.Background(), x, false)
 	}
-	p.bg.Wait() // each cancel is bounded (5s)
 	errs := []error{p.main.close()}
 	p.connMu.Lock()
 	for _, c := range p.located {

@@ -76,17 +76,17 @@ func TestEndpointLocations(t *testing.T) {
 func TestWritesWithoutUpstreamTransactions(t *testing.T) {
 	p := offline(t, map[string]string{propCatalog: "lake"}, caps{name: "sail", version: "0.3", sql: true, ingest: true})
 	tbl := catalogs.TableIdent{Catalog: "up", Namespace: []string{"default"}, Name: "t"}
-	_, err := p.OpenTxnStream(context.Background(), tbl, catalogs.WriteTxn{ID: "u1"})
+	_, err := p.OpenStream(context.Background(), tbl, catalogs.WriteTxn{ID: "u1"})
 	if catalogs.Kind(err) != catalogs.ErrFailedPrecondition || !strings.Contains(err.Error(), "has no transactions") || !strings.Contains(err.Error(), "sail 0.3") {
 		t.Fatalf("write in a transaction to an upstream without transactions: %v", err)
 	}
-	ws, err := p.OpenTxnStream(context.Background(), tbl, catalogs.WriteTxn{ID: "u2", AutoCommit: true})
+	ws, err := p.OpenStream(context.Background(), tbl, catalogs.WriteTxn{ID: "u2", AutoCommit: true})
 	if err != nil {
 		t.Fatalf("auto-commit write: %v", err)
 	}
 	_ = ws.Abort(context.Background())
 	ro := offline(t, map[string]string{}, caps{name: "ro", readOnly: true, ingest: true})
-	if _, err := ro.OpenTxnStream(context.Background(), tbl, catalogs.WriteTxn{ID: "u3", AutoCommit: true}); err == nil || !strings.Contains(err.Error(), "read-only") {
+	if _, err := ro.OpenStream(context.Background(), tbl, catalogs.WriteTxn{ID: "u3", AutoCommit: true}); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("write to a read-only upstream: %v", err)
 	}
 }

@@ -299,12 +299,19 @@ func (r *infoReader) Release() {
 	if early && r.p.canCancel.Load() {
 		// Without the read's cancellation, with its values: a forwarded
 		// caller's token cancels the caller's query.
-		r.p.bg.Add(1)
-		go func() {
-			defer r.p.bg.Done()
-			r.p.cancelInfo(context.WithoutCancel(r.ctx), r.info)
-		}()
+		r.p.goCancel(context.WithoutCancel(r.ctx), r.info)
 	}
+}
+
+// goCancel asks the upstream, in the background, to cancel the query of
+// info, unless the provider is closing.
+func (p *Provider) goCancel(ctx context.Context, info *flight.FlightInfo) {
+	p.cancelMu.Lock()
+	defer p.cancelMu.Unlock()
+	if p.closed {
+		return
+	}
+	p.cancels.Go(func() { p.cancelInfo(ctx, info) })
 }
 
 // cancelInfo asks the upstream to stop a query nobody reads any more.

@@ -111,7 +111,7 @@ func TestSail(t *testing.T) {
 	if !r.Next() || r.RecordBatch().Column(0).ValueStr(0) != "3" || r.RecordBatch().Column(1).ValueStr(0) != "cy" || !r.Schema().Equal(planned) {
 		t.Fatalf("pushed aggregate: %v %v", r.RecordBatch(), r.Err())
 	}
-	if _, err := p.OpenTxnStream(ctx, tbl, catalogs.WriteTxn{ID: "w", AutoCommit: true}); err == nil || !strings.Contains(err.Error(), "bulk ingest") {
+	if _, err := p.OpenStream(ctx, tbl, catalogs.WriteTxn{ID: "w", AutoCommit: true}); err == nil || !strings.Contains(err.Error(), "bulk ingest") {
 		t.Fatalf("a write to Sail: %v (want refused: no bulk ingest)", err)
 	}
 }

@@ -108,7 +108,7 @@ func TestSQLitePreparedInsertInTransaction(t *testing.T) {
 	}
 	defer batch.Release()
 	write := func(unit string) []catalogs.WriteReceipt {
-		ws, err := p.OpenTxnStream(ctx, tbl, catalogs.WriteTxn{ID: unit, CommitID: unit})
+		ws, err := p.OpenStream(ctx, tbl, catalogs.WriteTxn{ID: unit, CommitID: unit})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -81,13 +83,13 @@ func (p *Provider) writeVia(c caps, t catalogs.TableIdent) (string, error) {
 	return "", p.lacks(c, "bulk ingest", &t)
 }
 
-// OpenTxnStream implements catalogs.TxnStreamWriter: the first stream of
+// OpenStream implements catalogs.StreamWriter: the first stream of
 // a unit of work begins its upstream transaction; later streams, of any
 // table of the catalog, join it. An upstream without transactions takes
 // auto-commit writes only: each stream's data land when the stream ends
 // (not atomically with anything else), and a write inside a Flight SQL
 // transaction is refused.
-func (p *Provider) OpenTxnStream(ctx context.Context, t catalogs.TableIdent, w catalogs.WriteTxn) (catalogs.WriteStream, error) {
+func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent, w catalogs.WriteTxn) (catalogs.WriteStream, error) {
 	if w.ID == "" {
 		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: a write stream needs a unit of work", t)
 	}
@@ -556,7 +558,7 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, rs []cata
 // WriteBatch implements catalogs.Provider: one batch in a unit of work of
 // its own, committed by Commit with its receipt.
 func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch arrow.RecordBatch) (catalogs.WriteReceipt, error) {
-	ws, err := p.OpenTxnStream(ctx, t, catalogs.WriteTxn{ID: randomID()})
+	ws, err := p.OpenStream(ctx, t, catalogs.WriteTxn{ID: randomID()})
 	if err != nil {
 		return catalogs.WriteReceipt{}, err
 	}
@@ -571,9 +573,21 @@ func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch 
 	return rs[0], nil
 }
 
+// CheckTableOptions implements catalogs.TableManager: a bulk ingest
+// carries no table options, so every option is refused naming it.
+func (p *Provider) CheckTableOptions(t catalogs.TableIdent, _ *arrow.Schema, opts map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: table option %q: catalog %q (an upstream Flight SQL server) takes no table options", t, k, p.name)
+	}
+	return nil
+}
+
 // CreateTable implements catalogs.TableManager: a bulk ingest of no rows
 // that creates the table (outside any transaction: the upstream's DDL).
-func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema) (catalogs.TableSpec, error) {
+func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
+	if err := p.CheckTableOptions(t, schema, opts); err != nil {
+		return catalogs.TableSpec{}, err
+	}
 	name, err := p.upstreamName(ctx, t)
 	if err != nil {
 		return catalogs.TableSpec{}, err

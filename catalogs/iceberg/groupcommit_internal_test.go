@@ -24,7 +24,7 @@ func held(t *testing.T) (p *Provider, id catalogs.TableIdent, release func(), ro
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	id = catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: "held"}
-	if _, err := p.CreateTable(context.Background(), id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(context.Background(), id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	gate := make(chan struct{})

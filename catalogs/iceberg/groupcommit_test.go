@@ -26,7 +26,7 @@ import (
 func newTable(t *testing.T, p *iceberg.Provider, name string) catalogs.TableIdent {
 	t.Helper()
 	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: name}
-	if _, err := p.CreateTable(context.Background(), id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(context.Background(), id, catalogtest.Schema, nil); err != nil {
 		t.Fatalf("CreateTable: %v", err)
 	}
 	return id

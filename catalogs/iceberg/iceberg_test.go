@@ -278,7 +278,7 @@ func TestRESTSecurityContext(t *testing.T) {
 	}
 	defer p.Close()
 	id := catalogs.TableIdent{Catalog: "rest", Namespace: []string{ns}, Name: "secured"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	sec, err := p.GetSecurityContext(ctx, id)

@@ -134,9 +134,9 @@ func TestHostileNamesTouchNothing(t *testing.T) {
 			{Catalog: "lake", Namespace: []string{name}, Name: "t"},
 		} {
 			ops := map[string]error{}
-			_, ops["create"] = p.CreateTable(ctx, id, oneColumn)
+			_, ops["create"] = p.CreateTable(ctx, id, oneColumn, nil)
 			_, ops["write"] = p.WriteBatch(ctx, id, oneRow(t))
-			_, ops["stream"] = p.OpenStream(ctx, id)
+			_, ops["stream"] = p.OpenStream(ctx, id, catalogs.WriteTxn{})
 			ops["drop"] = p.DropTable(ctx, id)
 			ops["discard"] = p.Discard(ctx, id, forged)
 			_, ops["commit"] = p.Commit(ctx, id, forged)
@@ -188,7 +188,7 @@ func TestLocationOutsideTheWarehouseIsRefused(t *testing.T) {
 		before := tree(t, dir)
 		ops := map[string]error{"drop": p.DropTable(ctx, id)}
 		_, ops["write"] = p.WriteBatch(ctx, id, oneRow(t))
-		_, ops["stream"] = p.OpenStream(ctx, id)
+		_, ops["stream"] = p.OpenStream(ctx, id, catalogs.WriteTxn{})
 		_, ops["spec"] = p.GetTableSpec(ctx, id)
 		for op, err := range ops {
 			if !errors.Is(err, catalogs.ErrPermissionDenied) || !strings.Contains(err.Error(), "lake.default."+name) {
@@ -217,7 +217,7 @@ func TestDropStaysInsideItsOwnLocation(t *testing.T) {
 	wh := filepath.Join(dir, "warehouse")
 	victim := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "victim"}
 	for _, id := range []catalogs.TableIdent{victim, {Catalog: "lake", Namespace: []string{"default"}, Name: "victi"}} {
-		if _, err := p.CreateTable(ctx, id, oneColumn); err != nil {
+		if _, err := p.CreateTable(ctx, id, oneColumn, nil); err != nil {
 			t.Fatal(err)
 		}
 		r, err := p.WriteBatch(ctx, id, oneRow(t))
@@ -265,7 +265,7 @@ func TestWritePathOutsideTheTableIsRefused(t *testing.T) {
 	p, dir := openTemp(t)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "redirected"}
-	if _, err := p.CreateTable(ctx, id, oneColumn); err != nil {
+	if _, err := p.CreateTable(ctx, id, oneColumn, nil); err != nil {
 		t.Fatal(err)
 	}
 	tbl, err := p.cat.LoadTable(ctx, table.Identifier{"default", "redirected"})

@@ -61,7 +61,7 @@ func newExpired(t *testing.T, props map[string]string) *expired {
 	p, dir := openTemp(t)
 	ctx := context.Background()
 	e := &expired{p: p, dir: dir, id: catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: "expire"}}
-	if _, err := p.CreateTable(ctx, e.id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, e.id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	ident := table.Identifier{"default", "expire"}

@@ -204,7 +204,7 @@ func (c *racingTxn) CommitTransaction(ctx context.Context, commits []table.Table
 func restTable(t *testing.T, p *Provider, ns, name string) catalogs.TableIdent {
 	t.Helper()
 	id := catalogs.TableIdent{Catalog: "rest", Namespace: []string{ns}, Name: name}
-	if _, err := p.CreateTable(context.Background(), id, oldSchema); err != nil {
+	if _, err := p.CreateTable(context.Background(), id, oldSchema, nil); err != nil {
 		t.Fatal(err)
 	}
 	commitBatch(t, p, id, oldSchema, 0, 4)

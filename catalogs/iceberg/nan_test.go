@@ -80,10 +80,10 @@ func TestStreamFileMetrics(t *testing.T) {
 	}
 	defer p.Close()
 	id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: "nans"}
-	if _, err := p.CreateTable(ctx, id, nanSchema); err != nil {
+	if _, err := p.CreateTable(ctx, id, nanSchema, nil); err != nil {
 		t.Fatal(err)
 	}
-	s, err := p.OpenStream(ctx, id)
+	s, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/flightgw/flightgw/catalogs"
 )
 
-// The ingest options CreateTableWithOptions takes besides table
+// The ingest options CreateTable takes besides table
 // properties.
 const (
 	// OptPartition is the partition spec: comma-separated Iceberg

@@ -49,10 +49,10 @@ func TestPartitionedWriteBoundsOpenFiles(t *testing.T) {
 			defer func(old int64) { clusterBytes = old }(clusterBytes)
 			clusterBytes = tc.cluster
 			id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: strings.ReplaceAll(tc.name, " ", "_")}
-			if _, err := p.CreateTableWithOptions(ctx, id, sc, map[string]string{OptPartition: tc.spec}); err != nil {
+			if _, err := p.CreateTable(ctx, id, sc, map[string]string{OptPartition: tc.spec}); err != nil {
 				t.Fatal(err)
 			}
-			ws, err := p.OpenStream(ctx, id)
+			ws, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 			if err != nil {
 				t.Fatal(err)
 			}

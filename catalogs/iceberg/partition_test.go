@@ -147,10 +147,10 @@ func TestStreamRollsFiles(t *testing.T) {
 	p, _ := openLocal(t, map[string]string{iceberg.PropTargetFileSize: "32768"})
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "rolled"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
-	s, err := p.OpenStream(ctx, id)
+	s, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestStreamRollsFiles(t *testing.T) {
 func TestCancelledWriteLeavesNothing(t *testing.T) {
 	p, wh := openLocal(t, nil)
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "cancel"}
-	if _, err := p.CreateTable(context.Background(), id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(context.Background(), id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := listDir(wh)
@@ -221,7 +221,7 @@ func TestSecurityContext(t *testing.T) {
 	p, _ := openLocal(t, map[string]string{iceberg.PropS3SessionToken: "tok", "s3.session-token-expires-at-ms": "4102444800000"})
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "sec"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	sec, err := p.GetSecurityContext(ctx, id)
@@ -233,7 +233,7 @@ func TestSecurityContext(t *testing.T) {
 		t.Errorf("security context = %+v", sec)
 	}
 	expired, _ := openLocal(t, map[string]string{iceberg.PropS3SessionToken: "tok", "s3.session-token-expires-at-ms": "1000"})
-	if _, err := expired.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := expired.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := expired.GetSecurityContext(ctx, id); !errors.Is(err, catalogs.ErrUnauthenticated) {
@@ -245,7 +245,7 @@ func TestDiscardStaysInsideTheTable(t *testing.T) {
 	p, wh := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "guarded"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	victim := filepath.Join(filepath.Dir(wh), "catalog.db")
@@ -270,7 +270,7 @@ func TestCommitSameReceiptTwice(t *testing.T) {
 	p, _ := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "twice"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	b := catalogtest.Batch(0, 10)

@@ -61,7 +61,6 @@ var (
 	_ catalogs.Provider            = (*Provider)(nil)
 	_ catalogs.Discarder           = (*Provider)(nil)
 	_ catalogs.TableManager        = (*Provider)(nil)
-	_ catalogs.TableOptionsCreator = (*Provider)(nil)
 	_ catalogs.Lister              = (*Provider)(nil)
 	_ catalogs.IdempotentCommitter = (*Provider)(nil)
 	_ catalogs.Overwriter          = (*Provider)(nil)

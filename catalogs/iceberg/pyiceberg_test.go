@@ -67,7 +67,7 @@ func TestPyIcebergInterop(t *testing.T) {
 	}
 	defer p.Close()
 	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: "people"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	b := catalogtest.Batch(0, 25)
@@ -129,7 +129,7 @@ func TestPyIcebergReadsReplace(t *testing.T) {
 	}
 	defer p.Close()
 	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: "people"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	b := catalogtest.Batch(0, 25)
@@ -208,7 +208,7 @@ func TestPyIcebergReadsRacedCommitOnce(t *testing.T) {
 		reps = append(reps, p)
 	}
 	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: "raced"}
-	if _, err := reps[0].CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := reps[0].CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	b := catalogtest.Batch(0, 10)

@@ -149,7 +149,7 @@ func TestReadersAgreeOnEveryType(t *testing.T) {
 	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: "every"}
 	// ts_ns holds nanoseconds the v2 table's microseconds cannot keep: the
 	// readers are to agree on the truncated value.
-	if _, err := p.CreateTableWithOptions(ctx, id, every, map[string]string{iceberg.PropTruncateNanos: "true"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, every, map[string]string{iceberg.PropTruncateNanos: "true"}); err != nil {
 		t.Fatal(err)
 	}
 	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, every, strings.NewReader(everyRows))
@@ -160,7 +160,7 @@ func TestReadersAgreeOnEveryType(t *testing.T) {
 	for _, c := range rec.Columns() {
 		nanify(c)
 	}
-	s, err := p.OpenStream(ctx, id)
+	s, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 	if err != nil {
 		t.Fatal(err)
 	}

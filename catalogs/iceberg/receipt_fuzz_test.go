@@ -29,7 +29,7 @@ func FuzzReceipt(f *testing.F) {
 	defer p.Close()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "fuzz"}
 	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	if _, err := p.CreateTable(ctx, id, sc); err != nil {
+	if _, err := p.CreateTable(ctx, id, sc, nil); err != nil {
 		f.Fatal(err)
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)

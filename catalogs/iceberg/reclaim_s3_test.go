@@ -24,7 +24,7 @@ func TestReclaimS3(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	write := func(from int64) catalogs.WriteReceipt {

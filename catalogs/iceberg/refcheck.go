@@ -15,8 +15,6 @@ import (
 	"github.com/flightgw/flightgw/catalogs/refindex"
 )
 
-var _ catalogs.ReferenceChecker = (*Provider)(nil)
-
 // refIndexBytes bounds the memory of a provider's reference indexes (about
 // 130 bytes a data file): past it the least recently checked tables are
 // dropped, and their next check reads their whole history again.

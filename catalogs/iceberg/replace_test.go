@@ -180,7 +180,7 @@ func TestReplaceConvertedTypesKeepsTable(t *testing.T) {
 		{Name: "lb", Type: arrow.BinaryTypes.Binary, Nullable: true},
 		{Name: "ns", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
 	}, nil)
-	if _, err := p.CreateTable(ctx, id, converted); err != nil {
+	if _, err := p.CreateTable(ctx, id, converted, nil); err != nil {
 		t.Fatal(err)
 	}
 	commitBatch(t, p, id, converted, 0, 5)
@@ -242,7 +242,7 @@ var (
 func evolveTable(t *testing.T, p *Provider, name string) catalogs.TableIdent {
 	t.Helper()
 	id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: name}
-	if _, err := p.CreateTable(context.Background(), id, oldSchema); err != nil {
+	if _, err := p.CreateTable(context.Background(), id, oldSchema, nil); err != nil {
 		t.Fatal(err)
 	}
 	commitBatch(t, p, id, oldSchema, 0, 4)

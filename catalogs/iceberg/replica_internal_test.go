@@ -33,7 +33,7 @@ func TestReplicasCommitAFileOnce(t *testing.T) {
 	reps := []*Provider{open(), open()}
 	for trial := range 4 {
 		id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: fmt.Sprintf("twice%d", trial)}
-		if _, err := reps[0].CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		if _, err := reps[0].CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 			t.Fatal(err)
 		}
 		rs := []catalogs.WriteReceipt{stageIn(t, reps[0], id, 0, 10)}
@@ -106,7 +106,7 @@ func TestReplicasCommitTablesAFileOnce(t *testing.T) {
 		var commits []catalogs.TableCommit
 		for _, name := range []string{"a", "b"} {
 			id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: fmt.Sprintf("multi%s%d", name, trial)}
-			if _, err := reps[0].CreateTable(ctx, id, catalogtest.Schema); err != nil {
+			if _, err := reps[0].CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 				t.Fatal(err)
 			}
 			commits = append(commits, catalogs.TableCommit{Table: id, Receipts: []catalogs.WriteReceipt{stageIn(t, reps[0].Provider, id, 0, 10)}})
@@ -175,7 +175,7 @@ func TestReplicaCommitAfterOverwriteAFileOnce(t *testing.T) {
 	}
 	a, b := reps[0], reps[1]
 	id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: "overwritten"}
-	if _, err := a.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := a.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	rs := []catalogs.WriteReceipt{stageIn(t, a, id, 0, 10)}

@@ -25,7 +25,7 @@ func smallFiles(t *testing.T) (*Provider, string, catalogs.TableIdent, []int64) 
 	p, dir := openTemp(t)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: "small"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	tbl, err := p.cat.LoadTable(ctx, table.Identifier{"default", "small"})

@@ -17,7 +17,7 @@ import (
 // an upload of many small batches becomes a few large files. At most two
 // batches wait in the session besides those being encoded, which bounds
 // memory whatever the upload's size.
-func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent) (catalogs.WriteStream, error) {
+func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent, _ catalogs.WriteTxn) (catalogs.WriteStream, error) {
 	if p.storage.State() == catalogs.BreakerOpen {
 		return nil, catalogs.Errorf(catalogs.ErrUnavailable, "table %s: object storage unavailable (circuit open)", t)
 	}

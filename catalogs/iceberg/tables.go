@@ -26,13 +26,7 @@ func (p *Provider) GetTableSpec(ctx context.Context, t catalogs.TableIdent) (cat
 	return tableSpec(tbl)
 }
 
-// CreateTable creates an unpartitioned, unsorted table from an Arrow
-// schema; see CreateTableWithOptions.
-func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema) (catalogs.TableSpec, error) {
-	return p.CreateTableWithOptions(ctx, t, schema, nil)
-}
-
-// CheckTableOptions implements catalogs.TableOptionsCreator.
+// CheckTableOptions implements catalogs.TableManager.
 func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema, options map[string]string) error {
 	sc, err := icebergSchema(schema, createdVersion(options))
 	if err != nil {
@@ -42,7 +36,7 @@ func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema
 	return err
 }
 
-// CreateTableWithOptions creates a table from an Arrow schema, with
+// CreateTable creates a table from an Arrow schema, with
 // fresh field ids (see storedType for the type mapping), and the
 // partition spec, sort order, format version and table properties the
 // options name (options.go; anything else is ErrInvalidArgument naming
@@ -51,7 +45,7 @@ func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema
 // checked to lie inside the warehouse before its first metadata file is
 // written; a REST catalog chooses the location itself, and a table it puts
 // outside the warehouse is dropped again (nothing deleted) and refused.
-func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, options map[string]string) (catalogs.TableSpec, error) {
+func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, options map[string]string) (catalogs.TableSpec, error) {
 	id, err := p.ident(t)
 	if err != nil {
 		return catalogs.TableSpec{}, err

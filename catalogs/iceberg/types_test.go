@@ -62,7 +62,7 @@ func TestWideSchemaRoundTrip(t *testing.T) {
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "wide"}
 	// The row's ts_ns has digits below a microsecond: a v2 table takes
 	// them only with the truncation property (TestNanosecondTimestamps).
-	spec, err := p.CreateTableWithOptions(ctx, id, wide, map[string]string{iceberg.PropTruncateNanos: "true"})
+	spec, err := p.CreateTable(ctx, id, wide, map[string]string{iceberg.PropTruncateNanos: "true"})
 	if err != nil {
 		t.Fatalf("CreateTable: %v", err)
 	}
@@ -140,17 +140,17 @@ func TestCreateTableRejectsTypes(t *testing.T) {
 	}
 	for col, dt := range cases {
 		sc := arrow.NewSchema([]arrow.Field{{Name: "fine", Type: arrow.PrimitiveTypes.Int64}, {Name: col, Type: dt}}, nil)
-		_, err := p.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t_" + col}, sc)
+		_, err := p.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t_" + col}, sc, nil)
 		if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), col) {
 			t.Errorf("CreateTable with %s column = %v, want ErrInvalidArgument naming %q", dt, err, col)
 		}
 	}
 	dup := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}, {Name: "a", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	if _, err := p.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "dup"}, dup); !errors.Is(err, catalogs.ErrInvalidArgument) {
+	if _, err := p.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "dup"}, dup, nil); !errors.Is(err, catalogs.ErrInvalidArgument) {
 		t.Errorf("duplicate column: %v", err)
 	}
 	_, err := p.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"nope"}, Name: "x"},
-		arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}}, nil))
+		arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}}, nil), nil)
 	if !errors.Is(err, catalogs.ErrNotFound) {
 		t.Errorf("CreateTable in a missing namespace = %v, want ErrNotFound", err)
 	}
@@ -207,7 +207,7 @@ func TestNanosecondTimestamps(t *testing.T) {
 	const fine = "2024-01-02T03:04:05.123456789"
 
 	v2 := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "ns_v2"}
-	if _, err := p.CreateTable(ctx, v2, sc); err != nil {
+	if _, err := p.CreateTable(ctx, v2, sc, nil); err != nil {
 		t.Fatalf("create v2: %v", err)
 	}
 	err := write(v2, fine)

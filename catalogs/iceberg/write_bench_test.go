@@ -37,10 +37,10 @@ func BenchmarkStreamWrite(b *testing.B) {
 	defer func() { b.ReportMetric((benchdata.CPUTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op") }()
 	for i := 0; b.Loop(); i++ {
 		id := catalogs.TableIdent{Catalog: p.Name(), Namespace: []string{"default"}, Name: fmt.Sprint("bench", i)}
-		if _, err := p.CreateTable(ctx, id, benchSchema); err != nil {
+		if _, err := p.CreateTable(ctx, id, benchSchema, nil); err != nil {
 			b.Fatal(err)
 		}
-		ws, err := p.OpenStream(ctx, id)
+		ws, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,11 +15,13 @@ import (
 
 // Interfaces of the distributed commit (docs/commit-messages.md).
 var (
-	_ catalogs.PayloadCodec     = (*Provider)(nil)
-	_ catalogs.ReceiptChecker   = (*Provider)(nil)
-	_ catalogs.ReferenceChecker = (*Provider)(nil)
-	_ catalogs.CommitMatcher    = (*Provider)(nil)
+	_ catalogs.PayloadCodec   = (*Provider)(nil)
+	_ catalogs.ReceiptChecker = (*Provider)(nil)
+	_ catalogs.CommitMatcher  = (*Provider)(nil)
 )
+
+// PayloadKind implements catalogs.PayloadCodec.
+func (p *Provider) PayloadKind() string { return pcodec.EnvelopeKind }
 
 // EncodePayload merges the receipts' CommitMessages into one
 // CommitMessageSerializer list at receiptVersion, the version Paimon 1.4

@@ -19,7 +19,7 @@ func BenchmarkCheckUnreferenced(b *testing.B) {
 			p, _ := openLocal(b, nil)
 			ctx := context.Background()
 			id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}
-			if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, nil); err != nil {
+			if _, err := p.CreateTable(ctx, id, sampleSchema, nil); err != nil {
 				b.Fatal(err)
 			}
 			stage := func(i int) catalogs.WriteReceipt {

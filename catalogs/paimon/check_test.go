@@ -16,7 +16,7 @@ import (
 func stagePayload(t *testing.T, p *paimon.Provider, id catalogs.TableIdent, from, n int) ([]catalogs.WriteReceipt, int, []byte) {
 	t.Helper()
 	ctx := context.Background()
-	ws, err := p.OpenStream(ctx, id)
+	ws, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,11 +45,11 @@ func TestPayloadChecks(t *testing.T) {
 	p, _ := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "parts"}
-	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, map[string]string{"partition": "p", "bucket": "3", "bucket-key": "id"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, map[string]string{"partition": "p", "bucket": "3", "bucket-key": "id"}); err != nil {
 		t.Fatal(err)
 	}
 	other := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "other"}
-	if _, err := p.CreateTableWithOptions(ctx, other, sampleSchema, nil); err != nil {
+	if _, err := p.CreateTable(ctx, other, sampleSchema, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, v, payload := stagePayload(t, p, id, 0, 40)

@@ -57,7 +57,7 @@ func newExpiring(t *testing.T, defaults map[string]string) *expiring {
 	ctx := context.Background()
 	e := &expiring{p: p, wh: wh, id: catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "expiring"}}
 	e.dir = filepath.Join(wh, "default.db", e.id.Name)
-	if _, err := p.CreateTableWithOptions(ctx, e.id, sampleSchema, map[string]string{"partition": "p"}); err != nil {
+	if _, err := p.CreateTable(ctx, e.id, sampleSchema, map[string]string{"partition": "p"}); err != nil {
 		t.Fatal(err)
 	}
 	for i, c := range []struct {

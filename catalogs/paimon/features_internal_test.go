@@ -189,7 +189,7 @@ func TestFeatureOptionsRefused(t *testing.T) {
 		if c.pk {
 			opts = map[string]string{"primary-key": "id", "bucket": "2"}
 		}
-		if _, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, opts); err != nil {
+		if _, err := p.CreateTable(ctx, id, catalogtest.Schema, opts); err != nil {
 			t.Fatal(err)
 		}
 		commitRows(t, p, id, 0, 3, false)
@@ -348,7 +348,7 @@ func TestMergeEnginesOnRead(t *testing.T) {
 	for i, c := range cases {
 		p := mergeCatalog(t, nil)
 		id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "m" + strconv.Itoa(i)}
-		if _, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, map[string]string{"primary-key": "id", "bucket": "1"}); err != nil {
+		if _, err := p.CreateTable(ctx, id, catalogtest.Schema, map[string]string{"primary-key": "id", "bucket": "1"}); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range []*string{str("b"), c.second} {

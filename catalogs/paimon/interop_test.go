@@ -236,11 +236,11 @@ func fillSample(t *testing.T, p *paimon.Provider, s sample) catalogs.TableIdent 
 	t.Helper()
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: s.name}
-	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, s.opts); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, s.opts); err != nil {
 		t.Fatal(err)
 	}
 	for i, rows := range s.commits {
-		ws, err := p.OpenStream(ctx, id)
+		ws, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,7 +64,7 @@ func TestWriteSamplesJDBC(t *testing.T) {
 		}
 	}
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "race"}
-	if _, err := p.CreateTable(context.Background(), id, sampleSchema); err != nil {
+	if _, err := p.CreateTable(context.Background(), id, sampleSchema, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -134,7 +134,7 @@ func TestJDBCJavaRace(t *testing.T) {
 		want = append(want, r.render())
 		jn := fmt.Sprintf("java-%d", i)
 		want = append(want, sampleRow{id: int64(i), name: &jn, p: fmt.Sprintf("p%d", i%2)}.render())
-		ws, err := p.OpenStream(ctx, id)
+		ws, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 		if err != nil {
 			t.Fatal(err)
 		}

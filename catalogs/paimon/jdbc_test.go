@@ -166,7 +166,7 @@ func TestJDBCRows(t *testing.T) {
 		t.Errorf("database properties = %q, want %q", got, want)
 	}
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "pk"}
-	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, map[string]string{"primary-key": "id", "bucket": "2"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, map[string]string{"primary-key": "id", "bucket": "2"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := queryRows(t, db, "SELECT * FROM paimon_tables"), []string{"jdbc|default|pk"}; !slices.Equal(got, want) {
@@ -208,7 +208,7 @@ func TestJDBCRowDecides(t *testing.T) {
 	}
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "fs_only"}
-	if _, err := fsCat.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := fsCat.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	p, err := paimon.Open(ctx, "lake", jdbcProps(wh, "jdbc:sqlite:"+dbPath, "jdbc"))
@@ -227,7 +227,7 @@ func TestJDBCRowDecides(t *testing.T) {
 	if ts, err := p.ListTables(ctx, []string{"default"}); err != nil || len(ts) != 0 {
 		t.Errorf("ListTables = %v, %v; want none", ts, err)
 	}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); !errors.Is(err, catalogs.ErrAlreadyExists) {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); !errors.Is(err, catalogs.ErrAlreadyExists) {
 		t.Errorf("CreateTable over an existing directory = %v, want ErrAlreadyExists", err)
 	}
 	db := sqliteDB(t, dbPath)
@@ -260,7 +260,7 @@ func TestJDBCCatalogKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if _, err := a.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}, catalogtest.Schema); err != nil {
+	if _, err := a.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	if ns, err := b.ListNamespaces(ctx); err != nil || len(ns) != 1 || ns[0][0] != "other" {
@@ -269,7 +269,7 @@ func TestJDBCCatalogKeys(t *testing.T) {
 	if ts, err := b.ListTables(ctx, []string{"default"}); err != nil || len(ts) != 0 {
 		t.Errorf("b.ListTables(default) = %v, %v; want none", ts, err)
 	}
-	if _, err := b.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}, catalogtest.Schema); !errors.Is(err, catalogs.ErrNotFound) {
+	if _, err := b.CreateTable(ctx, catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}, catalogtest.Schema, nil); !errors.Is(err, catalogs.ErrNotFound) {
 		t.Errorf("b.CreateTable in a's database = %v, want ErrNotFound (no database default under key b)", err)
 	}
 }
@@ -282,7 +282,7 @@ func TestJDBCLockHeld(t *testing.T) {
 	db := sqliteDB(t, dbPath)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "locked"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	b := catalogtest.Batch(0, 3)
@@ -326,7 +326,7 @@ func TestJDBCLockExpiry(t *testing.T) {
 	db := sqliteDB(t, dbPath)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "exp"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	commit := func(cid string) (catalogs.CommitOutcome, error) {
@@ -366,7 +366,7 @@ func TestJDBCLockLeftByKilledHolder(t *testing.T) {
 	db := sqliteDB(t, dbPath)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "killed"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	b := catalogtest.Batch(0, 2)

@@ -59,7 +59,7 @@ func TestLayoutOptionsRefused(t *testing.T) {
 	}
 	for i, c := range refused {
 		id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: fmt.Sprintf("r%d", i)}
-		_, err := p.CreateTableWithOptions(ctx, id, schema, c.opts)
+		_, err := p.CreateTable(ctx, id, schema, c.opts)
 		if !errors.Is(err, catalogs.ErrInvalidArgument) {
 			t.Errorf("%v: %v, want InvalidArgument", c.opts, err)
 			continue
@@ -78,7 +78,7 @@ func TestLayoutOptionsRefused(t *testing.T) {
 	}
 	for i, o := range accepted {
 		id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: fmt.Sprintf("a%d", i)}
-		spec, err := p.CreateTableWithOptions(ctx, id, schema, o)
+		spec, err := p.CreateTable(ctx, id, schema, o)
 		if err != nil {
 			t.Errorf("%v: %v", o, err)
 			continue

@@ -15,7 +15,7 @@ func TestMatchCommit(t *testing.T) {
 	p, _ := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "match"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	stage := func(from, n int64) catalogs.WriteReceipt {

@@ -38,7 +38,7 @@ func mergeTable(t testing.TB, opts map[string]string) (*Provider, catalogs.Table
 	t.Helper()
 	p := mergeCatalog(t, opts)
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "m"}
-	if _, err := p.CreateTable(context.Background(), id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(context.Background(), id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	return p, id
@@ -352,7 +352,7 @@ func TestManifestOptions(t *testing.T) {
 	for k, v := range map[string]string{optManifestTargetSize: "0", optManifestFullThreshold: "lots", optManifestMergeMinCount: "0"} {
 		p := mergeCatalog(t, map[string]string{k: v})
 		id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "bad"}
-		_, err := p.CreateTable(context.Background(), id, catalogtest.Schema)
+		_, err := p.CreateTable(context.Background(), id, catalogtest.Schema, nil)
 		if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), k) {
 			t.Errorf("option %s=%q: %v, want InvalidArgument naming it", k, v, err)
 		}

@@ -95,7 +95,7 @@ func TestManyCommitters(t *testing.T) {
 	p, _ := openLocal(t, map[string]string{lake.PropCommitRetries: "1000"})
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "many"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	const writers, commits = 8, 20
@@ -170,7 +170,7 @@ func TestClientTableOptions(t *testing.T) {
 		{"bucket": "100000"},
 		{"bucket": "x"},
 	} {
-		_, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, opts)
+		_, err := p.CreateTable(ctx, id, catalogtest.Schema, opts)
 		if !errors.Is(err, catalogs.ErrInvalidArgument) {
 			t.Fatalf("options %v: err = %v, want InvalidArgument", opts, err)
 		}
@@ -183,7 +183,7 @@ func TestClientTableOptions(t *testing.T) {
 	if files, _ := listDir(filepath.Join(wh, "default.db", "opts")); len(files) != 0 {
 		t.Fatalf("a refused create left %v", files)
 	}
-	if _, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, map[string]string{"bucket": "4", "bucket-key": "id"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, map[string]string{"bucket": "4", "bucket-key": "id"}); err != nil {
 		t.Fatalf("layout options: %v", err)
 	}
 }

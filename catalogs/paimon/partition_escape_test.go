@@ -21,7 +21,7 @@ func TestPartitionValueStaysInTable(t *testing.T) {
 	p, wh := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "parts"}
-	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, map[string]string{"partition": "p"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, map[string]string{"partition": "p"}); err != nil {
 		t.Fatal(err)
 	}
 	values := []string{"", "..", ".", "/../../../../../escaped", "%2F..%2F..%2Fescaped", "a/../../b", "..\\..", "ü／..", "\x00x", "p=1/q"}
@@ -63,7 +63,7 @@ func TestPartitionValueTooLong(t *testing.T) {
 	p, _ := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "parts"}
-	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, map[string]string{"partition": "p"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, map[string]string{"partition": "p"}); err != nil {
 		t.Fatal(err)
 	}
 	for i, c := range []struct {

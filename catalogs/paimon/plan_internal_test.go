@@ -39,7 +39,7 @@ func TestPlanStaged(t *testing.T) {
 	p := mergeCatalog(t, nil)
 	ns := []string{"default"}
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: ns, Name: "app"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	commitRows(t, p, id, 0, 10, false)
@@ -79,7 +79,7 @@ func TestPlanStaged(t *testing.T) {
 
 	// A table whose first data are the transaction's.
 	fresh := catalogs.TableIdent{Catalog: "lake", Namespace: ns, Name: "fresh"}
-	if _, err := p.CreateTable(ctx, fresh, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, fresh, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	fp, err := p.PlanStaged(ctx, fresh, catalogs.ScanRequest{}, []catalogs.WriteReceipt{stage(t, p, fresh, 0, 3)}, false)
@@ -91,7 +91,7 @@ func TestPlanStaged(t *testing.T) {
 	// directories.
 	pt := catalogs.TableIdent{Catalog: "lake", Namespace: ns, Name: "part"}
 	psch := arrow.NewSchema(append(catalogtest.Schema.Fields(), arrow.Field{Name: "p", Type: arrow.BinaryTypes.String, Nullable: true}), nil)
-	if _, err := p.CreateTableWithOptions(ctx, pt, psch, map[string]string{"partition": "p"}); err != nil {
+	if _, err := p.CreateTable(ctx, pt, psch, map[string]string{"partition": "p"}); err != nil {
 		t.Fatal(err)
 	}
 	bld := array.NewRecordBuilder(memory.DefaultAllocator, psch)
@@ -119,7 +119,7 @@ func TestPlanStaged(t *testing.T) {
 
 	// A primary-key table is merged on read: not plain, with the reason.
 	pk := catalogs.TableIdent{Catalog: "lake", Namespace: ns, Name: "pk"}
-	if _, err := p.CreateTableWithOptions(ctx, pk, catalogtest.Schema, map[string]string{"primary-key": "id", "bucket": "2"}); err != nil {
+	if _, err := p.CreateTable(ctx, pk, catalogtest.Schema, map[string]string{"primary-key": "id", "bucket": "2"}); err != nil {
 		t.Fatal(err)
 	}
 	pp, err := p.PlanStaged(ctx, pk, catalogs.ScanRequest{}, []catalogs.WriteReceipt{stage(t, p, pk, 0, 3)}, false)

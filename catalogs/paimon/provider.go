@@ -53,7 +53,6 @@ var (
 	_ catalogs.Provider            = (*Provider)(nil)
 	_ catalogs.Discarder           = (*Provider)(nil)
 	_ catalogs.TableManager        = (*Provider)(nil)
-	_ catalogs.TableOptionsCreator = (*Provider)(nil)
 	_ catalogs.Lister              = (*Provider)(nil)
 	_ catalogs.IdempotentCommitter = (*Provider)(nil)
 	_ catalogs.Overwriter          = (*Provider)(nil)
@@ -233,13 +232,7 @@ func (st *tableState) spec() catalogs.TableSpec {
 	return spec
 }
 
-// CreateTable creates an append table (bucket -1) from an Arrow schema,
-// with the catalog's table-default options.
-func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema) (catalogs.TableSpec, error) {
-	return p.CreateTableWithOptions(ctx, t, schema, nil)
-}
-
-// CheckTableOptions implements catalogs.TableOptionsCreator.
+// CheckTableOptions implements catalogs.TableManager.
 func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) error {
 	if err := checkClientOptions(t, opts); err != nil {
 		return err
@@ -250,14 +243,14 @@ func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema
 	return err
 }
 
-// CreateTableWithOptions creates a table from an Arrow schema and Paimon
+// CreateTable creates a table from an Arrow schema and Paimon
 // table options: bucket (-1, or a fixed count), bucket-key, primary-key
 // and partition (comma-separated column lists), and any other option,
 // which is kept in the schema for Paimon readers. Options override the
 // catalog's table-default ones. It writes schema/schema-0 with
 // put-if-absent, so of two concurrent creates one wins and the other gets
 // ErrAlreadyExists.
-func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
+func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
 	dir, err := p.tableDir(t)
 	if err != nil {
 		return catalogs.TableSpec{}, err

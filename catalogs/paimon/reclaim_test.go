@@ -83,7 +83,7 @@ func TestReclaim(t *testing.T) {
 	p, wh := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}
-	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, map[string]string{"partition": "p"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, map[string]string{"partition": "p"}); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(wh, "default.db", "t")
@@ -241,7 +241,7 @@ func TestReclaimRecheck(t *testing.T) {
 	p, wh := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}
-	if _, err := p.CreateTable(ctx, id, sampleSchema); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, nil); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(wh, "default.db", "t")
@@ -273,7 +273,7 @@ func TestReclaimBranches(t *testing.T) {
 	p, wh := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}
-	if _, err := p.CreateTable(ctx, id, sampleSchema); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, nil); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(wh, "default.db", "t")
@@ -298,7 +298,7 @@ func TestReclaimS3(t *testing.T) {
 	s3 := newFakeS3(t)
 	p, prefix := s3.open(t, nil)
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "t"}
-	if _, err := p.CreateTable(ctx, id, sampleSchema); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Commit(ctx, id, stage(t, p, id, 0, 10)); err != nil {

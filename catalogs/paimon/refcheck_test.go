@@ -27,7 +27,7 @@ func refTable(t *testing.T) (*Provider, catalogs.TableIdent, string) {
 		t.Fatal(err)
 	}
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "r"}
-	if _, err := p.CreateTable(context.Background(), id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(context.Background(), id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	return p, id, filepath.Join(wh, "default.db", "r")

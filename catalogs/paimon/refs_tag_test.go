@@ -22,7 +22,7 @@ func TestCheckUnreferencedTags(t *testing.T) {
 	p, wh := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "tagged"}
-	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, nil); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, v, payload := stagePayload(t, p, id, 0, 10)

@@ -58,7 +58,7 @@ func TestReplicasCommitAFileOnce(t *testing.T) {
 			a, wh := openLocal(t, nil)
 			b := openReplica(t, wh)
 			id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "twice"}
-			if _, err := a.CreateTableWithOptions(ctx, id, sampleSchema, nil); err != nil {
+			if _, err := a.CreateTable(ctx, id, sampleSchema, nil); err != nil {
 				t.Fatal(err)
 			}
 			rs := stage(t, a, id, 0, 10)

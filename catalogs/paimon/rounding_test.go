@@ -68,7 +68,7 @@ func TestWriteRoundsAsPaimon(t *testing.T) {
 			in = b.NewArray()
 			b.Release()
 		}
-		if _, err := p.CreateTable(ctx, id, sc); err != nil {
+		if _, err := p.CreateTable(ctx, id, sc, nil); err != nil {
 			t.Fatalf("%s: create: %v", c.name, err)
 		}
 		batchSchema := sc

@@ -214,7 +214,7 @@ func TestS3ConcurrentCommitters(t *testing.T) {
 	p, _ := s3.open(t, map[string]string{lake.PropCommitRetries: "1000"})
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "race"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	const writers, commits = 4, 5
@@ -276,7 +276,7 @@ func TestS3LargeFile(t *testing.T) {
 	p, prefix := s3.open(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "big"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	defer paimon.SetS3PartSize(5 << 20)()

@@ -78,7 +78,7 @@ func testScanStaged(t *testing.T, p *paimon.Provider) {
 	ctx := context.Background()
 	ns := []string{"default"}
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: ns, Name: "pk"}
-	if _, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, map[string]string{"primary-key": "id", "bucket": "2"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, map[string]string{"primary-key": "id", "bucket": "2"}); err != nil {
 		t.Fatal(err)
 	}
 	c := stagedRows(t, p, id, 0, 10, "row")
@@ -119,7 +119,7 @@ func testScanStaged(t *testing.T, p *paimon.Provider) {
 	}
 
 	other := catalogs.TableIdent{Catalog: "lake", Namespace: ns, Name: "other"}
-	if _, err := p.CreateTable(ctx, other, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, other, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.ScanStaged(ctx, other, cols, staged, false); !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), "belongs to table") {

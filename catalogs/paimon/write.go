@@ -76,7 +76,7 @@ func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch 
 //   - a primary-key table buffers rows per partition and bucket, at most
 //     write.buffer-size-bytes of them (pk.go), and spills the largest
 //     bucket's as a sorted level-0 file when a batch would pass that.
-func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent) (catalogs.WriteStream, error) {
+func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent, _ catalogs.WriteTxn) (catalogs.WriteStream, error) {
 	return p.openStream(ctx, t)
 }
 

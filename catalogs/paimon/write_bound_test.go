@@ -54,7 +54,7 @@ func receiptFiles(t *testing.T, rs []catalogs.WriteReceipt) []pcodec.CommitMessa
 func streamRows(t *testing.T, p *paimon.Provider, id catalogs.TableIdent, rows []sampleRow, batch int, commit string) (catalogs.WriteStream, []pcodec.CommitMessage) {
 	t.Helper()
 	ctx := context.Background()
-	ws, err := p.OpenStream(ctx, id)
+	ws, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestPKSpill(t *testing.T) {
 	p, _ := openLocal(t, map[string]string{paimon.PropWriteBufferSize: fmt.Sprint(bound)})
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "pk_spill"}
-	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, map[string]string{"primary-key": "id", "bucket": "2"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, map[string]string{"primary-key": "id", "bucket": "2"}); err != nil {
 		t.Fatal(err)
 	}
 	// Commit 0: 3000 keys, then a second write of 1000 of them; commit 1
@@ -138,7 +138,7 @@ func TestPKBatchOverBound(t *testing.T) {
 	p, _ := openLocal(t, map[string]string{paimon.PropWriteBufferSize: "1024"})
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "pk_big"}
-	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, map[string]string{"primary-key": "id"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, map[string]string{"primary-key": "id"}); err != nil {
 		t.Fatal(err)
 	}
 	rows := rowsFrom(0, 2000, 0)
@@ -158,7 +158,7 @@ func TestWriteBufferOption(t *testing.T) {
 	p, _ := openLocal(t, map[string]string{"table-default.write-buffer-size": "2 kb"})
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "pk_opt"}
-	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, map[string]string{"primary-key": "id"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, map[string]string{"primary-key": "id"}); err != nil {
 		t.Fatal(err)
 	}
 	ws, _ := streamRows(t, p, id, rowsFrom(0, 500, 0), 50, "c0")
@@ -166,10 +166,10 @@ func TestWriteBufferOption(t *testing.T) {
 		t.Errorf("bound %d, peak %d, %d spills: want 2048, within it, spilled", limit, peak, spills)
 	}
 	q, _ := openLocal(t, map[string]string{"table-default.write-buffer-size": "lots"})
-	if _, err := q.CreateTableWithOptions(ctx, id, sampleSchema, map[string]string{"primary-key": "id"}); err != nil {
+	if _, err := q.CreateTable(ctx, id, sampleSchema, map[string]string{"primary-key": "id"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.OpenStream(ctx, id); !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), "write-buffer-size") {
+	if _, err := q.OpenStream(ctx, id, catalogs.WriteTxn{}); !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), "write-buffer-size") {
 		t.Errorf("open with write-buffer-size lots: %v, want invalid argument naming the option", err)
 	}
 }
@@ -181,7 +181,7 @@ func TestMaxOpenFiles(t *testing.T) {
 	p, _ := openLocal(t, map[string]string{paimon.PropMaxOpenFiles: "3"})
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "many_buckets"}
-	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, map[string]string{"bucket": "8", "bucket-key": "id", "partition": "p"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, map[string]string{"bucket": "8", "bucket-key": "id", "partition": "p"}); err != nil {
 		t.Fatal(err)
 	}
 	rows := rowsFrom(0, 2000, 0)
@@ -217,7 +217,7 @@ func TestAppendLanes(t *testing.T) {
 	var msgs []pcodec.CommitMessage
 	for try := 0; try < 5 && len(msgs) < 2; try++ {
 		id = catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: fmt.Sprint("lanes", try)}
-		if _, err := p.CreateTable(ctx, id, sampleSchema); err != nil {
+		if _, err := p.CreateTable(ctx, id, sampleSchema, nil); err != nil {
 			t.Fatal(err)
 		}
 		_, msgs = streamRows(t, p, id, rows, 500, "c0")
@@ -297,11 +297,11 @@ func TestLanesCancelS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "stuck"}
-	if _, err := p.CreateTable(context.Background(), id, sampleSchema); err != nil {
+	if _, err := p.CreateTable(context.Background(), id, sampleSchema, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	ws, err := p.OpenStream(ctx, id)
+	ws, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,12 +352,12 @@ func TestTwoWritesOfOneTransaction(t *testing.T) {
 	p, _ := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "pk_txn"}
-	if _, err := p.CreateTableWithOptions(ctx, id, sampleSchema, map[string]string{"primary-key": "id", "bucket": "2"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, sampleSchema, map[string]string{"primary-key": "id", "bucket": "2"}); err != nil {
 		t.Fatal(err)
 	}
 	streamRows(t, p, id, rowsFrom(0, 10, 0), 10, "base")
 	stage := func(rows []sampleRow) []catalogs.WriteReceipt {
-		ws, err := p.OpenStream(ctx, id)
+		ws, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,13 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
 	"time"
-
-	"github.com/sony/gobreaker/v2"
 
 	"github.com/flightgw/flightgw/catalogs"
 )
@@ -27,12 +24,14 @@ const maxAnswer = 1 << 20
 // client speaks StarRocks' HTTP API: Basic auth on every hop, redirects
 // followed by hand (so that the credentials and the body are sent again
 // to the BE, which net/http does not do across hosts), Expect:
-// 100-continue on bodies, a timeout per call and a circuit breaker.
+// 100-continue on bodies, and every call guarded by catalogs.Remote (a
+// timeout per attempt, a circuit breaker, retries of the read-only calls),
+// as every backend's remote calls are.
 type client struct {
 	catalog string
 	cfg     config
 	hc      *http.Client
-	cb      *gobreaker.CircuitBreaker[answer]
+	remote  *catalogs.Remote
 }
 
 // answer is one HTTP answer: the status code and the body.
@@ -50,15 +49,16 @@ func newClient(catalog string, cfg config) *client {
 		// Redirects are followed by do, with the credentials.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
-	c.cb = gobreaker.NewCircuitBreaker[answer](gobreaker.Settings{
-		Name:        "starrocks " + catalog,
-		MaxRequests: 1,
-		Timeout:     cfg.breakerOpen,
-		ReadyToTrip: func(n gobreaker.Counts) bool { return n.ConsecutiveFailures >= cfg.breakerFailures },
-		// An answer, whatever it says, is a live cluster.
-		IsSuccessful: func(err error) bool { return err == nil || !errors.Is(err, catalogs.ErrUnavailable) },
-	})
+	// An answer, whatever it says, is a live cluster: only a call that got
+	// none (ErrUnavailable) is an outage.
+	c.remote = catalogs.NewRemote("starrocks "+catalog, cfg.remotePolicy(),
+		func(err error) bool { return errors.Is(err, catalogs.ErrUnavailable) })
 	return c
+}
+
+// paused is the error of a call the open breaker refused.
+func (c *client) paused(op string, err error) error {
+	return catalogs.Errorf(catalogs.ErrUnavailable, "catalog %q: starrocks %s: the FE has failed repeatedly, calls are paused (%v)", c.catalog, op, err)
 }
 
 // request is one call: a method, a path under the FE, headers, a body
@@ -75,9 +75,7 @@ type request struct {
 // could not be made, so the request certainly was not received), through
 // the breaker, within the call timeout.
 func (c *client) do(ctx context.Context, r request) (answer, error) {
-	a, err := c.cb.Execute(func() (answer, error) {
-		cctx, cancel := context.WithTimeout(ctx, c.cfg.timeout)
-		defer cancel()
+	a, err := catalogs.Guard(ctx, c.remote, false, func(cctx context.Context) (answer, error) {
 		var last error
 		for _, base := range c.cfg.fe {
 			a, err := c.send(cctx, base.ResolveReference(&url.URL{Path: r.path}), r)
@@ -88,8 +86,8 @@ func (c *client) do(ctx context.Context, r request) (answer, error) {
 		}
 		return answer{}, last
 	})
-	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-		return answer{}, catalogs.Errorf(catalogs.ErrUnavailable, "catalog %q: starrocks %s: the FE has failed repeatedly, calls are paused (%v)", c.catalog, r.op, err)
+	if catalogs.ErrBreakerOpen(err) {
+		return answer{}, c.paused(r.op, err)
 	}
 	return a, err
 }
@@ -208,17 +206,19 @@ const (
 )
 
 // loadState asks the FE for a label's transaction state. It is read-only,
-// so it is retried (bounded, with backoff).
+// so it is retried (bounded, with backoff), an answer without a state
+// too; only a call that got no answer counts in the breaker (an answer,
+// whatever it says, is a live cluster).
 func (c *client) loadState(ctx context.Context, db, lbl string) (string, error) {
 	var last error
-	for i := range c.cfg.retries {
+	for i := range max(1, c.cfg.retries) {
 		if i > 0 {
 			if err := sleep(ctx, backoff(i-1)); err != nil {
 				return "", last
 			}
 		}
 		st, err := c.loadStateOnce(ctx, db, lbl)
-		if err == nil || !errors.Is(err, catalogs.ErrUnavailable) {
+		if err == nil || !errors.Is(err, catalogs.ErrUnavailable) || catalogs.ErrBreakerOpen(err) {
 			return st, err
 		}
 		last = err
@@ -226,11 +226,11 @@ func (c *client) loadState(ctx context.Context, db, lbl string) (string, error) 
 	return "", last
 }
 
+// loadStateOnce is one get_load_state call, to the FEs in turn, through
+// the breaker.
 func (c *client) loadStateOnce(ctx context.Context, db, lbl string) (string, error) {
 	path := "/api/" + url.PathEscape(db) + "/get_load_state"
-	a, err := c.cb.Execute(func() (answer, error) {
-		cctx, cancel := context.WithTimeout(ctx, c.cfg.timeout)
-		defer cancel()
+	a, err := catalogs.Guard(ctx, c.remote, false, func(cctx context.Context) (answer, error) {
 		var last error
 		for _, base := range c.cfg.fe {
 			u := base.ResolveReference(&url.URL{Path: path, RawQuery: url.Values{"label": {lbl}}.Encode()})
@@ -242,10 +242,10 @@ func (c *client) loadStateOnce(ctx context.Context, db, lbl string) (string, err
 		}
 		return answer{}, last
 	})
+	if catalogs.ErrBreakerOpen(err) {
+		return "", c.paused("get_load_state", err)
+	}
 	if err != nil {
-		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-			return "", catalogs.Errorf(catalogs.ErrUnavailable, "catalog %q: starrocks get_load_state: calls are paused (%v)", c.catalog, err)
-		}
 		return "", err
 	}
 	var res struct {
@@ -263,21 +263,11 @@ func (c *client) loadStateOnce(ctx context.Context, db, lbl string) (string, err
 	return res.State, nil
 }
 
-// backoff is 100ms·2^attempt capped at 2s, with jitter.
+// backoff is the wait before attempt+1 of a call the client repeats
+// itself (begin, commit): catalogs.Backoff from 100ms, capped at 2s.
 func backoff(attempt int) time.Duration {
-	d := 100 * time.Millisecond << min(attempt, 5)
-	d = min(d, 2*time.Second)
-	return d/2 + rand.N(d/2+1)
+	return catalogs.Backoff(attempt, 100*time.Millisecond, 2*time.Second)
 }
 
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// sleep waits for d or until ctx ends (catalogs.Sleep).
+func sleep(ctx context.Context, d time.Duration) error { return catalogs.Sleep(ctx, d) }

@@ -140,8 +140,7 @@ func parseConfig(props map[string]string) (config, error) {
 	}
 	// Timeouts, attempts and the breaker in every backend's dialect
 	// (catalogs/remoteprops.go), the older spellings still read.
-	rp, err := catalogs.ParseRemote(props, catalogs.RemotePolicy{Timeout: c.timeout, Attempts: c.retries,
-		BreakerFailures: c.breakerFailures, BreakerOpen: c.breakerOpen}, catalogs.ServiceAliases)
+	rp, err := catalogs.ParseRemote(props, c.remotePolicy(), catalogs.ServiceAliases)
 	if err != nil {
 		return c, err
 	}
@@ -248,4 +247,10 @@ func (c config) namespacesOf(db string) []string {
 		}
 	}
 	return out
+}
+
+// remotePolicy is the policy of the calls to the FE (catalogs.Remote).
+func (c config) remotePolicy() catalogs.RemotePolicy {
+	return catalogs.RemotePolicy{Timeout: c.timeout, Attempts: c.retries,
+		BreakerFailures: c.breakerFailures, BreakerOpen: c.breakerOpen}
 }

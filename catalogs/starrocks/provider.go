@@ -54,11 +54,10 @@ const maxLanded = 10000
 
 var (
 	_ catalogs.Provider            = (*Provider)(nil)
-	_ catalogs.TxnStreamWriter     = (*Provider)(nil)
+	_ catalogs.StreamWriter        = (*Provider)(nil)
 	_ catalogs.IdempotentCommitter = (*Provider)(nil)
 	_ catalogs.Discarder           = (*Provider)(nil)
 	_ catalogs.TableManager        = (*Provider)(nil)
-	_ catalogs.TableOptionsCreator = (*Provider)(nil)
 	_ catalogs.Lister              = (*Provider)(nil)
 	_ catalogs.Scanner             = (*Provider)(nil)
 	_ catalogs.QueryPusher         = (*Provider)(nil)

@@ -28,7 +28,7 @@ func (p *Provider) spoolPath(name string) (string, error) {
 // known until its commit: so the batch is checked, encoded and spooled to
 // a local file (nothing is sent), and the commit loads every spooled batch
 // of the commit in one transaction labelled from the commit id. The
-// gateway's write path uses OpenTxnStream instead; WriteBatch receipts
+// gateway's write path uses OpenStream instead; WriteBatch receipts
 // name files of this process's spool directory and commit there only.
 func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch arrow.RecordBatch) (catalogs.WriteReceipt, error) {
 	db, cols, err := p.columns(ctx, t)

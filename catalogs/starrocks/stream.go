@@ -47,10 +47,10 @@ type receiptMeta struct {
 
 func txnKey(t catalogs.TableIdent, unit string) string { return t.Key() + "\x00" + unit }
 
-// OpenTxnStream implements catalogs.TxnStreamWriter: the first stream of a
+// OpenStream implements catalogs.StreamWriter: the first stream of a
 // unit of work on a table begins its Stream Load transaction, labelled
 // from WriteTxn.CommitID; later streams join it.
-func (p *Provider) OpenTxnStream(ctx context.Context, t catalogs.TableIdent, w catalogs.WriteTxn) (catalogs.WriteStream, error) {
+func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent, w catalogs.WriteTxn) (catalogs.WriteStream, error) {
 	if w.ID == "" {
 		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: a write stream needs a unit of work", t)
 	}

@@ -19,7 +19,7 @@ import (
 // clients that cannot set ingest options (the ADBC drivers send none).
 const PrimaryKeyMetadata = "starrocks.primary_key"
 
-// The ingest options CreateTableWithOptions accepts.
+// The ingest options CreateTable accepts.
 const (
 	// OptPrimaryKey names the key columns of a primary-key table,
 	// comma-separated (the schema's first columns, required).
@@ -211,13 +211,7 @@ func parseLayout(t catalogs.TableIdent, opts map[string]string) (layout, error) 
 	return lay, nil
 }
 
-// CreateTable implements catalogs.TableManager with DDL over the MySQL
-// protocol.
-func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema) (catalogs.TableSpec, error) {
-	return p.create(ctx, t, schema, layout{})
-}
-
-// CheckTableOptions implements catalogs.TableOptionsCreator.
+// CheckTableOptions implements catalogs.TableManager.
 func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) error {
 	lay, err := parseLayout(t, opts)
 	if err != nil {
@@ -231,9 +225,10 @@ func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema
 	return err
 }
 
-// CreateTableWithOptions implements catalogs.TableOptionsCreator: the
-// ingest options primary-key, distributed-by and buckets.
-func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
+// CreateTable implements catalogs.TableManager with DDL over the MySQL
+// protocol, taking the ingest options primary-key, distributed-by and
+// buckets.
+func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
 	lay, err := parseLayout(t, opts)
 	if err != nil {
 		return catalogs.TableSpec{}, err

@@ -9,36 +9,16 @@ import (
 	"hash/crc32"
 	"time"
 	"unicode/utf8"
-
-	"github.com/flightgw/flightgw/codec/paimon"
 )
 
 // Version is the envelope version Seal writes.
 const Version = 2
 
-// Backend kinds.
-const (
-	// KindIceberg: the payload is the Iceberg backend's receipts
-	// (EncodeReceipts), serializer version ReceiptsVersion.
-	KindIceberg = "iceberg"
-	// KindPaimon: the payload is Paimon Java's CommitMessageSerializer list
-	// format at one of paimon.SupportedVersions.
-	KindPaimon = "paimon"
-	// KindDelta: the payload is Delta `add` actions, one JSON line each
-	// ({"add":{...}}, as a commit file holds them), serializer version
-	// DeltaActionsVersion: what a Spark or Delta Kernel coordinator can
-	// commit itself.
-	KindDelta = "delta"
-)
-
-// DeltaActionsVersion is the serializer version of the delta payload.
-const DeltaActionsVersion = 1
-
 // Bounds of the variable fields.
 const (
 	// MaxPayload is the largest payload an envelope may declare (the
-	// largest Java array, so the largest Java payload).
-	MaxPayload = paimon.MaxEnvelopePayload
+	// largest Java array, so the largest payload a JVM engine writes).
+	MaxPayload = 1<<31 - 1
 	maxKind    = 32
 	maxParts   = 64
 	maxPart    = 1024
@@ -56,16 +36,18 @@ var (
 	// ErrSignature: the HMAC does not match: signed with another key, or
 	// altered after signing.
 	ErrSignature = errors.New("commit-message envelope signature does not match")
-	// ErrUnsupportedVersion: an envelope version, backend kind or
-	// serializer version this package does not accept.
+	// ErrUnsupportedVersion: an envelope version this package does not
+	// accept (the backend kind and serializer version are the backend's
+	// catalogs.PayloadCodec's to accept).
 	ErrUnsupportedVersion = errors.New("unsupported commit-message envelope")
 )
 
 // Envelope is what an envelope carries.
 type Envelope struct {
-	// Version is the envelope version read (1 or 2).
+	// Version is the envelope version read (2).
 	Version int
-	// Kind is the backend kind (KindIceberg, KindPaimon, KindDelta).
+	// Kind is the payload's format: the backend kind its
+	// catalogs.PayloadCodec names (1 to 32 printable ASCII bytes).
 	Kind string
 	// SerializerVersion is the version of the payload's format.
 	SerializerVersion int
@@ -137,7 +119,7 @@ func seal(e Envelope, key []byte) []byte {
 
 // checkFields refuses what Seal cannot write or Open would refuse.
 func checkFields(e Envelope) error {
-	if err := checkSerializer(e.Kind, e.SerializerVersion); err != nil {
+	if err := checkKind(e.Kind); err != nil {
 		return err
 	}
 	if len(e.Table) < 2 || len(e.Table) > maxParts {
@@ -157,23 +139,18 @@ func checkFields(e Envelope) error {
 	return nil
 }
 
-// checkSerializer accepts the serializer versions of each kind.
-func checkSerializer(kind string, v int) error {
-	switch kind {
-	case KindIceberg:
-		if v != ReceiptsVersion {
-			return fmt.Errorf("envelope: iceberg serializer version %d: %w (supported: [%d])", v, ErrUnsupportedVersion, ReceiptsVersion)
+// checkKind accepts a backend kind of 1 to maxKind printable ASCII bytes.
+// Which kinds and serializer versions a gateway takes is its backends'
+// business (catalogs.PayloadCodec), not the envelope's: a new format adds
+// nothing here.
+func checkKind(kind string) error {
+	if kind == "" || len(kind) > maxKind {
+		return fmt.Errorf("envelope: backend kind %q: %w (1 to %d bytes)", kind, ErrMalformed, maxKind)
+	}
+	for i := range len(kind) {
+		if kind[i] <= ' ' || kind[i] > '~' {
+			return fmt.Errorf("envelope: backend kind %q: %w (printable ASCII only)", kind, ErrMalformed)
 		}
-	case KindPaimon:
-		if err := paimon.CheckVersion(v); err != nil {
-			return fmt.Errorf("envelope: paimon serializer version %d: %w (supported: %v)", v, ErrUnsupportedVersion, paimon.SupportedVersions)
-		}
-	case KindDelta:
-		if v != DeltaActionsVersion {
-			return fmt.Errorf("envelope: delta serializer version %d: %w (supported: [%d])", v, ErrUnsupportedVersion, DeltaActionsVersion)
-		}
-	default:
-		return fmt.Errorf("envelope: backend kind %q: %w (supported: %s, %s, %s)", kind, ErrUnsupportedVersion, KindIceberg, KindPaimon, KindDelta)
 	}
 	return nil
 }
@@ -187,29 +164,24 @@ func mac(key, b []byte) []byte {
 // Open checks a version 2 envelope signed with key and returns what it
 // carries (Payload is not a copy). It checks, in order: the structure
 // (ErrMalformed naming the field that does not fit), the CRC32C
-// (ErrMalformed), the signature (ErrSignature), then the backend kind and
-// serializer version (ErrUnsupportedVersion). A version 1 envelope is
+// (ErrMalformed), the signature (ErrSignature). The backend kind and the
+// serializer version are the caller's to check against the backend the
+// request names (its catalogs.PayloadCodec). A version 1 envelope is
 // ErrUnsupportedVersion: it is unsigned.
 func Open(b, key []byte) (Envelope, error) {
 	e, signed, err := parse(b)
 	if err != nil {
 		return Envelope{}, err
 	}
-	if e.Version == 1 {
-		return Envelope{}, fmt.Errorf("envelope: version 1 is unsigned: %w (commit messages need version %d)", ErrUnsupportedVersion, Version)
-	}
 	if len(key) == 0 || !hmac.Equal(mac(key, b[:signed]), b[signed:]) {
 		return Envelope{}, fmt.Errorf("envelope: HMAC-SHA256: %w (signed with another key, or altered)", ErrSignature)
-	}
-	if err := checkSerializer(e.Kind, e.SerializerVersion); err != nil {
-		return Envelope{}, err
 	}
 	return e, nil
 }
 
-// Parse reads an envelope of either version without checking a signature
-// (to inspect one). A version 1 envelope (codec/paimon's Wrap) has kind
-// paimon and no table.
+// Parse reads an envelope without checking its signature (to inspect
+// one). A version 1 envelope (unsigned, its format's own) is
+// ErrUnsupportedVersion.
 func Parse(b []byte) (Envelope, error) {
 	e, _, err := parse(b)
 	return e, err
@@ -225,19 +197,18 @@ func parse(b []byte) (e Envelope, signed int, err error) {
 	}
 	switch b[4] {
 	case 1:
-		v, payload, err := paimon.Unwrap(b)
-		if err != nil {
-			return e, 0, fmt.Errorf("envelope version 1: %w: %w", ErrMalformed, err)
-		}
-		return Envelope{Version: 1, Kind: KindPaimon, SerializerVersion: v, Payload: payload}, len(b), nil
+		return e, 0, fmt.Errorf("envelope: version 1 is unsigned: %w (commit messages need version %d)", ErrUnsupportedVersion, Version)
 	case Version:
 	default:
-		return e, 0, fmt.Errorf("envelope: version %d: %w (supported: [1 %d])", b[4], ErrUnsupportedVersion, Version)
+		return e, 0, fmt.Errorf("envelope: version %d: %w (supported: [%d])", b[4], ErrUnsupportedVersion, Version)
 	}
 	r := reader{b: b, off: 5}
 	e.Version = Version
 	e.SerializerVersion = int(int32(r.u32("serializer version")))
 	e.Kind = string(r.bytes("backend kind", int(r.u8("backend kind length")), maxKind))
+	if r.err == nil {
+		r.err = checkKind(e.Kind)
+	}
 	parts := int(r.u8("table part count"))
 	if r.err == nil && (parts < 2 || parts > maxParts) {
 		r.err = malformed("table part count", "%d, want 2 to %d", parts, maxParts)

@@ -38,7 +38,7 @@ func FuzzOpen(f *testing.F) {
 		if !bytes.Equal(out, b) {
 			t.Fatalf("re-sealed bytes differ")
 		}
-		if e.Kind == KindIceberg {
+		if e.Kind == "iceberg" {
 			rs, err := DecodeReceipts(e.Payload)
 			if err != nil {
 				return

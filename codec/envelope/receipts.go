@@ -7,15 +7,16 @@ import (
 	"fmt"
 )
 
-// ReceiptsVersion is the serializer version of the iceberg payload.
+// ReceiptsVersion is the serializer version of the receipts payload.
 const ReceiptsVersion = 1
 
-// receiptsFormat names the iceberg payload's JSON.
+// receiptsFormat names the receipts payload's JSON.
 const receiptsFormat = "flightgw.receipts/v1"
 
 // Receipt is one write receipt as it travels: the backend's own metadata
-// (for Iceberg the staged DataFiles in iceberg-go's Avro encoding, with
-// the spec, schema and format version to decode them) and its counts.
+// (whatever its catalogs.WriteReceipt holds) and its counts. The receipts
+// payload is a format a backend's catalogs.PayloadCodec may adopt as its
+// own when no other engine reads its payloads.
 type Receipt struct {
 	Metadata  json.RawMessage `json:"metadata"`
 	RowCount  uint64          `json:"row_count"`
@@ -27,7 +28,7 @@ type receiptList struct {
 	Receipts []Receipt `json:"receipts"`
 }
 
-// EncodeReceipts writes the iceberg payload: a JSON object naming its
+// EncodeReceipts writes the receipts payload: a JSON object naming its
 // format and listing the receipts.
 func EncodeReceipts(rs []Receipt) ([]byte, error) {
 	if rs == nil {
@@ -36,7 +37,7 @@ func EncodeReceipts(rs []Receipt) ([]byte, error) {
 	return json.Marshal(receiptList{Format: receiptsFormat, Receipts: rs})
 }
 
-// DecodeReceipts reads an iceberg payload; anything else than exactly one
+// DecodeReceipts reads a receipts payload; anything else than exactly one
 // such object, or a receipt without metadata, is ErrMalformed. The
 // metadata is not interpreted here: the backend checks it against the
 // table it is committed to.
@@ -45,17 +46,17 @@ func DecodeReceipts(b []byte) ([]Receipt, error) {
 	dec.DisallowUnknownFields()
 	var l receiptList
 	if err := dec.Decode(&l); err != nil {
-		return nil, fmt.Errorf("envelope: iceberg payload: %v: %w", err, ErrMalformed)
+		return nil, fmt.Errorf("envelope: receipts payload: %v: %w", err, ErrMalformed)
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("envelope: iceberg payload: trailing data: %w", ErrMalformed)
+		return nil, fmt.Errorf("envelope: receipts payload: trailing data: %w", ErrMalformed)
 	}
 	if l.Format != receiptsFormat {
-		return nil, fmt.Errorf("envelope: iceberg payload: format %q, want %q: %w", l.Format, receiptsFormat, ErrMalformed)
+		return nil, fmt.Errorf("envelope: receipts payload: format %q, want %q: %w", l.Format, receiptsFormat, ErrMalformed)
 	}
 	for i, r := range l.Receipts {
 		if len(r.Metadata) == 0 || bytes.Equal(r.Metadata, []byte("null")) {
-			return nil, fmt.Errorf("envelope: iceberg payload: receipt %d has no metadata: %w", i, ErrMalformed)
+			return nil, fmt.Errorf("envelope: receipts payload: receipt %d has no metadata: %w", i, ErrMalformed)
 		}
 	}
 	return l.Receipts, nil

@@ -22,6 +22,10 @@ const (
 	EnvelopeHeaderSize = 17
 )
 
+// EnvelopeKind names the CommitMessageSerializer list format as the
+// backend kind of a signed commit-message envelope (codec/envelope).
+const EnvelopeKind = "paimon"
+
 // EnvelopeMagic opens every envelope.
 var EnvelopeMagic = []byte("FGCM")
 

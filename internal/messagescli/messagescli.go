@@ -117,6 +117,10 @@ func document(v int, msgs []paimon.CommitMessage, partTypes string) (*paimon.Doc
 	return doc, nil
 }
 
+// deltaKind is codec/delta's EnvelopeKind, spelled here: that package
+// links Arrow, which this tool stays without (deps_test.go).
+const deltaKind = "delta"
+
 // inspectSigned prints a version 2 (signed) envelope: its header, and its
 // payload decoded by kind. The signature is not checked: that needs the
 // replicas' signing key, which only the gateway holds.
@@ -131,7 +135,7 @@ func inspectSigned(prog, name string, data []byte, partTypes string, stdout, std
 		"commitUser": e.CommitUser, "preparedAt": e.PreparedAt.UTC().Format(time.RFC3339Nano), "signature": "not checked",
 	}}
 	switch e.Kind {
-	case envelope.KindPaimon:
+	case paimon.EnvelopeKind:
 		msgs, err := paimon.DecodeList(e.SerializerVersion, e.Payload)
 		if err != nil {
 			fmt.Fprintf(stderr, "%s inspect: %s: payload: %v\n", prog, name, err)
@@ -143,7 +147,7 @@ func inspectSigned(prog, name string, data []byte, partTypes string, stdout, std
 			return 1
 		}
 		out["payload"] = doc
-	case envelope.KindDelta:
+	case deltaKind:
 		// Add actions, one JSON line each: printed as the list of them.
 		var acts []json.RawMessage
 		for _, l := range strings.Split(strings.TrimSuffix(string(e.Payload), "\n"), "\n") {
