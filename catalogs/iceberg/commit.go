@@ -211,6 +211,10 @@ func (p *Provider) attempt(ctx context.Context, tbl *table.Table, summary ice.Pr
 	wrapped := table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), rec.wrap(tbl.FS), cat)
 	var committed *table.Table
 	err := protect(catalogs.ErrInvalidArgument, "commit", func() error {
+		files, err := withRowLineage(meta, files)
+		if err != nil {
+			return err
+		}
 		txn := wrapped.NewTransaction()
 		if overwrite {
 			old, err := currentFiles(ctx, tbl)
@@ -234,7 +238,6 @@ func (p *Provider) attempt(ctx context.Context, tbl *table.Table, summary ice.Pr
 				return err
 			}
 		}
-		var err error
 		committed, err = txn.Commit(ctx)
 		return err
 	})

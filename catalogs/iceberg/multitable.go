@@ -388,6 +388,10 @@ func stage(ctx context.Context, tbl *table.Table, commitID string, files []ice.D
 	props := ice.Properties{CommitIDKey: commitID}
 	var tc table.TableCommit
 	err := protect(catalogs.ErrInvalidArgument, "stage commit", func() error {
+		files, err := withRowLineage(meta, files)
+		if err != nil {
+			return err
+		}
 		txn := base.NewTransaction()
 		if overwrite {
 			old, err := currentFiles(ctx, tbl)
@@ -405,7 +409,6 @@ func stage(ctx context.Context, tbl *table.Table, commitID string, files []ice.D
 				return err
 			}
 		}
-		var err error
 		if tc, err = txn.TableCommit(); err != nil {
 			return err
 		}

@@ -163,11 +163,11 @@ func refusedProp(k string) string {
 	return ""
 }
 
-// formatVersions are the format versions a created table may have: the
-// gateway's commit paths are those of v1 and v2 tables (a v3 commit must
-// give each added data file its first_row_id from the table's next-row-id,
-// again on every retry).
-var formatVersions = []string{"1", "2"}
+// formatVersions are the format versions a created table may have. A v3
+// table keeps nanosecond timestamps (schema.go) and has row lineage: each
+// commit attempt numbers its files from the table's next-row-id
+// (lineage.go).
+var formatVersions = []string{"1", "2", "3"}
 
 // createdVersion is the format version a create with these options gives
 // the table: the option's, else iceberg-go's default (2). A bad value is

@@ -46,7 +46,7 @@ func TestParseTableOptions(t *testing.T) {
 		{opts: map[string]string{"partition": "void(id)"}, spec: `unknown transform "void"`, err: true},
 		{opts: map[string]string{"sort": "id, id desc"}, spec: `option "sort": column "id" appears twice`, err: true},
 		{opts: map[string]string{"sort": "id nulls"}, spec: `option "sort"`, err: true},
-		{opts: map[string]string{"format-version": "3"}, spec: `option "format-version": "3"`, err: true},
+		{opts: map[string]string{"format-version": "4"}, spec: `option "format-version": "4"`, err: true},
 		{opts: map[string]string{"write.parquet.page-size-bytes": "0"}, spec: "write.parquet.page-size-bytes", err: true},
 		{opts: map[string]string{"write.parquet.compression-codec": "gzip", "write.parquet.compression-level": "12"}, spec: "gzip", err: true},
 		{opts: map[string]string{"write.object-storage.enabled": "true"}, spec: "write.object-storage.enabled", err: true},
