@@ -364,7 +364,16 @@ func (p *Provider) stageAll(ctx context.Context, commitID string, tables []catal
 		if err != nil {
 			return fail(err)
 		}
-		tc, err := stage(ctx, tbls[i], commitID, files, overwrite, change)
+		// The table's manifests are written under its encryption.
+		enc, err := tableEncryption(t.Table, tbls[i])
+		if err != nil {
+			return fail(err)
+		}
+		sctx, err := p.encryptContext(ctx, enc)
+		if err != nil {
+			return fail(err)
+		}
+		tc, err := stage(sctx, tbls[i], commitID, files, overwrite, change)
 		if err != nil {
 			return fail(mapErr(err, fmt.Sprintf("table %s: commit", t.Table)))
 		}

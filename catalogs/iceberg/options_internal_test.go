@@ -50,7 +50,9 @@ func TestParseTableOptions(t *testing.T) {
 		{opts: map[string]string{"write.parquet.page-size-bytes": "0"}, spec: "write.parquet.page-size-bytes", err: true},
 		{opts: map[string]string{"write.parquet.compression-codec": "gzip", "write.parquet.compression-level": "12"}, spec: "gzip", err: true},
 		{opts: map[string]string{"write.object-storage.enabled": "true"}, spec: "write.object-storage.enabled", err: true},
-		{opts: map[string]string{"encryption.key-id": "k"}, spec: "does not encrypt", err: true},
+		{opts: map[string]string{"encryption.key-id": "k"}, spec: "client-side encryption", err: true},
+		{opts: map[string]string{"encryption.kms-key-id": ""}, spec: "encryption.kms-key-id", err: true},
+		{opts: map[string]string{"encryption.kms-key-id": "arn:aws:kms:us-east-1:1:key/k"}},
 		{opts: map[string]string{"current-snapshot-id": "1"}, spec: "reserved", err: true},
 		{opts: map[string]string{"Partition": "id"}, spec: `option "Partition"`, err: true},
 	} {
