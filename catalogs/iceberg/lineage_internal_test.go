@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	ice "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/flightgw/flightgw/catalogs"
 )
@@ -151,31 +153,7 @@ func TestFormatV3NanosAndRowLineage(t *testing.T) {
 		wantValues(t, got, "id", want)
 		wantValues(t, got, "ts", wantTS)
 		wantValues(t, got, "tz", wantTZ)
-		snaps, files := lineage(t, p, id)
-		next := int64(0)
-		for _, s := range snaps {
-			if s.first != next {
-				t.Errorf("%s: snapshot %s starts at row id %d, want %d (the one before ends there)", stage, s.what, s.first, next)
-			}
-			var sid int64
-			fmt.Sscan(s.what, &sid)
-			fs := files[sid]
-			sort.Slice(fs, func(i, j int) bool { return fs[i].first < fs[j].first })
-			at := s.first
-			for _, f := range fs {
-				if f.first != at {
-					t.Errorf("%s: file %s first_row_id %d, want %d", stage, f.what, f.first, at)
-				}
-				at = f.first + f.rows
-			}
-			if at != s.first+s.rows {
-				t.Errorf("%s: snapshot %s claims rows [%d,%d), its files [%d,%d)", stage, s.what, s.first, s.first+s.rows, s.first, at)
-			}
-			next = s.first + s.rows
-		}
-		if nr := loadMeta(t, p, id).NextRowID(); nr != next {
-			t.Errorf("%s: next-row-id %d, want %d", stage, nr, next)
-		}
+		checkLineage(t, p, id, stage)
 	}
 	check("appends", 1, 2, 3, 4, 5, 6)
 
@@ -211,4 +189,103 @@ func TestFormatV3NanosAndRowLineage(t *testing.T) {
 			t.Errorf("column %s is %s, want %s", name, f.Type, want)
 		}
 	}
+}
+
+// checkLineage checks that every snapshot's row-id range follows the one
+// before it, that the files each snapshot added fill its range exactly,
+// and that the table's next-row-id is where the last range ends.
+func checkLineage(t *testing.T, p *Provider, id catalogs.TableIdent, stage string) {
+	t.Helper()
+	snaps, files := lineage(t, p, id)
+	next := int64(0)
+	for _, s := range snaps {
+		if s.first != next {
+			t.Errorf("%s: snapshot %s starts at row id %d, want %d (the one before ends there)", stage, s.what, s.first, next)
+		}
+		var sid int64
+		fmt.Sscan(s.what, &sid)
+		fs := files[sid]
+		sort.Slice(fs, func(i, j int) bool { return fs[i].first < fs[j].first })
+		at := s.first
+		for _, f := range fs {
+			if f.first != at {
+				t.Errorf("%s: file %s first_row_id %d, want %d", stage, f.what, f.first, at)
+			}
+			at = f.first + f.rows
+		}
+		if at != s.first+s.rows {
+			t.Errorf("%s: snapshot %s claims rows [%d,%d), its files [%d,%d)", stage, s.what, s.first, s.first+s.rows, s.first, at)
+		}
+		next = s.first + s.rows
+	}
+	if nr := loadMeta(t, p, id).NextRowID(); nr != next {
+		t.Errorf("%s: next-row-id %d, want %d", stage, nr, next)
+	}
+}
+
+// TestFormatV3RowLineageMultiTable: a multi-table commit into two v3
+// tables that loses its first attempt to another gateway's append
+// numbers each table's files from that table's next-row-id of the
+// attempt that landed.
+func TestFormatV3RowLineageMultiTable(t *testing.T) {
+	p, props := openLake(t)
+	ctx := context.Background()
+	other, err := Open(ctx, EmbeddedCatalogName, props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var ids []catalogs.TableIdent
+	var commits []catalogs.TableCommit
+	for i, name := range []string{"mta", "mtb"} {
+		id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: name}
+		if _, err := p.CreateTableWithOptions(ctx, id, nsSchema, map[string]string{OptFormatVersion: "3"}); err != nil {
+			t.Fatal(err)
+		}
+		commitNs(t, p, id, 1, 2)
+		rec := nsBatch(t, 10+i, 20+i, 30+i)
+		r, err := p.WriteBatch(ctx, id, rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+		commits = append(commits, catalogs.TableCommit{Table: id, Receipts: []catalogs.WriteReceipt{r}})
+	}
+	// Not racingTxn: the provider probes CommitTransaction with an empty
+	// commit when it opens the multi-table path; the race must come
+	// between the staging of the real commit and its compare-and-swap.
+	var once sync.Once
+	p.cat = racingCommit{fakeTxn{p.cat}, func() { once.Do(func() { commitNs(t, other, ids[0], 5) }) }}
+	r, ok := p.capabilities().(restProvider)
+	if !ok {
+		t.Fatalf("a catalog with CommitTransaction gives %T", p.capabilities())
+	}
+	outs, err := r.CommitTables(ctx, "v3-multi", commits)
+	if err != nil {
+		t.Fatalf("CommitTables: %v", err)
+	}
+	if outs[0].Retried != 1 {
+		t.Errorf("Retried = %d, want 1 (the racing append)", outs[0].Retried)
+	}
+	for _, id := range ids {
+		checkLineage(t, p, id, id.Name)
+	}
+	if n := loadMeta(t, p, ids[0]).NextRowID(); n != 6 {
+		t.Errorf("table %s: next-row-id %d, want 6 (2 + the racing 1 + 3)", ids[0], n)
+	}
+}
+
+// racingCommit runs before ahead of every CommitTransaction that commits
+// something.
+type racingCommit struct {
+	fakeTxn
+	before func()
+}
+
+func (c racingCommit) CommitTransaction(ctx context.Context, commits []table.TableCommit) error {
+	if len(commits) > 0 && len(commits[0].Identifier) > 0 {
+		c.before()
+	}
+	return c.fakeTxn.CommitTransaction(ctx, commits)
 }
