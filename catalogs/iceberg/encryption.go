@@ -84,13 +84,19 @@ func tableEncryption(t catalogs.TableIdent, tbl *table.Table) (writeEncryption, 
 	return encryptionFor(t.String(), tbl.Properties(), tbl.Metadata(), tbl.Location())
 }
 
-// sseConfig holds the AWS configuration the S3 writes of SSE-KMS tables
-// start from: iceberg-go's own, parsed once from the catalog's FileIO
-// properties.
-type sseConfig struct {
+// awsBase holds the AWS configuration the gateway's own S3 clients
+// (SSE-KMS writes, refreshed vended credentials) start from: iceberg-go's,
+// parsed once from the catalog's FileIO properties.
+type awsBase struct {
 	once sync.Once
 	cfg  *aws.Config
 	err  error
+}
+
+// base parses the configuration on first use.
+func (b *awsBase) base(ctx context.Context, props map[string]string) *awsBase {
+	b.once.Do(func() { b.cfg, b.err = s3.ParseAWSConfig(context.WithoutCancel(ctx), props) })
+	return b
 }
 
 // context returns ctx with what iceberg-go's S3 FileIO needs to write as
@@ -109,11 +115,11 @@ func (p *Provider) encryptContext(ctx context.Context, enc writeEncryption) (con
 	}
 	base := utils.GetAwsConfig(ctx)
 	if base == nil {
-		p.sse.once.Do(func() { p.sse.cfg, p.sse.err = s3.ParseAWSConfig(context.WithoutCancel(ctx), p.cfg.passthrough) })
-		if p.sse.err != nil {
-			return nil, catalogs.Wrap(catalogs.ErrUnavailable, p.sse.err, "object storage: aws configuration")
+		b := p.aws.base(ctx, p.cfg.passthrough)
+		if b.err != nil {
+			return nil, catalogs.Wrap(catalogs.ErrUnavailable, b.err, "object storage: aws configuration")
 		}
-		base = p.sse.cfg
+		base = b.cfg
 	}
 	cfg := base.Copy()
 	cfg.APIOptions = append(slices.Clone(cfg.APIOptions), sseKMS(enc.kmsKey))

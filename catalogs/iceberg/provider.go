@@ -52,9 +52,9 @@ type Provider struct {
 	// beforeRecheck, set only by tests, runs in Reclaim between the
 	// listing of a table's orphans and the re-read of its metadata.
 	beforeRecheck func(catalogs.TableIdent)
-	groups        groups    // the commit queues of group commit (groupcommit.go)
-	refs          refCache  // the reference indexes of CheckUnreferenced (refcheck.go)
-	sse           sseConfig // the AWS configuration of SSE-KMS writes (encryption.go)
+	groups        groups   // the commit queues of group commit (groupcommit.go)
+	refs          refCache // the reference indexes of CheckUnreferenced (refcheck.go)
+	aws           awsBase  // the AWS configuration of the gateway's own S3 clients (encryption.go)
 }
 
 // Interfaces the provider implements.

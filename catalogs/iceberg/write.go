@@ -130,6 +130,9 @@ func (p *Provider) newFileWriter(ctx context.Context, t catalogs.TableIdent, tbl
 	if ctx, err = p.encryptContext(ctx, enc); err != nil {
 		return nil, err
 	}
+	if tbl, err = p.refreshing(ctx, t, tbl); err != nil {
+		return nil, err
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	wt := p.writeTable(tbl)
 	// Only the writer sees this copy; it is never committed.
