@@ -171,6 +171,13 @@ func TestFormatV3NanosAndRowLineage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Inside the transaction, before the commit: the staged replace
+	// alone, its nanoseconds exact.
+	staged, _ := readScan(t, catalogs.ScanRequest{}, func(ctx context.Context) (*catalogs.ScanResult, error) {
+		return p.ScanStaged(ctx, id, catalogs.ScanRequest{}, receipts, true)
+	})
+	wantValues(t, staged, "ts", []string{nsValue(7), nsValue(8)})
+	wantValues(t, staged, "tz", []string{nsValue(7) + "Z", nsValue(8) + "Z"})
 	if _, err := p.CommitOverwrite(ctx, id, "v3-replace", receipts); err != nil {
 		t.Fatalf("replace: %v", err)
 	}
