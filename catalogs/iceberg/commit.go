@@ -207,10 +207,23 @@ func (p *Provider) attempt(ctx context.Context, tbl *table.Table, summary ice.Pr
 	if change != nil {
 		meta = change.meta
 	}
+	// The manifests, the manifest list and (on a SQL catalog) the metadata
+	// file are written under the table's encryption as its data files.
+	enc, err := encryptionFor(p.name+"."+strings.Join(tbl.Identifier(), "."), tbl.Properties(), meta, tbl.Location())
+	if err != nil {
+		return nil, err
+	}
+	if ctx, err = p.encryptContext(ctx, enc); err != nil {
+		return nil, err
+	}
 	rec := &recordingIO{}
 	wrapped := table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), rec.wrap(tbl.FS), cat)
 	var committed *table.Table
-	err := protect(catalogs.ErrInvalidArgument, "commit", func() error {
+	err = protect(catalogs.ErrInvalidArgument, "commit", func() error {
+		files, err := withRowLineage(meta, files)
+		if err != nil {
+			return err
+		}
 		txn := wrapped.NewTransaction()
 		if overwrite {
 			old, err := currentFiles(ctx, tbl)
@@ -234,7 +247,6 @@ func (p *Provider) attempt(ctx context.Context, tbl *table.Table, summary ice.Pr
 				return err
 			}
 		}
-		var err error
 		committed, err = txn.Commit(ctx)
 		return err
 	})

@@ -102,9 +102,13 @@
 //
 // # Security context
 //
-// Encryption comes from table properties: encryption.kms-key-id maps to
-// StorageLevel with that key, encryption.key-metadata.<k> to ClientSide
-// with key_metadata[<k>], anything else to None. Credentials are the
+// Encryption is what the writer applies (encryption.go): a table with
+// encryption.kms-key-id on S3 is written with SSE-KMS and that key on
+// every object write (data files, manifests, manifest lists, a SQL
+// catalog's metadata files) and reports StorageLevel with the key; a
+// table asking for client-side encryption (encryption.key-id,
+// encryption.key-metadata.*, encryption keys in its metadata) is refused
+// with FailedPrecondition, never written in plaintext. Credentials are the
 // storage credentials a REST catalog vends for the table (asked for on
 // every call, never cached), else those of the configuration.
 //

@@ -364,7 +364,16 @@ func (p *Provider) stageAll(ctx context.Context, commitID string, tables []catal
 		if err != nil {
 			return fail(err)
 		}
-		tc, err := stage(ctx, tbls[i], commitID, files, overwrite, change)
+		// The table's manifests are written under its encryption.
+		enc, err := tableEncryption(t.Table, tbls[i])
+		if err != nil {
+			return fail(err)
+		}
+		sctx, err := p.encryptContext(ctx, enc)
+		if err != nil {
+			return fail(err)
+		}
+		tc, err := stage(sctx, tbls[i], commitID, files, overwrite, change)
 		if err != nil {
 			return fail(mapErr(err, fmt.Sprintf("table %s: commit", t.Table)))
 		}
@@ -388,6 +397,10 @@ func stage(ctx context.Context, tbl *table.Table, commitID string, files []ice.D
 	props := ice.Properties{CommitIDKey: commitID}
 	var tc table.TableCommit
 	err := protect(catalogs.ErrInvalidArgument, "stage commit", func() error {
+		files, err := withRowLineage(meta, files)
+		if err != nil {
+			return err
+		}
 		txn := base.NewTransaction()
 		if overwrite {
 			old, err := currentFiles(ctx, tbl)
@@ -405,7 +418,6 @@ func stage(ctx context.Context, tbl *table.Table, commitID string, files []ice.D
 				return err
 			}
 		}
-		var err error
 		if tc, err = txn.TableCommit(); err != nil {
 			return err
 		}

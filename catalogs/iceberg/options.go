@@ -56,6 +56,13 @@ func boolean(v string) error {
 	return nil
 }
 
+func nonEmpty(v string) error {
+	if v == "" {
+		return fmt.Errorf("%q is empty", v)
+	}
+	return nil
+}
+
 func oneOf(vals ...string) propKind {
 	return func(v string) error {
 		if !slices.Contains(vals, v) {
@@ -84,7 +91,7 @@ func metricsMode(v string) error {
 // gateway checks it lies (write.data.path, write.metadata.path,
 // write.object-storage.*, write.location-provider.impl), formats and
 // features the gateway's writer does not produce (ORC, Avro data files,
-// bloom filters, write-audit-publish, encryption), the file size, which
+// bloom filters, write-audit-publish, client-side encryption), the file size, which
 // is the catalog's target-file-size, and the reserved properties.
 var tableProps = map[string]propKind{
 	table.WriteFormatDefaultKey:                           oneOf("parquet"),
@@ -114,6 +121,7 @@ var tableProps = map[string]propKind{
 	"write.merge.isolation-level":                         oneOf("serializable", "snapshot"),
 	"write.spark.fanout.enabled":                          boolean,
 	PropTruncateNanos:                                     boolean,
+	PropKMSKeyID:                                          nonEmpty,
 	"write.spark.accept-any-schema":                       boolean,
 	table.CommitNumRetriesKey:                             intAtLeast(0),
 	table.CommitMinRetryWaitMsKey:                         intAtLeast(0),
@@ -151,9 +159,9 @@ func refusedProp(k string) string {
 		{"write.orc.", "the gateway writes Parquet data files only"},
 		{"write.avro.", "the gateway writes Parquet data files only"},
 		{"write.wap.", "the gateway publishes its commits; it does not stage them for write-audit-publish"},
-		{"encryption.", "the gateway does not encrypt the files it writes"},
+		{"encryption.", "client-side encryption (Parquet modular encryption, encrypted manifests) is not written by the gateway; " + PropKMSKeyID + " asks for S3 SSE-KMS"},
 	} {
-		if strings.HasPrefix(k, r.prefix) {
+		if strings.HasPrefix(k, r.prefix) && k != PropKMSKeyID {
 			return r.why
 		}
 	}
@@ -163,11 +171,11 @@ func refusedProp(k string) string {
 	return ""
 }
 
-// formatVersions are the format versions a created table may have: the
-// gateway's commit paths are those of v1 and v2 tables (a v3 commit must
-// give each added data file its first_row_id from the table's next-row-id,
-// again on every retry).
-var formatVersions = []string{"1", "2"}
+// formatVersions are the format versions a created table may have. A v3
+// table keeps nanosecond timestamps (schema.go) and has row lineage: each
+// commit attempt numbers its files from the table's next-row-id
+// (lineage.go).
+var formatVersions = []string{"1", "2", "3"}
 
 // createdVersion is the format version a create with these options gives
 // the table: the option's, else iceberg-go's default (2). A bad value is

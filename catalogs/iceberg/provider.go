@@ -54,6 +54,7 @@ type Provider struct {
 	beforeRecheck func(catalogs.TableIdent)
 	groups        groups   // the commit queues of group commit (groupcommit.go)
 	refs          refCache // the reference indexes of CheckUnreferenced (refcheck.go)
+	aws           awsBase  // the AWS configuration of the gateway's own S3 clients (encryption.go)
 }
 
 // Interfaces the provider implements.

@@ -252,3 +252,67 @@ func TestPyIcebergReadsRacedCommitOnce(t *testing.T) {
 		t.Errorf("pyiceberg reads %+v, want one snapshot of rows 0..9, each once", got)
 	}
 }
+
+// TestPyIcebergReadsV3Nanos: pyiceberg reads a format version 3 table the
+// gateway created and wrote (two appends), with its nanosecond timestamps
+// exact, as timestamp_ns and timestamptz_ns.
+func TestPyIcebergReadsV3Nanos(t *testing.T) {
+	py := pyiceberg(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	p, err := iceberg.OpenEmbedded(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: "v3ns"}
+	sc := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}, Nullable: true},
+		{Name: "tz", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}, Nullable: true},
+	}, nil)
+	if _, err := p.CreateTableWithOptions(ctx, id, sc, map[string]string{"format-version": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	const base = int64(1_704_164_645_123_456_000) // 2024-01-02T03:04:05.123456Z
+	var want []int64
+	for _, ids := range [][]int64{{1, 2}, {3}} {
+		bld := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+		for _, i := range ids {
+			bld.Field(0).(*array.Int64Builder).Append(i)
+			bld.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(base + 100 + i))
+			bld.Field(2).(*array.TimestampBuilder).Append(arrow.Timestamp(base + 200 + i))
+			want = append(want, i)
+		}
+		rec := bld.NewRecordBatch()
+		bld.Release()
+		r, err := p.WriteBatch(ctx, id, rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Commit(ctx, id, []catalogs.WriteReceipt{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got struct {
+		FormatVersion int               `json:"format_version"`
+		Types         map[string]string `json:"types"`
+		Arrow         map[string]string `json:"arrow"`
+		IDs           []int64           `json:"ids"`
+		TS            []int64           `json:"ts"`
+		TZ            []int64           `json:"tz"`
+	}
+	runScript(t, py, &got, "pyiceberg_v3ns.py", dir, "default.v3ns")
+	if got.FormatVersion != 3 || got.Types["ts"] != "timestamp_ns" || got.Types["tz"] != "timestamptz_ns" {
+		t.Errorf("pyiceberg sees format version %d, types %v; want 3, timestamp_ns and timestamptz_ns", got.FormatVersion, got.Types)
+	}
+	if !slices.Equal(got.IDs, want) {
+		t.Fatalf("pyiceberg reads ids %v, want %v", got.IDs, want)
+	}
+	for k, i := range want {
+		if got.TS[k] != base+100+i || got.TZ[k] != base+200+i {
+			t.Errorf("row %d: pyiceberg reads ts %d tz %d, want %d and %d (arrow %v)", i, got.TS[k], got.TZ[k], base+100+i, base+200+i, got.Arrow)
+		}
+	}
+}

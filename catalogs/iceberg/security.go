@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/flightgw/flightgw/catalogs"
 )
 
@@ -14,9 +16,9 @@ const (
 	// PropKMSKeyID names the KMS key of server-side (storage level)
 	// encryption: it maps to EncryptionStorageLevel with that key.
 	PropKMSKeyID = "encryption.kms-key-id"
-	// PropKeyMetadataPrefix prefixes client-side encryption settings: any
-	// table property encryption.key-metadata.<k> maps to
-	// EncryptionClientSide with key_metadata[<k>].
+	// PropKeyMetadataPrefix prefixes client-side encryption settings
+	// (encryption.key-metadata.<k>): a table with any is refused
+	// (encryptionFor).
 	PropKeyMetadataPrefix = "encryption.key-metadata."
 )
 
@@ -25,8 +27,12 @@ var expiryKeys = []string{"s3.session-token-expires-at-ms", "expiration-time", "
 
 // GetSecurityContext returns the table's encryption level and credential.
 //
-// Encryption comes from table properties: encryption.kms-key-id →
-// StorageLevel{kms key}; encryption.key-metadata.* → ClientSide; else None.
+// Encryption is what the gateway's writer applies to the table
+// (encryptionFor): encryption.kms-key-id on S3 → StorageLevel{kms key},
+// every S3 write carrying SSE-KMS with it; else None. A table the writer
+// refuses (client-side encryption, a KMS key on storage without SSE) is
+// the same ErrFailedPrecondition here: the gateway hands out no context
+// for writes it would not make.
 //
 // The credential, read afresh on every call and never cached: for a REST
 // catalog, the storage credential it vends for the table (S3 session
@@ -37,6 +43,8 @@ var expiryKeys = []string{"s3.session-token-expires-at-ms", "expiration-time", "
 // table.
 func (p *Provider) GetSecurityContext(ctx context.Context, t catalogs.TableIdent) (catalogs.SecurityContext, error) {
 	var props, storage map[string]string
+	var meta table.Metadata
+	var loc string
 	if p.vendor != nil {
 		if _, err := p.ident(t); err != nil {
 			return catalogs.SecurityContext{}, err
@@ -47,15 +55,23 @@ func (p *Provider) GetSecurityContext(ctx context.Context, t catalogs.TableIdent
 		if err != nil {
 			return catalogs.SecurityContext{}, err
 		}
-		props, storage = l.Metadata.Properties, l.storageConfig()
+		props, storage, loc = l.Metadata.Properties, l.storageConfig(), l.location()
+		if len(l.Metadata.EncryptionKeys) > 0 {
+			return catalogs.SecurityContext{}, catalogs.Errorf(catalogs.ErrFailedPrecondition,
+				"table %s: it requires client-side encryption (its metadata holds encryption keys); the gateway does not write it", t)
+		}
 	} else {
 		tbl, err := p.load(ctx, t)
 		if err != nil {
 			return catalogs.SecurityContext{}, err
 		}
-		props = tbl.Properties()
+		props, meta, loc = tbl.Properties(), tbl.Metadata(), tbl.Location()
 	}
-	sec := catalogs.SecurityContext{Encryption: encryptionOf(props)}
+	enc, err := encryptionFor(t.String(), props, meta, loc)
+	if err != nil {
+		return catalogs.SecurityContext{}, err
+	}
+	sec := catalogs.SecurityContext{Encryption: enc.level()}
 	cred, ok := credentialOf(storage)
 	if !ok {
 		cred, _ = credentialOf(p.cfg.passthrough)
@@ -70,23 +86,6 @@ func (p *Provider) GetSecurityContext(ctx context.Context, t catalogs.TableIdent
 	cred.Scope = catalogs.CredentialScope{Kind: catalogs.ScopeTableReadWrite, Table: &scope}
 	sec.Credentials = cred
 	return sec, nil
-}
-
-// encryptionOf maps table properties to an encryption level.
-func encryptionOf(props map[string]string) catalogs.EncryptionLevel {
-	km := map[string]string{}
-	for k, v := range props {
-		if rest, ok := strings.CutPrefix(k, PropKeyMetadataPrefix); ok && rest != "" {
-			km[rest] = v
-		}
-	}
-	switch {
-	case len(km) > 0:
-		return catalogs.EncryptionLevel{Kind: catalogs.EncryptionClientSide, KeyMetadata: km}
-	case props[PropKMSKeyID] != "":
-		return catalogs.EncryptionLevel{Kind: catalogs.EncryptionStorageLevel, KMSKeyARN: props[PropKMSKeyID]}
-	}
-	return catalogs.EncryptionLevel{Kind: catalogs.EncryptionNone}
 }
 
 // credentialOf finds a storage token and its expiry in FileIO properties;

@@ -39,7 +39,10 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent, tbl *t
 	s := &stream{ident: t, target: target, props: tbl.Properties(), replace: rep, in: make(chan arrow.RecordBatch, 1)}
 	// The writer outlives the OpenStream call: it stops on Close or Abort,
 	// not when ctx ends.
-	s.w = p.newFileWriter(context.WithoutCancel(ctx), t, tbl, target)
+	s.w, err = p.newFileWriter(context.WithoutCancel(ctx), t, tbl, target)
+	if err != nil {
+		return nil, err
+	}
 	s.w.run(func(yield func(arrow.RecordBatch, error) bool) {
 		for b := range s.in {
 			if !yield(b, nil) {

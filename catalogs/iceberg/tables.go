@@ -77,6 +77,16 @@ func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schem
 			return catalogs.TableSpec{}, err
 		}
 		opts = append(opts, catalog.WithLocation(loc))
+		// The first metadata file is written under the table's
+		// encryption (a KMS key on storage other than S3 is refused here,
+		// with nothing created; a REST catalog writes it on its side).
+		enc, err := encryptionFor(t.String(), to.props, nil, loc)
+		if err != nil {
+			return catalogs.TableSpec{}, err
+		}
+		if ctx, err = p.encryptContext(ctx, enc); err != nil {
+			return catalogs.TableSpec{}, err
+		}
 	}
 	tbl, err := catalogs.Guard(ctx, p.remote, false, func(ctx context.Context) (*table.Table, error) {
 		var tbl *table.Table

@@ -35,7 +35,9 @@ type vendor struct {
 // tableLoad is the part of a LoadTableResult GetSecurityContext reads.
 type tableLoad struct {
 	Metadata struct {
-		Properties map[string]string `json:"properties"`
+		Location       string            `json:"location"`
+		Properties     map[string]string `json:"properties"`
+		EncryptionKeys []json.RawMessage `json:"encryption-keys"`
 	} `json:"metadata"`
 	MetadataLocation string            `json:"metadata-location"`
 	Config           map[string]string `json:"config"`
@@ -175,4 +177,13 @@ func (l tableLoad) storageConfig() map[string]string {
 		best = l.Config
 	}
 	return best
+}
+
+// location is the table's location, or failing that its metadata file's
+// (the same storage, which is what encryptionFor looks at).
+func (l tableLoad) location() string {
+	if l.Metadata.Location != "" {
+		return l.Metadata.Location
+	}
+	return l.MetadataLocation
 }

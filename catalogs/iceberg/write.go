@@ -62,6 +62,11 @@ func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch 
 	if err != nil {
 		return catalogs.WriteReceipt{}, err
 	}
+	// A table the gateway cannot write as it asks is refused before any
+	// file is written (newFileWriter checks again).
+	if _, err := tableEncryption(t, tbl); err != nil {
+		return catalogs.WriteReceipt{}, err
+	}
 	target, err := arrowSchema(tbl.Schema(), true)
 	if err != nil {
 		return catalogs.WriteReceipt{}, mapErr(err, fmt.Sprintf("table %s: schema", t))
@@ -78,7 +83,10 @@ func (p *Provider) WriteBatch(ctx context.Context, t catalogs.TableIdent, batch 
 	// counted by the storage breaker.
 	var w *fileWriter
 	files, err := catalogs.Guard(ctx, p.storage, false, func(ctx context.Context) ([]ice.DataFile, error) {
-		w = p.newFileWriter(ctx, t, tbl, target)
+		var err error
+		if w, err = p.newFileWriter(ctx, t, tbl, target); err != nil {
+			return nil, err
+		}
 		w.run(func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) })
 		return w.wait()
 	})
@@ -114,13 +122,23 @@ type fileWriter struct {
 	refused refusal
 }
 
-func (p *Provider) newFileWriter(ctx context.Context, t catalogs.TableIdent, tbl *table.Table, target *arrow.Schema) *fileWriter {
+func (p *Provider) newFileWriter(ctx context.Context, t catalogs.TableIdent, tbl *table.Table, target *arrow.Schema) (*fileWriter, error) {
+	enc, err := tableEncryption(t, tbl)
+	if err != nil {
+		return nil, err
+	}
+	if ctx, err = p.encryptContext(ctx, enc); err != nil {
+		return nil, err
+	}
+	if tbl, err = p.refreshing(ctx, t, tbl); err != nil {
+		return nil, err
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	wt := p.writeTable(tbl)
 	// Only the writer sees this copy; it is never committed.
 	w := &fileWriter{p: p, ident: t, target: target, id: uuid.New(), ctx: wctx, cancel: cancel, done: make(chan struct{})}
 	w.tbl = table.New(wt.Identifier(), wt.Metadata(), wt.MetadataLocation(), guardWrites(t, wt, &w.refused), nil)
-	return w
+	return w, nil
 }
 
 // maxRowGroupBytes bounds the Parquet row group a writer buffers in memory.
