@@ -18,7 +18,7 @@ import (
 type StagedCreator interface {
 	// OpenCreateStream opens a write stream into table, which does not
 	// exist yet, as it will be created from schema and opts (the table
-	// options of TableOptionsCreator): its location and schema are fixed
+	// options TableManager.CreateTable takes): its location and schema are fixed
 	// now and its files are written under that location, but nothing is
 	// visible. It checks what CreateTable would check (the namespace
 	// exists, every type can be stored, every option applies) and returns

@@ -32,7 +32,7 @@ func TestEncryptedTablesOfOtherEngines(t *testing.T) {
 		{"kmslocal", PropKMSKeyID, "server-side encryption, which its storage file:// does not have"},
 	} {
 		id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: tc.name}
-		if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+		if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 			t.Fatal(err)
 		}
 		early := stageIn(t, p, id, 0, 3) // written before the property was set
@@ -54,7 +54,7 @@ func TestEncryptedTablesOfOtherEngines(t *testing.T) {
 		_, err = p.WriteBatch(ctx, id, b)
 		b.Release()
 		refused("WriteBatch", err)
-		_, err = p.OpenStream(ctx, id)
+		_, err = p.OpenStream(ctx, id, catalogs.WriteTxn{})
 		refused("OpenStream", err)
 		_, err = p.GetSecurityContext(ctx, id)
 		refused("GetSecurityContext", err)

@@ -69,10 +69,10 @@ func TestSSEKMSOnEveryWrite(t *testing.T) {
 	defer p.Close()
 	enc := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "secret"}
 	plain := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "plain"}
-	if _, err := p.CreateTableWithOptions(ctx, enc, catalogtest.Schema, map[string]string{iceberg.PropKMSKeyID: key}); err != nil {
+	if _, err := p.CreateTable(ctx, enc, catalogtest.Schema, map[string]string{iceberg.PropKMSKeyID: key}); err != nil {
 		t.Fatalf("create with %s: %v", iceberg.PropKMSKeyID, err)
 	}
-	if _, err := p.CreateTable(ctx, plain, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, plain, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []catalogs.TableIdent{enc, plain} {
@@ -163,12 +163,12 @@ func TestClientSideEncryptionRefused(t *testing.T) {
 	p, _ := openLocal(t, nil)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "cse"}
-	_, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, map[string]string{iceberg.PropTableKeyID: "master"})
+	_, err := p.CreateTable(ctx, id, catalogtest.Schema, map[string]string{iceberg.PropTableKeyID: "master"})
 	if !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), iceberg.PropTableKeyID) || !strings.Contains(err.Error(), "client-side encryption") {
 		t.Errorf("create with %s = %v, want InvalidArgument naming it", iceberg.PropTableKeyID, err)
 	}
 	// A KMS key on local files: no server-side encryption to ask for.
-	_, err = p.CreateTableWithOptions(ctx, id, catalogtest.Schema, map[string]string{iceberg.PropKMSKeyID: "k"})
+	_, err = p.CreateTable(ctx, id, catalogtest.Schema, map[string]string{iceberg.PropKMSKeyID: "k"})
 	if !errors.Is(err, catalogs.ErrFailedPrecondition) || !strings.Contains(err.Error(), id.String()) || !strings.Contains(err.Error(), "file://") {
 		t.Errorf("create with %s on local files = %v, want FailedPrecondition naming the table and the storage", iceberg.PropKMSKeyID, err)
 	}

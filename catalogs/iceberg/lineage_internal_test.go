@@ -119,7 +119,7 @@ func TestFormatV3NanosAndRowLineage(t *testing.T) {
 	p, props := openLake(t)
 	ctx := context.Background()
 	id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: "v3ns"}
-	if _, err := p.CreateTableWithOptions(ctx, id, nsSchema, map[string]string{OptFormatVersion: "3"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, nsSchema, map[string]string{OptFormatVersion: "3"}); err != nil {
 		t.Fatalf("create v3: %v", err)
 	}
 	if v := loadMeta(t, p, id).Version(); v != 3 {
@@ -246,7 +246,7 @@ func TestFormatV3RowLineageMultiTable(t *testing.T) {
 	var commits []catalogs.TableCommit
 	for i, name := range []string{"mta", "mtb"} {
 		id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: name}
-		if _, err := p.CreateTableWithOptions(ctx, id, nsSchema, map[string]string{OptFormatVersion: "3"}); err != nil {
+		if _, err := p.CreateTable(ctx, id, nsSchema, map[string]string{OptFormatVersion: "3"}); err != nil {
 			t.Fatal(err)
 		}
 		commitNs(t, p, id, 1, 2)

@@ -271,7 +271,7 @@ func TestPyIcebergReadsV3Nanos(t *testing.T) {
 		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}, Nullable: true},
 		{Name: "tz", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}, Nullable: true},
 	}, nil)
-	if _, err := p.CreateTableWithOptions(ctx, id, sc, map[string]string{"format-version": "3"}); err != nil {
+	if _, err := p.CreateTable(ctx, id, sc, map[string]string{"format-version": "3"}); err != nil {
 		t.Fatal(err)
 	}
 	const base = int64(1_704_164_645_123_456_000) // 2024-01-02T03:04:05.123456Z

@@ -93,10 +93,10 @@ func TestVendedCredentialRefreshedMidUpload(t *testing.T) {
 	base, _ := url.Parse(rest.URL + "/v1/")
 	p.vendor = &vendor{base: base, client: rest.Client()}
 	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "long"}
-	if _, err := p.CreateTable(ctx, id, catalogtest.Schema); err != nil {
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
 		t.Fatal(err)
 	}
-	s, err := p.OpenStream(ctx, id)
+	s, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
 	if err != nil {
 		t.Fatal(err)
 	}
