@@ -412,6 +412,9 @@ func (r *round) Attempt(ctx context.Context, st *tableState) error {
 	if err != nil {
 		return err
 	}
+	if beforeCommitWrite != nil {
+		beforeCommitWrite(r.t, v)
+	}
 	switch err := r.p.fs.Create(ctx, st.dir+"/_delta_log/"+dcodec.CommitName(v), b); {
 	case errors.Is(err, lake.ErrExists):
 		r.retried++
@@ -423,6 +426,11 @@ func (r *round) Attempt(ctx context.Context, st *tableState) error {
 	r.land(catalogs.CommitOutcome{SnapshotID: v, CommittedAt: time.UnixMilli(now).UTC(), Retried: r.retried})
 	return nil
 }
+
+// beforeCommitWrite, set by tests only, runs between an attempt's replay
+// and its put-if-absent of version v: another writer committing there
+// makes the attempt lose the race.
+var beforeCommitWrite func(t catalogs.TableIdent, v int64)
 
 // Recover re-reads the log after a failed write: the commit landed when
 // the first live member's txn is there (an S3 reply lost after the
