@@ -375,6 +375,12 @@ func (r *round) Attempt(ctx context.Context, st *tableState) error {
 	}
 	v := st.snap.Version + 1
 	now := r.p.now().UnixMilli()
+	ict := st.snap.Metadata.InCommitTimestamps() && slices.Contains(st.snap.Protocol.WriterFeatures, dcodec.FeatureInCommitTimestamp)
+	if ict {
+		// The commit's time is its in-commit timestamp, one past the
+		// previous commit's when the clock is behind it.
+		now = dcodec.NextInCommitTimestamp(st.snap.CommitInfo, now)
+	}
 	mode := "Append"
 	if r.overwrite {
 		if appendOnly(st) {
@@ -390,7 +396,11 @@ func (r *round) Attempt(ctx context.Context, st *tableState) error {
 	if len(r.live) == 1 {
 		id = r.live[0].id
 	}
-	acts := []dcodec.Action{{CommitInfo: commitInfo(now, "WRITE", map[string]any{"mode": mode}, !r.overwrite, id, rows)}}
+	ci := commitInfo(now, "WRITE", map[string]any{"mode": mode}, !r.overwrite, id, rows)
+	if ict {
+		ci.SetInCommitTimestamp(now)
+	}
+	acts := []dcodec.Action{{CommitInfo: ci}}
 	for _, m := range r.live {
 		acts = append(acts, dcodec.Action{Txn: &dcodec.Txn{AppID: m.id, Version: v, LastUpdated: &now}})
 	}
