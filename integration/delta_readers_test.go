@@ -255,6 +255,10 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 		// stats by physical name; the readers see the logical names.
 		{"every_cm", everySchema, everyRow, map[string]string{"delta.columnMapping.mode": "id"}, []int{3, 7},
 			[]deltaVersionRows{{{0, 10}}, {{0, 10}, {10, 5}}, {{20, 6}}, {{20, 6}, {26, 4}}}},
+		// In-commit timestamps (writer feature only: reader 1), with a
+		// checkpoint every two versions.
+		{"ict", hostileSchema, hostileRow, map[string]string{"partition": "p,q", "delta.enableInCommitTimestamps": "true", "delta.checkpointInterval": "2"}, []int{1, 7},
+			[]deltaVersionRows{{{0, 26}}, {{0, 26}, {26, 13}}, {{100, 13}}, {{100, 13}, {113, 7}}}},
 		{"hostile_cm", hostileSchema, hostileRow, map[string]string{"partition": "p,q", "delta.columnMapping.mode": "name"}, []int{3, 7},
 			[]deltaVersionRows{{{0, 26}}, {{0, 26}, {26, 13}}, {{100, 13}}, {{100, 13}, {113, 7}}}},
 	}
