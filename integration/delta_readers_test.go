@@ -259,6 +259,10 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 		// checkpoint every two versions.
 		{"ict", hostileSchema, hostileRow, map[string]string{"partition": "p,q", "delta.enableInCommitTimestamps": "true", "delta.checkpointInterval": "2"}, []int{1, 7},
 			[]deltaVersionRows{{{0, 26}}, {{0, 26}, {26, 13}}, {{100, 13}}, {{100, 13}, {113, 7}}}},
+		// Row tracking (writer features rowTracking and domainMetadata), a
+		// checkpoint every two versions.
+		{"rowtrack", everySchema, everyRow, map[string]string{"delta.enableRowTracking": "true", "delta.checkpointInterval": "2"}, []int{3, 7},
+			[]deltaVersionRows{{{0, 10}}, {{0, 10}, {10, 5}}, {{20, 6}}, {{20, 6}, {26, 4}}}},
 		{"hostile_cm", hostileSchema, hostileRow, map[string]string{"partition": "p,q", "delta.columnMapping.mode": "name"}, []int{3, 7},
 			[]deltaVersionRows{{{0, 26}}, {{0, 26}, {26, 13}}, {{100, 13}}, {{100, 13}, {113, 7}}}},
 	}

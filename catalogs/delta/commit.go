@@ -145,9 +145,9 @@ func numRecords(stats string) (int64, bool) {
 }
 
 // writableFeatures are the writer features this backend honours when it
-// appends: the others codec/delta accepts for writing (rowTracking,
-// invariants and checkConstraints in use) need work at write time that
-// is not built yet, and are refused.
+// appends: the others codec/delta accepts for writing (invariants and
+// checkConstraints in use) need work at write time that is not built
+// yet, and are refused.
 var writableFeatures = map[string]bool{
 	dcodec.FeatureAppendOnly: true, dcodec.FeatureTimestampNtz: true, dcodec.FeatureVacuumProtocolCheck: true,
 	dcodec.FeatureDeletionVectors: true, dcodec.FeatureV2Checkpoint: true, dcodec.FeatureDomainMetadata: true,
@@ -158,6 +158,9 @@ var writableFeatures = map[string]bool{
 	// Every commit's commitInfo first, with a strictly increasing
 	// inCommitTimestamp (round.Attempt).
 	dcodec.FeatureInCommitTimestamp: true,
+	// baseRowId and defaultRowCommitVersion on every add, the
+	// delta.rowTracking high-water mark in the same commit (round.rowIDs).
+	dcodec.FeatureRowTracking: true,
 	// Honoured by checking they are not in use (checkWritable).
 	dcodec.FeatureInvariants: true, dcodec.FeatureCheckConstraints: true,
 }

@@ -413,10 +413,15 @@ func (r *round) Attempt(ctx context.Context, st *tableState) error {
 				DeletionVector: f.DeletionVector, BaseRowID: f.BaseRowID, DefaultRowCommitVersion: f.DefaultRowCommitVersion}})
 		}
 	}
-	for _, m := range r.live {
-		for i := range m.adds {
-			acts = append(acts, dcodec.Action{Add: &m.adds[i]})
-		}
+	adds, dm, err := r.rowIDs(st, v)
+	if err != nil {
+		return err
+	}
+	if dm != nil {
+		acts = append(acts, dcodec.Action{DomainMetadata: dm})
+	}
+	for i := range adds {
+		acts = append(acts, dcodec.Action{Add: &adds[i]})
 	}
 	b, err := dcodec.EncodeCommit(acts)
 	if err != nil {
@@ -435,6 +440,36 @@ func (r *round) Attempt(ctx context.Context, st *tableState) error {
 	r.landedAt, r.checkpoint = v, checkpointDue(&st.snap.Metadata, v)
 	r.land(catalogs.CommitOutcome{SnapshotID: v, CommittedAt: time.UnixMilli(now).UTC(), Retried: r.retried})
 	return nil
+}
+
+// rowIDs returns the live members' adds for version v of st: on a table
+// that assigns row ids (rowTracking supported, not suspended), copies
+// with baseRowId past the table's high-water mark, file after file, and
+// defaultRowCommitVersion v, and the delta.rowTracking domainMetadata
+// with the new mark. Each attempt assigns them again from the snapshot
+// it writes after, so a retry never reuses ids another writer took.
+func (r *round) rowIDs(st *tableState, v int64) ([]dcodec.AddFile, *dcodec.DomainMetadata, error) {
+	var adds []dcodec.AddFile
+	for _, m := range r.live {
+		adds = append(adds, m.adds...)
+	}
+	if len(adds) == 0 || !dcodec.AssignsRowIDs(&st.snap.Protocol, &st.snap.Metadata) {
+		return adds, nil, nil
+	}
+	hwm, err := dcodec.RowIDHighWaterMark(st.snap)
+	if err != nil {
+		return nil, nil, catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s", r.t))
+	}
+	for i := range adds {
+		n, ok := numRecords(adds[i].Stats)
+		if !ok || n < 0 {
+			return nil, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: data file %s has no numRecords in its stats, which row tracking (feature %q) needs", r.t, adds[i].Path, dcodec.FeatureRowTracking)
+		}
+		base, ver := hwm+1, v
+		adds[i].BaseRowID, adds[i].DefaultRowCommitVersion = &base, &ver
+		hwm += n
+	}
+	return adds, dcodec.RowTrackingDomainMetadata(hwm), nil
 }
 
 // beforeCommitWrite, set by tests only, runs between an attempt's replay

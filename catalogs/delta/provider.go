@@ -287,6 +287,7 @@ func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema
 var createProps = map[string]func(string) bool{
 	dcodec.PropColumnMappingMode:         func(v string) bool { return v == "none" || v == "name" || v == "id" },
 	dcodec.PropInCommitTimestamps:        isBool,
+	dcodec.PropEnableRowTracking:         isBool,
 	dcodec.PropCheckpointInterval:        func(v string) bool { n, err := strconv.ParseInt(v, 10, 64); return err == nil && n > 0 },
 	"delta.appendOnly":                   isBool,
 	"delta.logRetentionDuration":         isInterval,
@@ -395,6 +396,15 @@ func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableI
 		writerF = append(writerF, dcodec.FeatureInCommitTimestamp)
 		props[dcodec.PropInCommitTimestampEnablementVersion] = "0"
 		props[dcodec.PropInCommitTimestampEnablementTimestamp] = strconv.FormatInt(now, 10)
+	}
+	if props[dcodec.PropEnableRowTracking] == "true" {
+		// Row ids from baseRowId, the high-water mark in the
+		// delta.rowTracking domain (round.rowIDs); the materialized
+		// columns are named, as enabling requires, and never written
+		// (their values would all be null).
+		writerF = append(writerF, dcodec.FeatureRowTracking, dcodec.FeatureDomainMetadata)
+		props[dcodec.PropMaterializedRowIDColumn] = "_row-id-col-" + uuid.NewString()
+		props[dcodec.PropMaterializedRowCommitVersionColumn] = "_row-commit-version-col-" + uuid.NewString()
 	}
 	ss, err := ds.SchemaString()
 	if err != nil {

@@ -33,9 +33,11 @@ func TestAssignAndCheckColumnMapping(t *testing.T) {
 		t.Errorf("m.value.y id %d %t, want 5", id, ok)
 	}
 	for name, mutate := range map[string]func(){
-		"duplicate physical name": func() { y.Metadata[MetaColumnMappingPhysicalName] = s.Fields[0].Metadata[MetaColumnMappingPhysicalName] },
-		"duplicate id":            func() { y.Metadata[MetaColumnMappingID] = json.RawMessage("1") },
-		"no id in id mode":        func() { delete(y.Metadata, MetaColumnMappingID) },
+		"duplicate physical name": func() {
+			y.Metadata[MetaColumnMappingPhysicalName] = s.Fields[0].Metadata[MetaColumnMappingPhysicalName]
+		},
+		"duplicate id":     func() { y.Metadata[MetaColumnMappingID] = json.RawMessage("1") },
+		"no id in id mode": func() { delete(y.Metadata, MetaColumnMappingID) },
 	} {
 		saved := map[string]json.RawMessage{}
 		for k, v := range y.Metadata {
