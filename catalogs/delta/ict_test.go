@@ -18,8 +18,9 @@ import (
 // inCommitTimestamp and the enablement properties (version 0, the
 // create's timestamp); every commit's first action is commitInfo with an
 // inCommitTimestamp (and timestamp) strictly above the one before, even
-// when the clock goes back or stands still, and the commit's outcome and
-// txn carry that time.
+// when the clock goes back or stands still, and after a checkpoint (every
+// two versions: the version after one still follows the checkpointed
+// version's timestamp), and the commit's outcome and txn carry that time.
 func TestInCommitTimestamps(t *testing.T) {
 	wh := t.TempDir()
 	p := openLocal(t, wh)
@@ -32,7 +33,7 @@ func TestInCommitTimestamps(t *testing.T) {
 	})
 	ctx := context.Background()
 	id := ident("default", "ict")
-	if _, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, map[string]string{dcodec.PropInCommitTimestamps: "true"}); err != nil {
+	if _, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, map[string]string{dcodec.PropInCommitTimestamps: "true", dcodec.PropCheckpointInterval: "2"}); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(wh, "default", "ict")
