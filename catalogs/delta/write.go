@@ -383,10 +383,10 @@ func partitionValue(a arrow.Array, r int) (dcodec.PartitionValue, error) {
 func (s *stream) newFile(ctx context.Context, dir string, values map[string]*string, first arrow.RecordBatch) (*fileWriter, error) {
 	rel := fmt.Sprintf("part-%05d-%s-c000.zstd.parquet", s.count, s.id)
 	if dir != "" && s.mapped {
-		// Under column mapping Delta Spark writes a partitioned table's
-		// files under random two-character prefixes, not col-<uuid>=value
-		// directories, which a reader inferring Hive partitions from the
-		// path would misread (DuckDB's delta extension 1.5.5 does).
+		// Under column mapping a partitioned table's files go under
+		// random two-character prefixes, as Delta Spark's do, not
+		// col-<uuid>=value directories that look like partitions of
+		// columns no schema names (readers take the values from the log).
 		dir = randomPrefix()
 	}
 	if dir != "" {
