@@ -253,7 +253,7 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 		// Column mapping (delta.columnMapping.mode at the create): physical
 		// names col-<uuid> and field ids in the files, partition values and
 		// stats by physical name; the readers see the logical names.
-		{"every_cm", everySchema, everyRow, map[string]string{"delta.columnMapping.mode": "id"}, []int{3, 7},
+		{"every_cm", everySchema, everyRow, map[string]string{"delta.columnMapping.mode": "id", "delta.checkpointInterval": "2"}, []int{3, 7},
 			[]deltaVersionRows{{{0, 10}}, {{0, 10}, {10, 5}}, {{20, 6}}, {{20, 6}, {26, 4}}}},
 		// In-commit timestamps (writer feature only: reader 1), with a
 		// checkpoint every two versions.
@@ -263,7 +263,7 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 		// checkpoint every two versions.
 		{"rowtrack", everySchema, everyRow, map[string]string{"delta.enableRowTracking": "true", "delta.checkpointInterval": "2"}, []int{3, 7},
 			[]deltaVersionRows{{{0, 10}}, {{0, 10}, {10, 5}}, {{20, 6}}, {{20, 6}, {26, 4}}}},
-		{"hostile_cm", hostileSchema, hostileRow, map[string]string{"partition": "p,q", "delta.columnMapping.mode": "name"}, []int{3, 7},
+		{"hostile_cm", hostileSchema, hostileRow, map[string]string{"partition": "p,q", "delta.columnMapping.mode": "name", "delta.checkpointInterval": "2"}, []int{3, 7},
 			[]deltaVersionRows{{{0, 26}}, {{0, 26}, {26, 13}}, {{100, 13}}, {{100, 13}, {113, 7}}}},
 	}
 	// Twelve appends: past delta.checkpointInterval (10 when unset), so the
