@@ -434,3 +434,33 @@ func TestOverwriteRacesAppend(t *testing.T) {
 		t.Errorf("version 3 removes %d files, want 2 (version 1's and the racing append's)", removes)
 	}
 }
+
+// TestCreateAppendOnly: delta.appendOnly true as a create option lists
+// the writer feature appendOnly (without it the property is not active)
+// and the table refuses an overwrite.
+func TestCreateAppendOnly(t *testing.T) {
+	wh := t.TempDir()
+	p := openLocal(t, wh)
+	ctx := context.Background()
+	id := ident("default", "ao2")
+	if _, err := p.CreateTableWithOptions(ctx, id, catalogtest.Schema, map[string]string{"delta.appendOnly": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range logLines(t, filepath.Join(wh, "default", "ao2"), 0) {
+		if b, ok := l["protocol"]; ok && !strings.Contains(string(b), `"appendOnly"`) {
+			t.Errorf("protocol %s, want the writer feature appendOnly", b)
+		}
+	}
+	b := catalogtest.Batch(0, 3)
+	defer b.Release()
+	r, err := p.WriteBatch(ctx, id, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.CommitOverwrite(ctx, id, "ow", []catalogs.WriteReceipt{r}); !errors.Is(err, catalogs.ErrFailedPrecondition) {
+		t.Errorf("overwrite: %v, want FailedPrecondition", err)
+	}
+	if _, err := p.CreateTableWithOptions(ctx, ident("default", "ao3"), catalogtest.Schema, map[string]string{"delta.appendOnly": "yes"}); !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), "delta.appendOnly") {
+		t.Errorf("delta.appendOnly yes: %v, want InvalidArgument naming it", err)
+	}
+}

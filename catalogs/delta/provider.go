@@ -397,6 +397,10 @@ func (p *Provider) CreateTableWithOptions(ctx context.Context, t catalogs.TableI
 		props[dcodec.PropInCommitTimestampEnablementVersion] = "0"
 		props[dcodec.PropInCommitTimestampEnablementTimestamp] = strconv.FormatInt(now, 10)
 	}
+	if props["delta.appendOnly"] == "true" {
+		// The property is active only with the feature listed.
+		writerF = append(writerF, dcodec.FeatureAppendOnly)
+	}
 	if props[dcodec.PropEnableRowTracking] == "true" {
 		// Row ids from baseRowId, the high-water mark in the
 		// delta.rowTracking domain (round.rowIDs); the materialized
