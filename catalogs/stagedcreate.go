@@ -16,6 +16,10 @@ import (
 // visible at COMMIT. Without it the write path creates the table first and
 // undoes a failed create with Uncreator.
 type StagedCreator interface {
+	// StagesCreate reports whether a create with these table options is
+	// staged; when not, the write creates the table up front
+	// (TableManager.CreateTable) as for a backend without StagedCreator.
+	StagesCreate(opts map[string]string) bool
 	// OpenCreateStream opens a write stream into table, which does not
 	// exist yet, as it will be created from schema and opts (the table
 	// options TableManager.CreateTable takes): its location and schema are fixed

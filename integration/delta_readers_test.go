@@ -250,6 +250,21 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 		{"every", everySchema, everyRow, nil, []int{3, 7}, []deltaVersionRows{{{0, 10}}, {{0, 10}, {10, 5}}, {{20, 6}}, {{20, 6}, {26, 4}}}},
 		{"hostile", hostileSchema, hostileRow, map[string]string{"partition": "p,q"}, []int{1, 7},
 			[]deltaVersionRows{{{0, 26}}, {{0, 26}, {26, 13}}, {{100, 13}}, {{100, 13}, {113, 7}}}},
+		// Column mapping (delta.columnMapping.mode at the create): physical
+		// names col-<uuid> and field ids in the files, partition values and
+		// stats by physical name; the readers see the logical names.
+		{"every_cm", everySchema, everyRow, map[string]string{"delta.columnMapping.mode": "id", "delta.checkpointInterval": "2"}, []int{3, 7},
+			[]deltaVersionRows{{{0, 10}}, {{0, 10}, {10, 5}}, {{20, 6}}, {{20, 6}, {26, 4}}}},
+		// In-commit timestamps (writer feature only: reader 1), with a
+		// checkpoint every two versions.
+		{"ict", hostileSchema, hostileRow, map[string]string{"partition": "p,q", "delta.enableInCommitTimestamps": "true", "delta.checkpointInterval": "2"}, []int{1, 7},
+			[]deltaVersionRows{{{0, 26}}, {{0, 26}, {26, 13}}, {{100, 13}}, {{100, 13}, {113, 7}}}},
+		// Row tracking (writer features rowTracking and domainMetadata), a
+		// checkpoint every two versions.
+		{"rowtrack", everySchema, everyRow, map[string]string{"delta.enableRowTracking": "true", "delta.checkpointInterval": "2"}, []int{3, 7},
+			[]deltaVersionRows{{{0, 10}}, {{0, 10}, {10, 5}}, {{20, 6}}, {{20, 6}, {26, 4}}}},
+		{"hostile_cm", hostileSchema, hostileRow, map[string]string{"partition": "p,q", "delta.columnMapping.mode": "name", "delta.checkpointInterval": "2"}, []int{3, 7},
+			[]deltaVersionRows{{{0, 26}}, {{0, 26}, {26, 13}}, {{100, 13}}, {{100, 13}, {113, 7}}}},
 	}
 	// Twelve appends: past delta.checkpointInterval (10 when unset), so the
 	// readers read from a checkpoint once the gateway writes one.
@@ -298,8 +313,13 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 		specs = append(specs, dir)
 		checks = append(checks, check{tb, -1})
 	}
-	if got := queryOne(t, g, "SELECT count(*), count(p), count(DISTINCT p), count(q) FROM dl.default.hostile"); got != "20|16|11|15" {
-		t.Errorf("hostile by SQL: %s, want 20|16|11|15", got)
+	for _, tb := range []string{"hostile", "hostile_cm"} {
+		if got := queryOne(t, g, "SELECT count(*), count(p), count(DISTINCT p), count(q) FROM dl.default."+tb); got != "20|16|11|15" {
+			t.Errorf("%s by SQL: %s, want 20|16|11|15", tb, got)
+		}
+	}
+	if got := queryOne(t, g, "SELECT count(*), count(st.y), sum(arr[1]), count(m) FROM dl.default.every_cm"); got != queryOne(t, g, "SELECT count(*), count(st.y), sum(arr[1]), count(m) FROM dl.default.every") {
+		t.Errorf("every_cm by SQL: %s, unlike every", got)
 	}
 
 	if len(readers) == 0 {
@@ -326,7 +346,16 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 					want = append(want, w)
 				}
 			}
-			compareDeltaRows(t, what, fieldNames(ck.table.schema), got[k], want)
+			cols := fieldNames(ck.table.schema)
+			if r.name == "duckdb-delta" && ck.table.options["delta.columnMapping.mode"] != "" && ck.table.options["partition"] != "" {
+				// DuckDB's delta extension 1.5.5 misreads the partition columns
+				// of a column-mapped table (duckdb/duckdb-delta#50, #343: on
+				// Spark's tables too); delta-rs and Delta Kernel read them.
+				part := strings.Split(ck.table.options["partition"], ",")
+				cols = slices.DeleteFunc(cols, func(c string) bool { return slices.Contains(part, c) })
+				want = dropColumns(fieldNames(ck.table.schema), want, part)
+			}
+			compareDeltaRows(t, what, cols, got[k], want)
 		}
 	}
 }
@@ -428,6 +457,19 @@ func deltaReaders(t *testing.T) []deltaReader {
 		t.Fatal(err)
 	}
 	return append(rs, deltaReader{name: "delta-kernel", argv: []string{"java", "-cp", strings.TrimSpace(string(cp)), "delta/java/Read.java"}})
+}
+
+// dropColumns removes the columns drop from rows of columns.
+func dropColumns(columns []string, rows [][]any, drop []string) [][]any {
+	out := make([][]any, len(rows))
+	for i, r := range rows {
+		for j, c := range columns {
+			if !slices.Contains(drop, c) {
+				out[i] = append(out[i], r[j])
+			}
+		}
+	}
+	return out
 }
 
 func fieldNames(s *arrow.Schema) []string {

@@ -29,7 +29,7 @@ delta-check: delta-readers
 	FLIGHTGW_DELTALAKE=$(CURDIR)/$(DELTA_VENV)/bin/python \
 	FLIGHTGW_DELTA_DUCKDB=$(CURDIR)/$(DELTA_DUCKDB_VENV)/bin/python \
 	FLIGHTGW_DELTA_KERNEL=$(CURDIR)/$(DELTA_KERNEL_CP) \
-	  $(GO) test -count=1 -run '^(TestDeltaThroughTheGateway|TestDeltaReaders|TestDeltaReadersS3|TestDeltaGatewayReadsOthers)$$' ./integration
+	  $(GO) test -count=1 -run '^(TestDeltaThroughTheGateway|TestDeltaReaders|TestDeltaReadersS3|TestDeltaGatewayReadsOthers|TestDeltaInterleavedWriters)$$' ./integration
 
 TEST_TARGETS += delta-check
 

@@ -23,6 +23,10 @@ type stager struct {
 	createdOnOpen bool
 }
 
+// StagesCreate stages every create but those with the option "unstaged"
+// (as a backend declines one whose table it cannot fix in advance).
+func (s *stager) StagesCreate(opts map[string]string) bool { return opts["unstaged"] == "" }
+
 func (s *stager) OpenCreateStream(_ context.Context, t catalogs.TableIdent, _ *arrow.Schema, _ map[string]string, _ catalogs.WriteTxn) (catalogs.WriteStream, error) {
 	if s.createdOnOpen {
 		s.mu.Lock()

@@ -251,7 +251,7 @@ func plan(ctx context.Context, w Write, schema *arrow.Schema) (writePlan, error)
 		if !ok {
 			return p, catalogs.Errorf(catalogs.ErrInvalidArgument, "write into %s: catalog %q cannot create tables", w.Table, w.Table.Catalog)
 		}
-		if _, ok := w.Provider.(catalogs.StagedCreator); ok {
+		if sc, ok := w.Provider.(catalogs.StagedCreator); ok && sc.StagesCreate(w.TableOptions) {
 			p.created = true
 			p.create = &stagedCreate{schema: schema, opts: w.TableOptions, orAppend: w.IfExists == ExistsAppend}
 			return p, nil

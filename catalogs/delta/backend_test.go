@@ -16,6 +16,7 @@ import (
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
+	"github.com/flightgw/flightgw/catalogs/delta"
 	dcodec "github.com/flightgw/flightgw/codec/delta"
 )
 
@@ -387,4 +388,79 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestOverwriteRacesAppend: an overwrite loses its version to another
+// writer's append (a second provider on the warehouse, as another
+// process), retries, and removes the appended file too: its removes are
+// rebuilt from the newest snapshot, so the table is what the log's order
+// says (the append, then the overwrite), never the overwrite with the
+// appended rows silently kept, nor those rows dropped without a remove.
+func TestOverwriteRacesAppend(t *testing.T) {
+	wh := t.TempDir()
+	p, other := openLocal(t, wh), openLocal(t, wh)
+	id := ident("default", "race")
+	if _, err := p.CreateTable(context.Background(), id, catalogtest.Schema, nil); err != nil {
+		t.Fatal(err)
+	}
+	commitRows(t, p, id, 0, 3, false) // version 1
+	raced := false
+	defer delta.SetBeforeCommitWrite(func(_ catalogs.TableIdent, v int64) {
+		if v == 2 && !raced {
+			raced = true
+			commitRows(t, other, id, 100, 4, false) // takes version 2
+		}
+	})()
+	out := commitRows(t, p, id, 200, 5, true)
+	if !raced || out.SnapshotID != 3 || out.Retried == 0 {
+		t.Fatalf("overwrite: %+v (raced %t), want version 3 after a retry", out, raced)
+	}
+	bs, n, err := scanAll(t, p, id)
+	if err != nil || n != 5 {
+		t.Fatalf("rows %d, %v; want the overwrite's 5", n, err)
+	}
+	for _, r := range rowStrings(bs) {
+		if !strings.HasPrefix(r, "20") {
+			t.Errorf("row %s, want only the overwrite's (ids 200–204)", r)
+		}
+	}
+	removes := 0
+	for _, a := range logLines(t, filepath.Join(wh, "default", "race"), 3) {
+		if _, ok := a["remove"]; ok {
+			removes++
+		}
+	}
+	if removes != 2 {
+		t.Errorf("version 3 removes %d files, want 2 (version 1's and the racing append's)", removes)
+	}
+}
+
+// TestCreateAppendOnly: delta.appendOnly true as a create option lists
+// the writer feature appendOnly (without it the property is not active)
+// and the table refuses an overwrite.
+func TestCreateAppendOnly(t *testing.T) {
+	wh := t.TempDir()
+	p := openLocal(t, wh)
+	ctx := context.Background()
+	id := ident("default", "ao2")
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, map[string]string{"delta.appendOnly": "true"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range logLines(t, filepath.Join(wh, "default", "ao2"), 0) {
+		if b, ok := l["protocol"]; ok && !strings.Contains(string(b), `"appendOnly"`) {
+			t.Errorf("protocol %s, want the writer feature appendOnly", b)
+		}
+	}
+	b := catalogtest.Batch(0, 3)
+	defer b.Release()
+	r, err := p.WriteBatch(ctx, id, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.CommitOverwrite(ctx, id, "ow", []catalogs.WriteReceipt{r}); !errors.Is(err, catalogs.ErrFailedPrecondition) {
+		t.Errorf("overwrite: %v, want FailedPrecondition", err)
+	}
+	if _, err := p.CreateTable(ctx, ident("default", "ao3"), catalogtest.Schema, map[string]string{"delta.appendOnly": "yes"}); !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), "delta.appendOnly") {
+		t.Errorf("delta.appendOnly yes: %v, want InvalidArgument naming it", err)
+	}
 }

@@ -145,12 +145,22 @@ func numRecords(stats string) (int64, bool) {
 }
 
 // writableFeatures are the writer features this backend honours when it
-// appends: the others codec/delta accepts for writing (columnMapping,
-// rowTracking, inCommitTimestamp, invariants and checkConstraints in
-// use) need work at write time that is not built yet, and are refused.
+// appends: the others codec/delta accepts for writing (invariants and
+// checkConstraints in use) need work at write time that is not built
+// yet, and are refused.
 var writableFeatures = map[string]bool{
 	dcodec.FeatureAppendOnly: true, dcodec.FeatureTimestampNtz: true, dcodec.FeatureVacuumProtocolCheck: true,
 	dcodec.FeatureDeletionVectors: true, dcodec.FeatureV2Checkpoint: true, dcodec.FeatureDomainMetadata: true,
+	// Data files by physical names and field ids, partition values and
+	// stats by physical names (openStream), once checkWritable has found
+	// every column's physical name (and id).
+	dcodec.FeatureColumnMapping: true,
+	// Every commit's commitInfo first, with a strictly increasing
+	// inCommitTimestamp (round.Attempt).
+	dcodec.FeatureInCommitTimestamp: true,
+	// baseRowId and defaultRowCommitVersion on every add, the
+	// delta.rowTracking high-water mark in the same commit (round.rowIDs).
+	dcodec.FeatureRowTracking: true,
 	// Honoured by checking they are not in use (checkWritable).
 	dcodec.FeatureInvariants: true, dcodec.FeatureCheckConstraints: true,
 }
@@ -172,8 +182,8 @@ func checkWritable(st *tableState) error {
 			return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: check constraint %q (writer feature %q) is not enforced by this backend: writes are refused", st.ident, strings.TrimPrefix(k, "delta.constraints."), dcodec.FeatureCheckConstraints)
 		}
 	}
-	if m := st.snap.Metadata.Configuration["delta.columnMapping.mode"]; m != "" && m != "none" {
-		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: column mapping mode %q (feature %q) is not supported for writing by this backend yet", st.ident, m, dcodec.FeatureColumnMapping)
+	if err := dcodec.CheckColumnMapping(st.snap.Schema, st.snap.Metadata.ColumnMappingMode()); err != nil {
+		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: feature %q: %v: writes are refused", st.ident, dcodec.FeatureColumnMapping, err)
 	}
 	for _, f := range st.snap.Schema.Fields {
 		if _, ok := f.Metadata["delta.invariants"]; ok {

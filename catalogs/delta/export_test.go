@@ -15,3 +15,10 @@ func SetReclaimBeforeRecheck(fn func(catalogs.TableIdent)) func() {
 	reclaimBeforeRecheck = fn
 	return func() { reclaimBeforeRecheck = nil }
 }
+
+// SetBeforeCommitWrite runs fn between a commit attempt's replay and its
+// write of log version v; the returned func restores the default.
+func SetBeforeCommitWrite(fn func(t catalogs.TableIdent, v int64)) func() {
+	beforeCommitWrite = fn
+	return func() { beforeCommitWrite = nil }
+}

@@ -375,6 +375,12 @@ func (r *round) Attempt(ctx context.Context, st *tableState) error {
 	}
 	v := st.snap.Version + 1
 	now := r.p.now().UnixMilli()
+	ict := st.snap.Metadata.InCommitTimestamps() && slices.Contains(st.snap.Protocol.WriterFeatures, dcodec.FeatureInCommitTimestamp)
+	if ict {
+		// The commit's time is its in-commit timestamp, one past the
+		// previous commit's when the clock is behind it.
+		now = dcodec.NextInCommitTimestamp(st.snap.CommitInfo, now)
+	}
 	mode := "Append"
 	if r.overwrite {
 		if appendOnly(st) {
@@ -390,7 +396,11 @@ func (r *round) Attempt(ctx context.Context, st *tableState) error {
 	if len(r.live) == 1 {
 		id = r.live[0].id
 	}
-	acts := []dcodec.Action{{CommitInfo: commitInfo(now, "WRITE", map[string]any{"mode": mode}, !r.overwrite, id, rows)}}
+	ci := commitInfo(now, "WRITE", map[string]any{"mode": mode}, !r.overwrite, id, rows)
+	if ict {
+		ci.SetInCommitTimestamp(now)
+	}
+	acts := []dcodec.Action{{CommitInfo: ci}}
 	for _, m := range r.live {
 		acts = append(acts, dcodec.Action{Txn: &dcodec.Txn{AppID: m.id, Version: v, LastUpdated: &now}})
 	}
@@ -403,14 +413,22 @@ func (r *round) Attempt(ctx context.Context, st *tableState) error {
 				DeletionVector: f.DeletionVector, BaseRowID: f.BaseRowID, DefaultRowCommitVersion: f.DefaultRowCommitVersion}})
 		}
 	}
-	for _, m := range r.live {
-		for i := range m.adds {
-			acts = append(acts, dcodec.Action{Add: &m.adds[i]})
-		}
+	adds, dm, err := r.rowIDs(st, v)
+	if err != nil {
+		return err
+	}
+	if dm != nil {
+		acts = append(acts, dcodec.Action{DomainMetadata: dm})
+	}
+	for i := range adds {
+		acts = append(acts, dcodec.Action{Add: &adds[i]})
 	}
 	b, err := dcodec.EncodeCommit(acts)
 	if err != nil {
 		return err
+	}
+	if beforeCommitWrite != nil {
+		beforeCommitWrite(r.t, v)
 	}
 	switch err := r.p.fs.Create(ctx, st.dir+"/_delta_log/"+dcodec.CommitName(v), b); {
 	case errors.Is(err, lake.ErrExists):
@@ -423,6 +441,41 @@ func (r *round) Attempt(ctx context.Context, st *tableState) error {
 	r.land(catalogs.CommitOutcome{SnapshotID: v, CommittedAt: time.UnixMilli(now).UTC(), Retried: r.retried})
 	return nil
 }
+
+// rowIDs returns the live members' adds for version v of st: on a table
+// that assigns row ids (rowTracking supported, not suspended), copies
+// with baseRowId past the table's high-water mark, file after file, and
+// defaultRowCommitVersion v, and the delta.rowTracking domainMetadata
+// with the new mark. Each attempt assigns them again from the snapshot
+// it writes after, so a retry never reuses ids another writer took.
+func (r *round) rowIDs(st *tableState, v int64) ([]dcodec.AddFile, *dcodec.DomainMetadata, error) {
+	var adds []dcodec.AddFile
+	for _, m := range r.live {
+		adds = append(adds, m.adds...)
+	}
+	if len(adds) == 0 || !dcodec.AssignsRowIDs(&st.snap.Protocol, &st.snap.Metadata) {
+		return adds, nil, nil
+	}
+	hwm, err := dcodec.RowIDHighWaterMark(st.snap)
+	if err != nil {
+		return nil, nil, catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s", r.t))
+	}
+	for i := range adds {
+		n, ok := numRecords(adds[i].Stats)
+		if !ok || n < 0 {
+			return nil, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: data file %s has no numRecords in its stats, which row tracking (feature %q) needs", r.t, adds[i].Path, dcodec.FeatureRowTracking)
+		}
+		base, ver := hwm+1, v
+		adds[i].BaseRowID, adds[i].DefaultRowCommitVersion = &base, &ver
+		hwm += n
+	}
+	return adds, dcodec.RowTrackingDomainMetadata(hwm), nil
+}
+
+// beforeCommitWrite, set by tests only, runs between an attempt's replay
+// and its put-if-absent of version v: another writer committing there
+// makes the attempt lose the race.
+var beforeCommitWrite func(t catalogs.TableIdent, v int64)
 
 // Recover re-reads the log after a failed write: the commit landed when
 // the first live member's txn is there (an S3 reply lost after the

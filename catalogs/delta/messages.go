@@ -130,13 +130,17 @@ func checkAdds(st *tableState, adds []dcodec.AddFile) error {
 			return bad("%d partition values, the table's partition columns are %v", len(a.PartitionValues), part)
 		}
 		for _, c := range part {
-			v, ok := a.PartitionValues[c]
-			if !ok {
-				return bad("no value for partition column %q", c)
-			}
 			f := st.snap.Schema.Field(c)
 			if f == nil {
 				return bad("partition column %q is not in the schema", c)
+			}
+			key, err := f.PhysicalName() // partitionValues go by physical name
+			if err != nil {
+				return bad("partition column %q: %v", c, err)
+			}
+			v, ok := a.PartitionValues[key]
+			if !ok {
+				return bad("no value for partition column %q (%q)", c, key)
 			}
 			if _, err := dcodec.ParsePartitionValue(f.Type, v); err != nil {
 				return bad("partition column %q: %v", c, err)

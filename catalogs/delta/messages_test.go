@@ -119,3 +119,46 @@ func FuzzDecodePayload(f *testing.F) {
 		}
 	})
 }
+
+// TestPayloadsColumnMapping: on a column-mapped table a payload's
+// partition values go by the column's physical name: the staged adds
+// decode back and commit; the same add keyed by the logical name is
+// InvalidArgument.
+func TestPayloadsColumnMapping(t *testing.T) {
+	p := openLocal(t, "")
+	ctx := context.Background()
+	id := ident("default", "paycm")
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, map[string]string{"partition": "name", "delta.columnMapping.mode": "name"}); err != nil {
+		t.Fatal(err)
+	}
+	b := catalogtest.Batch(0, 2)
+	defer b.Release()
+	r, err := p.WriteBatch(ctx, id, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, payload, err := p.EncodePayload(ctx, id, []catalogs.WriteReceipt{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(payload), `"partitionValues":{"col-`) {
+		t.Fatalf("payload %s, want partition values by physical name", payload)
+	}
+	first, _, _ := strings.Cut(string(payload), "\n")
+	k := strings.Index(first, `"partitionValues":{"`) + len(`"partitionValues":{"`)
+	phys := first[k : k+strings.Index(first[k:], `"`)]
+	logical := strings.Replace(first, `"`+phys+`"`, `"name"`, 1) + "\n"
+	if _, err := p.DecodePayload(ctx, id, v, []byte(logical)); !errors.Is(err, catalogs.ErrInvalidArgument) || !strings.Contains(err.Error(), "partition") {
+		t.Errorf("an add keyed by the logical name: %v, want InvalidArgument naming the partition column", err)
+	}
+	rs, err := p.DecodePayload(ctx, id, v, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.CommitOnce(ctx, id, "cm-1", rs); err != nil {
+		t.Fatal(err)
+	}
+	if _, n, err := scanAll(t, p, id); err != nil || n != 2 {
+		t.Fatalf("scan: %d rows, %v; want 2", n, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -264,22 +265,62 @@ func derefOr(p *int64, d int64) int64 {
 // optPartition is the table option naming the partition columns.
 const optPartition = "partition"
 
-// CheckTableOptions implements catalogs.TableManager: the one
-// option is partition, a comma-separated list of top-level columns of a
-// primitive type, not every column; any other option is refused naming
-// it.
+// CheckTableOptions implements catalogs.TableManager: partition, a
+// comma-separated list of top-level columns of a primitive type, not
+// every column, and the table properties of createProps; any other
+// option is refused naming it.
 func (p *Provider) CheckTableOptions(t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) error {
-	_, err := partitionOption(t, schema, opts)
+	_, _, err := createOptions(t, schema, opts)
 	return err
 }
 
-func partitionOption(t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) ([]string, error) {
-	for k := range opts {
-		if k != optPartition {
-			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: table option %q is not supported by the Delta backend (supported: %q)", t, k, optPartition)
+// createProps are the table properties a create takes as ingest
+// options, each with the values it accepts: the features this backend
+// writes (column mapping, in-commit timestamps) and the properties it
+// honours.
+var createProps = map[string]func(string) bool{
+	dcodec.PropColumnMappingMode:         func(v string) bool { return v == "none" || v == "name" || v == "id" },
+	dcodec.PropInCommitTimestamps:        isBool,
+	dcodec.PropEnableRowTracking:         isBool,
+	dcodec.PropCheckpointInterval:        func(v string) bool { n, err := strconv.ParseInt(v, 10, 64); return err == nil && n > 0 },
+	"delta.appendOnly":                   isBool,
+	"delta.logRetentionDuration":         isInterval,
+	"delta.deletedFileRetentionDuration": isInterval,
+}
+
+func isBool(v string) bool { return v == "true" || v == "false" }
+
+func isInterval(v string) bool { _, err := dcodec.ParseInterval(v); return err == nil }
+
+// createOptions splits a create's options into the partition columns and
+// the table properties, refusing what it does not know, InvalidArgument
+// naming the option.
+func createOptions(t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) ([]string, map[string]string, error) {
+	props := map[string]string{}
+	for k, v := range opts {
+		if k == optPartition {
+			continue
 		}
+		ok, known := createProps[k]
+		if !known {
+			names := []string{optPartition}
+			for n := range createProps {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			return nil, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: table option %q is not supported by the Delta backend (supported: %s)", t, k, strings.Join(names, ", "))
+		}
+		if v = strings.TrimSpace(v); !ok(v) {
+			return nil, nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: table option %q: value %q is not valid", t, k, v)
+		}
+		props[k] = v
 	}
-	v := strings.TrimSpace(opts[optPartition])
+	part, err := partitionOption(t, schema, opts[optPartition])
+	return part, props, err
+}
+
+func partitionOption(t catalogs.TableIdent, schema *arrow.Schema, v string) ([]string, error) {
+	v = strings.TrimSpace(v)
 	if v == "" {
 		return nil, nil
 	}
@@ -304,42 +345,101 @@ func partitionOption(t catalogs.TableIdent, schema *arrow.Schema, opts map[strin
 	return cols, nil
 }
 
-// CreateTable creates a table, partitioned by the partition
-// option's columns: version 0 of its log holds the protocol (reader 1,
-// writer 7 without features; reader 3 with timestampNtz when a column
-// needs it) and the metadata, written by put-if-absent so that of two
-// concurrent creates one wins.
-func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
+// version0 is what version 0 of a new table's log holds, and where.
+type version0 struct {
+	dir   string
+	proto dcodec.Protocol
+	md    dcodec.Metadata
+	ict   bool // in-commit timestamps on: commitInfo carries one
+}
+
+// initial checks a create (the namespace exists, every type and option
+// applies) and builds its protocol and metadata at time now.
+func (p *Provider) initial(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string, now int64) (version0, error) {
 	dir, err := p.tableDir(t)
 	if err != nil {
-		return catalogs.TableSpec{}, err
+		return version0{}, err
 	}
 	if ok, err := p.fs.Exists(ctx, t.Namespace[0]); err != nil || !ok {
 		if err == nil {
 			err = catalogs.Errorf(catalogs.ErrNotFound, "table %s: namespace %q does not exist", t, t.Namespace[0])
 		}
-		return catalogs.TableSpec{}, lake.MapErr(err, fmt.Sprintf("table %s: namespace", t))
+		return version0{}, lake.MapErr(err, fmt.Sprintf("table %s: namespace", t))
 	}
-	part, err := partitionOption(t, schema, opts)
+	part, props, err := createOptions(t, schema, opts)
 	if err != nil {
-		return catalogs.TableSpec{}, err
+		return version0{}, err
 	}
 	ds, err := dcodec.FromArrow(schema)
 	if err != nil {
-		return catalogs.TableSpec{}, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s", t))
+		return version0{}, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s", t))
+	}
+	var readerF, writerF []string
+	if needsNtz(schema.Fields()) {
+		readerF, writerF = append(readerF, dcodec.FeatureTimestampNtz), append(writerF, dcodec.FeatureTimestampNtz)
+	}
+	if m := props[dcodec.PropColumnMappingMode]; m == "name" || m == "id" {
+		// Every column, nested ones too, gets its physical name and id now;
+		// partition columns and stats go by the physical names.
+		props[dcodec.PropColumnMappingMaxID] = strconv.Itoa(int(dcodec.AssignColumnMapping(ds)))
+		readerF, writerF = append(readerF, dcodec.FeatureColumnMapping), append(writerF, dcodec.FeatureColumnMapping)
+	}
+	ict := props[dcodec.PropInCommitTimestamps] == "true"
+	if ict {
+		// Enabled at the create: version 0 is the enablement version, its
+		// in-commit timestamp the enablement time (PROTOCOL.md "In-Commit
+		// Timestamps").
+		writerF = append(writerF, dcodec.FeatureInCommitTimestamp)
+		props[dcodec.PropInCommitTimestampEnablementVersion] = "0"
+		props[dcodec.PropInCommitTimestampEnablementTimestamp] = strconv.FormatInt(now, 10)
+	}
+	if props["delta.appendOnly"] == "true" {
+		// The property is active only with the feature listed.
+		writerF = append(writerF, dcodec.FeatureAppendOnly)
+	}
+	if props[dcodec.PropEnableRowTracking] == "true" {
+		// Row ids from baseRowId, the high-water mark in the
+		// delta.rowTracking domain (round.rowIDs); the materialized
+		// columns are named, as enabling requires, and never written
+		// (their values would all be null).
+		writerF = append(writerF, dcodec.FeatureRowTracking, dcodec.FeatureDomainMetadata)
+		props[dcodec.PropMaterializedRowIDColumn] = "_row-id-col-" + uuid.NewString()
+		props[dcodec.PropMaterializedRowCommitVersionColumn] = "_row-commit-version-col-" + uuid.NewString()
 	}
 	ss, err := ds.SchemaString()
 	if err != nil {
-		return catalogs.TableSpec{}, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s", t))
+		return version0{}, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s", t))
 	}
-	proto := dcodec.Protocol{MinReaderVersion: 1, MinWriterVersion: 7}
-	if needsNtz(schema.Fields()) {
-		proto = dcodec.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
-			ReaderFeatures: []string{dcodec.FeatureTimestampNtz}, WriterFeatures: []string{dcodec.FeatureTimestampNtz}}
+	proto := dcodec.Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: writerF}
+	if len(readerF) > 0 {
+		proto.MinReaderVersion, proto.ReaderFeatures = 3, readerF
 	}
+	if len(props) == 0 {
+		props = nil
+	}
+	md := dcodec.Metadata{ID: uuid.NewString(), Format: dcodec.Format{Provider: "parquet"}, SchemaString: ss, CreatedTime: &now,
+		PartitionColumns: part, Configuration: props}
+	return version0{dir: dir, proto: proto, md: md, ict: ict}, nil
+}
+
+// CreateTable creates a table, partitioned by the partition option's
+// columns, with the table properties of the other options: version 0 of
+// its log holds the protocol (writer 7 on table features: timestampNtz
+// when a column needs it, columnMapping for a mapping mode name or id,
+// inCommitTimestamp when enabled; reader 3 with the reader features among
+// them, else reader 1) and the metadata, written by put-if-absent so that
+// of two concurrent creates one wins.
+func (p *Provider) CreateTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (catalogs.TableSpec, error) {
 	now := p.now().UnixMilli()
-	md := dcodec.Metadata{ID: uuid.NewString(), Format: dcodec.Format{Provider: "parquet"}, SchemaString: ss, CreatedTime: &now, PartitionColumns: part}
+	v0, err := p.initial(ctx, t, schema, opts, now)
+	if err != nil {
+		return catalogs.TableSpec{}, err
+	}
+	dir, part, proto, md, ict := v0.dir, v0.md.PartitionColumns, v0.proto, v0.md, v0.ict
 	ci := commitInfo(now, "CREATE TABLE", map[string]any{"mode": "ErrorIfExists", "location": dir, "partitionBy": partitionBy(part)}, false, "", nil)
+	if ict {
+		ci.SetInCommitTimestamp(now)
+	}
 	b, err := dcodec.EncodeCommit([]dcodec.Action{{CommitInfo: ci}, {Protocol: &proto}, {MetaData: &md}})
 	if err != nil {
 		return catalogs.TableSpec{}, err

@@ -59,11 +59,12 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 		}
 		f := st.schema.Field(is[0])
 		pf := phys.Field(is[0])
+		sc := scanCol{field: f, phys: pf.Name, typ: st.snap.Schema.Fields[is[0]].Type, part: partCols[c]}
 		if mapped && !arrow.TypeEqual(f.Type, pf.Type) {
-			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: column %q: nested columns under column mapping (feature %q) are not readable by this backend yet", t, c, dcodec.FeatureColumnMapping)
+			sc.physType = pf.Type // nested fields by physical name in the files
 		}
 		fields = append(fields, f)
-		r.cols = append(r.cols, scanCol{field: f, phys: pf.Name, typ: st.snap.Schema.Fields[is[0]].Type, part: partCols[c]})
+		r.cols = append(r.cols, sc)
 	}
 	r.schema = arrow.NewSchema(fields, nil)
 	return &catalogs.ScanResult{Reader: r, FilesPlanned: len(r.files), FilesTotal: len(r.files)}, nil
@@ -71,9 +72,12 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 
 type scanCol struct {
 	field arrow.Field
-	phys  string          // the name in data files and partition values
-	typ   dcodec.DataType // the Delta type, for partition values
-	part  bool
+	phys  string // the name in data files and partition values
+	// physType, under column mapping, is a nested column's type in the
+	// data files: its struct fields by physical name.
+	physType arrow.DataType
+	typ      dcodec.DataType // the Delta type, for partition values
+	part     bool
 }
 
 // scanReader reads one row group at a time of each file in turn.
@@ -315,6 +319,12 @@ func (r *scanReader) dataColumn(c scanCol, chunks []arrow.Array) (arrow.Array, e
 		return a, nil
 	}
 	defer a.Release()
+	if c.physType != nil {
+		if !arrow.TypeEqual(a.DataType(), c.physType) {
+			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: data file %s: column %q is %s, the table's physical type %s (feature %q)", r.st.ident, r.add.Path, c.field.Name, a.DataType(), c.physType, dcodec.FeatureColumnMapping)
+		}
+		return retype(a, c.field.Type), nil
+	}
 	out, err := compute.CastArray(r.ctx, a, compute.SafeCastOptions(c.field.Type))
 	if err != nil {
 		return nil, catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s: data file %s: column %q is %s, the table's type %s", r.st.ident, r.add.Path, c.field.Name, a.DataType(), c.field.Type))

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/google/uuid"
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/lake"
@@ -25,57 +24,47 @@ import (
 
 var _ catalogs.StagedCreator = (*Provider)(nil)
 
-// newTable is the table that CreateTable would make of schema
-// and opts, before anything is written: its state (version -1, no files)
+// StagesCreate implements catalogs.StagedCreator: a create whose table
+// assigns what must be the same in its data files and in version 0 at
+// random or per commit (column mapping's physical names, row tracking's
+// row ids) is not staged: it is created up front, as CreateTable does.
+func (p *Provider) StagesCreate(opts map[string]string) bool {
+	if m := opts[dcodec.PropColumnMappingMode]; m != "" && m != "none" {
+		return false
+	}
+	return opts[dcodec.PropEnableRowTracking] != "true"
+}
+
+// newTable is the table that CreateTable would make of schema and opts at
+// time now, before anything is written: its state (version -1, no files)
 // and the protocol and metadata actions of its version 0.
-func (p *Provider) newTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (*tableState, error) {
-	dir, err := p.tableDir(t)
+func (p *Provider) newTable(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string, now int64) (*tableState, bool, error) {
+	v0, err := p.initial(ctx, t, schema, opts, now)
 	if err != nil {
-		return nil, err
-	}
-	if ok, err := p.fs.Exists(ctx, t.Namespace[0]); err != nil || !ok {
-		if err == nil {
-			err = catalogs.Errorf(catalogs.ErrNotFound, "table %s: namespace %q does not exist", t, t.Namespace[0])
-		}
-		return nil, lake.MapErr(err, fmt.Sprintf("table %s: namespace", t))
-	}
-	part, err := partitionOption(t, schema, opts)
-	if err != nil {
-		return nil, err
-	}
-	ds, err := dcodec.FromArrow(schema)
-	if err != nil {
-		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s", t))
-	}
-	ss, err := ds.SchemaString()
-	if err != nil {
-		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s", t))
+		return nil, false, err
 	}
 	// The schema as a replay of the log would see it, so that the stream
 	// conforms batches exactly as it does for an existing table.
-	parsed, err := dcodec.ParseSchema(ss)
+	parsed, err := dcodec.ParseSchema(v0.md.SchemaString)
 	if err != nil {
-		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s", t))
+		return nil, false, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s", t))
 	}
 	sc, err := dcodec.ArrowSchema(parsed, dcodec.LogicalNames)
 	if err != nil {
-		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: schema", t))
+		return nil, false, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: schema", t))
 	}
-	proto := dcodec.Protocol{MinReaderVersion: 1, MinWriterVersion: 7}
-	if needsNtz(schema.Fields()) {
-		proto = dcodec.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
-			ReaderFeatures: []string{dcodec.FeatureTimestampNtz}, WriterFeatures: []string{dcodec.FeatureTimestampNtz}}
-	}
-	md := dcodec.Metadata{Format: dcodec.Format{Provider: "parquet"}, SchemaString: ss, PartitionColumns: part}
-	snap := &dcodec.Snapshot{Version: -1, Protocol: proto, Metadata: md, Schema: parsed, Txns: map[string]dcodec.Txn{}}
-	return &tableState{ident: t, dir: dir, snap: snap, schema: sc}, nil
+	snap := &dcodec.Snapshot{Version: -1, Protocol: v0.proto, Metadata: v0.md, Schema: parsed, Txns: map[string]dcodec.Txn{}}
+	return &tableState{ident: t, dir: v0.dir, snap: snap, schema: sc}, v0.ict, nil
 }
 
 // OpenCreateStream implements catalogs.StagedCreator: a stream into the
 // directory the table will have, under the schema and partition columns
 // it will have.
 func (p *Provider) OpenCreateStream(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string, _ catalogs.WriteTxn) (catalogs.WriteStream, error) {
-	st, err := p.newTable(ctx, t, schema, opts)
+	if !p.StagesCreate(opts) {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: this create is not staged (StagesCreate)", t)
+	}
+	st, _, err := p.newTable(ctx, t, schema, opts, p.now().UnixMilli())
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +79,11 @@ func (p *Provider) CommitCreate(ctx context.Context, t catalogs.TableIdent, sche
 	if commitID == "" {
 		return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: empty commit id", t)
 	}
-	st, err := p.newTable(ctx, t, schema, opts)
+	if !p.StagesCreate(opts) {
+		return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: this create is not staged (StagesCreate)", t)
+	}
+	now := p.now().UnixMilli()
+	st, ict, err := p.newTable(ctx, t, schema, opts, now)
 	if err != nil {
 		return catalogs.CommitOutcome{}, err
 	}
@@ -98,9 +91,7 @@ func (p *Provider) CommitCreate(ctx context.Context, t catalogs.TableIdent, sche
 	if err != nil {
 		return catalogs.CommitOutcome{}, err
 	}
-	now := p.now().UnixMilli()
 	md := st.snap.Metadata
-	md.ID, md.CreatedTime = uuid.NewString(), &now
 	proto := st.snap.Protocol
 	var adds []dcodec.Action
 	for i, r := range rs {
@@ -114,6 +105,9 @@ func (p *Provider) CommitCreate(ctx context.Context, t catalogs.TableIdent, sche
 	}
 	ci := commitInfo(now, "CREATE TABLE AS SELECT", map[string]any{"mode": "ErrorIfExists", "location": st.dir,
 		"partitionBy": partitionBy(md.PartitionColumns)}, false, commitID, nil)
+	if ict {
+		ci.SetInCommitTimestamp(now)
+	}
 	acts := append([]dcodec.Action{{CommitInfo: ci}, {Protocol: &proto}, {MetaData: &md},
 		{Txn: &dcodec.Txn{AppID: commitID, Version: 0, LastUpdated: &now}}}, adds...)
 	b, err := dcodec.EncodeCommit(acts)

@@ -124,7 +124,15 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stre
 func (p *Provider) streamOn(st *tableState) (*stream, error) {
 	t := st.ident
 	s := &stream{p: p, st: st, id: uuid.NewString(), open: map[string]*fileWriter{}}
+	// Data files hold the physical names (and, under column mapping, the
+	// ids as Parquet field ids); partition values and stats go by the
+	// physical names too. Without column mapping they are the logical ones.
+	phys, err := dcodec.ArrowSchema(st.snap.Schema, dcodec.PhysicalNames)
+	if err != nil {
+		return nil, catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s: schema", t))
+	}
 	s.partCols = st.snap.Metadata.PartitionColumns
+	s.mapped = st.snap.Metadata.ColumnMappingMode() != "none"
 	isPart := map[string]bool{}
 	for _, c := range s.partCols {
 		is := st.schema.FieldIndices(c)
@@ -135,16 +143,58 @@ func (p *Provider) streamOn(st *tableState) (*stream, error) {
 		isPart[c] = true
 		s.partIdx = append(s.partIdx, is[0])
 		s.partTypes = append(s.partTypes, f.Type)
+		s.partKeys = append(s.partKeys, phys.Field(is[0]).Name)
 	}
 	var fields []arrow.Field
 	for i, f := range st.schema.Fields() {
 		if !isPart[f.Name] {
 			s.dataIdx = append(s.dataIdx, i)
-			fields = append(fields, f)
+			fields = append(fields, phys.Field(i))
 		}
 	}
 	s.dataSchema = arrow.NewSchema(fields, nil)
 	return s, nil
+}
+
+// randomPrefix is a random directory name of two alphanumerics, as
+// Delta Spark's delta.randomPrefixLength (2) makes them.
+func randomPrefix() string {
+	const chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	u := uuid.New()
+	return string([]byte{chars[int(u[0])%len(chars)], chars[int(u[1])%len(chars)]})
+}
+
+// retype gives a the type t, which has a's layout and differs at most
+// in the names of struct fields and in field metadata (a logical column
+// written under its physical names). The caller releases the result.
+func retype(a arrow.Array, t arrow.DataType) arrow.Array {
+	d := retypeData(a.Data(), t)
+	defer d.Release()
+	return array.MakeFromData(d)
+}
+
+func retypeData(d arrow.ArrayData, t arrow.DataType) arrow.ArrayData {
+	children := d.Children()
+	var own []arrow.ArrayData
+	switch nt := t.(type) {
+	case *arrow.StructType:
+		for i, c := range children {
+			own = append(own, retypeData(c, nt.Field(i).Type))
+		}
+	case *arrow.MapType:
+		own = []arrow.ArrayData{retypeData(children[0], nt.Elem())}
+	case arrow.ListLikeType:
+		own = []arrow.ArrayData{retypeData(children[0], nt.Elem())}
+	}
+	if own != nil {
+		children = own
+		defer func() {
+			for _, c := range own {
+				c.Release()
+			}
+		}()
+	}
+	return array.NewData(t, d.Len(), d.Buffers(), children, d.NullN(), d.Offset())
 }
 
 // maxOpenFiles bounds the partitions a stream keeps a file open for;
@@ -159,6 +209,8 @@ type stream struct {
 	// table schema, partTypes their Delta types; dataIdx are the other
 	// columns, which the data files hold (dataSchema).
 	partCols   []string
+	partKeys   []string // the partition columns' physical names: partitionValues' keys
+	mapped     bool     // column mapping is on (mode name or id)
 	partIdx    []int
 	partTypes  []dcodec.DataType
 	dataIdx    []int
@@ -218,8 +270,13 @@ func (s *stream) Write(ctx context.Context, b arrow.RecordBatch) error {
 		return nil
 	}
 	data := make([]arrow.Array, 0, len(s.dataIdx))
-	for _, i := range s.dataIdx {
-		data = append(data, cols[i])
+	for k, i := range s.dataIdx {
+		c := cols[i]
+		if t := s.dataSchema.Field(k).Type; !arrow.TypeEqual(c.DataType(), t, arrow.CheckMetadata()) {
+			c = retype(c, t)
+			defer c.Release()
+		}
+		data = append(data, c)
 	}
 	// Written under the table's schema (its nullability), not the batch's.
 	rec := array.NewRecordBatch(s.dataSchema, data, n)
@@ -235,13 +292,13 @@ func (s *stream) Write(ctx context.Context, b arrow.RecordBatch) error {
 		for j, pi := range s.partIdx {
 			v, err := partitionValue(cols[pi], r)
 			if err == nil {
-				vs[s.partCols[j]], err = dcodec.FormatPartitionValue(s.partTypes[j], v)
+				vs[s.partKeys[j]], err = dcodec.FormatPartitionValue(s.partTypes[j], v)
 			}
 			if err != nil {
 				return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: partition column %q, row %d: %v", s.st.ident, s.partCols[j], r, err)
 			}
 		}
-		k := dcodec.PartitionDir(s.partCols, vs)
+		k := dcodec.PartitionDir(s.partKeys, vs)
 		if _, ok := rows[k]; !ok {
 			keys = append(keys, k)
 			values[k] = vs
@@ -332,6 +389,13 @@ func partitionValue(a arrow.Array, r int) (dcodec.PartitionValue, error) {
 // Spark's name for a data file.
 func (s *stream) newFile(ctx context.Context, dir string, values map[string]*string, first arrow.RecordBatch) (*fileWriter, error) {
 	rel := fmt.Sprintf("part-%05d-%s-c000.zstd.parquet", s.count, s.id)
+	if dir != "" && s.mapped {
+		// Under column mapping a partitioned table's files go under
+		// random two-character prefixes, as Delta Spark's do, not
+		// col-<uuid>=value directories that look like partitions of
+		// columns no schema names (readers take the values from the log).
+		dir = randomPrefix()
+	}
 	if dir != "" {
 		rel = dir + "/" + rel
 	}

@@ -149,6 +149,20 @@ func Load(ctx context.Context, log Log, version int64) (*Snapshot, error) {
 			return nil, err
 		}
 	}
+	if start > version {
+		// The snapshot is a checkpoint's, which keeps no commitInfo: it is
+		// in the commit file of the version, when that is still there (a
+		// writer of in-commit timestamps needs the last one).
+		if b, err := log.Read(ctx, CommitName(version)); err == nil {
+			if acts, err := ParseCommit(CommitName(version), b); err == nil {
+				for _, a := range acts {
+					if a.CommitInfo != nil {
+						s.CommitInfo = a.CommitInfo
+					}
+				}
+			}
+		}
+	}
 	if st.protocol == nil {
 		return nil, fmt.Errorf("delta log: %w: no protocol action up to version %d", ErrMalformed, version)
 	}
