@@ -139,7 +139,10 @@ default_catalog: dl
 		version   int64
 		files     int // 0: not checked
 		from, ids int
-	}{{"typed", 3, 3, 0, 18}, {"parted", 2, 0, 0, 18}, {"replaced", 2, 1, 3, 5}} {
+	}{
+		// A create is staged: version 0 holds the create's rows, each
+		// later ingest or committed transaction one version.
+		{"typed", 2, 3, 0, 18}, {"parted", 1, 0, 0, 18}, {"replaced", 1, 1, 3, 5}} {
 		got := readDelta(t, py, filepath.Join(g.dataDir, "delta", "default", tc.table))
 		if got.Version != tc.version || !slices.Equal(got.Protocol, []int{1, 7}) {
 			t.Errorf("%s: deltalake sees version %d, protocol %v; want %d, [1 7]", tc.table, got.Version, got.Protocol, tc.version)
