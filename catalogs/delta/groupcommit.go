@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
@@ -14,66 +13,38 @@ import (
 	"github.com/flightgw/flightgw/internal/recovered"
 )
 
-// Group commit: commits to one table from one process are queued, and one
-// round at a time takes every pending append and commits them as one log
-// version, one txn per commit id. Without it, N writers of one table race
-// N put-if-absents of the next version, of which one wins per round trip,
-// so most attempts lose, replay and retry, and every commit is a version
-// (and a commit file every replay reads until the next checkpoint).
-// Between processes the put-if-absent loop stays: a round that loses
-// reloads and retries like one commit. (catalogs/iceberg/groupcommit.go
-// is the same queue over Iceberg snapshots.)
+// Group commit (the queue is the floor's, lake.Groups): one round at a
+// time takes every pending append to a table and commits them as one log
+// version, one txn per commit id, instead of N writers racing N
+// put-if-absents of the next version (and leaving N versions, each a
+// commit file every replay reads until the next checkpoint). Between
+// processes the put-if-absent loop stays.
 
 // maxRoundFiles bounds the adds of one round's commit file.
 const maxRoundFiles = 10000
 
 // member is one caller's commit waiting in, or running in, a round.
 type member struct {
-	ctx       context.Context
-	id        string
-	adds      []dcodec.AddFile
-	schema    string // the schemaString the files were written for
-	partition []string
-	overwrite bool
-	rows      uint64
-	state     memberState // guarded by groups.mu while queued
-	answered  bool        // finish was called (only the round touches it)
+	lake.Queued // its caller's context, overwrite, and the queue's state
+	id          string
+	adds        []dcodec.AddFile
+	schema      string // the schemaString the files were written for
+	partition   []string
+	rows        uint64
+	answered    bool // finish was called (only the round touches it)
 
-	done chan struct{} // closed once out and err are set
-	out  catalogs.CommitOutcome
-	err  error
+	out catalogs.CommitOutcome
+	err error
 }
-
-type memberState int
-
-const (
-	memberQueued memberState = iota
-	memberRunning
-	memberDone
-)
 
 func (m *member) finish(out catalogs.CommitOutcome, err error) {
 	m.out, m.err, m.answered = out, err, true
-	close(m.done)
-}
-
-// groups holds the commit queue of every table with a commit pending.
-type groups struct {
-	mu     sync.Mutex
-	queues map[string]*queue
-	wg     sync.WaitGroup // the drain goroutines
-}
-
-// queue is one table's pending commits, in arrival order, and whether a
-// drain goroutine is running them.
-type queue struct {
-	pending []*member
-	running bool
+	m.Answered()
 }
 
 // Close waits for the commit rounds under way (catalogs.Closer).
 func (p *Provider) Close() error {
-	p.groups.wg.Wait()
+	p.groups.Wait()
 	return nil
 }
 
@@ -87,7 +58,7 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 	if err != nil {
 		return catalogs.CommitOutcome{}, err
 	}
-	m := &member{ctx: ctx, id: commitID, overwrite: overwrite, done: make(chan struct{})}
+	m := &member{Queued: lake.NewQueued(ctx, overwrite), id: commitID}
 	for _, r := range rs {
 		if m.schema != "" && r.Schema != m.schema {
 			return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: the receipts were written for different schemas", t)
@@ -107,108 +78,34 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 }
 
 // submit commits m: alone when group commit is off, else through the
-// table's queue. A caller whose ctx ends while m is queued gets an error
-// and m is never committed; once m's round has started the caller waits
-// for the round's outcome, which may be a landed commit.
+// table's queue (lake.Groups). A caller whose ctx ends while m is queued
+// gets an error and m is never committed; once m's round has started the
+// caller waits for the round's outcome, which may be a landed commit.
 func (p *Provider) submit(ctx context.Context, t catalogs.TableIdent, m *member) (catalogs.CommitOutcome, error) {
 	if !p.cfg.group.enabled {
 		p.runRound(ctx, t, []*member{m})
 		return m.out, m.err
 	}
-	g := &p.groups
-	key := t.Key()
-	g.mu.Lock()
-	if g.queues == nil {
-		g.queues = map[string]*queue{}
-	}
-	q := g.queues[key]
-	if q == nil {
-		q = &queue{}
-		g.queues[key] = q
-	}
-	q.pending = append(q.pending, m)
-	if !q.running {
-		q.running = true
-		g.wg.Add(1)
-		// The rounds outlive any one caller; Close waits for them.
-		go p.drain(context.WithoutCancel(ctx), t, key, q)
-	}
-	g.mu.Unlock()
-	select {
-	case <-m.done:
-	case <-ctx.Done():
-		g.mu.Lock()
-		if m.state == memberQueued {
-			q.pending = slices.DeleteFunc(q.pending, func(x *member) bool { return x == m })
-			m.state = memberDone
-			g.mu.Unlock()
-			return catalogs.CommitOutcome{}, cancelled(t, m.id, ctx.Err())
-		}
-		g.mu.Unlock()
-		<-m.done // the round has started: its outcome is m's
-	}
+	p.groups.Submit(ctx, t.Key(), m, lake.Round[*member]{
+		Run: func(ctx context.Context, ms []*member) { p.runRound(ctx, t, ms) },
+		Budget: func() func(m *member) bool {
+			n, files := 0, 0
+			return func(m *member) bool {
+				if n > 0 && (n >= p.cfg.group.maxMembers || files+len(m.adds) > maxRoundFiles) {
+					return false
+				}
+				n, files = n+1, files+len(m.adds)
+				return true
+			}
+		},
+		Drop: func(m *member, err error) { m.finish(catalogs.CommitOutcome{}, cancelled(t, m.id, err)) },
+	})
 	return m.out, m.err
 }
 
 func cancelled(t catalogs.TableIdent, id string, err error) error {
 	return catalogs.Wrap(catalogs.ErrUnavailable, err,
 		fmt.Sprintf("table %s: commit %s cancelled while queued; nothing was committed", t, id))
-}
-
-// drain runs the table's rounds until its queue is empty.
-func (p *Provider) drain(ctx context.Context, t catalogs.TableIdent, key string, q *queue) {
-	defer p.groups.wg.Done()
-	for {
-		batch := p.take(t, key, q)
-		if batch == nil {
-			return
-		}
-		p.runRound(ctx, t, batch)
-	}
-}
-
-// take removes the next round from the queue: an overwrite alone, or the
-// appends at the head of the queue up to the first overwrite (which must
-// land after them), within the round's bounds. Members whose caller has
-// gone are dropped. It returns nil, and retires the queue, when nothing is
-// pending.
-func (p *Provider) take(t catalogs.TableIdent, key string, q *queue) []*member {
-	g := &p.groups
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var batch []*member
-	files := 0
-	i := 0
-	for ; i < len(q.pending); i++ {
-		m := q.pending[i]
-		if err := m.ctx.Err(); err != nil {
-			m.state = memberDone
-			m.finish(catalogs.CommitOutcome{}, cancelled(t, m.id, err))
-			continue
-		}
-		if m.overwrite {
-			if len(batch) == 0 {
-				batch = append(batch, m)
-				i++
-			}
-			break
-		}
-		if len(batch) > 0 && (len(batch) >= p.cfg.group.maxMembers || files+len(m.adds) > maxRoundFiles) {
-			break
-		}
-		batch = append(batch, m)
-		files += len(m.adds)
-	}
-	q.pending = q.pending[i:]
-	for _, m := range batch {
-		m.state = memberRunning
-	}
-	if len(batch) == 0 {
-		q.running = false
-		delete(g.queues, key)
-		return nil
-	}
-	return batch
 }
 
 // round is one log version of one or more members, retried when another
@@ -238,7 +135,7 @@ type round struct {
 // the round wrote is written once its members are answered, before the
 // queue's next round.
 func (p *Provider) runRound(ctx context.Context, t catalogs.TableIdent, ms []*member) {
-	r := &round{p: p, t: t, overwrite: ms[0].overwrite, ms: ms}
+	r := &round{p: p, t: t, overwrite: ms[0].Overwrite, ms: ms}
 	var perr error
 	defer func() {
 		if perr != nil {

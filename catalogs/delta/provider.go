@@ -41,7 +41,7 @@ type Provider struct {
 	log  *slog.Logger
 	now  func() time.Time
 	// groups are the commit queues of group commit (groupcommit.go).
-	groups groups
+	groups lake.Groups[*member]
 	// checkpoints caches each table's newest checkpoint decoded.
 	checkpoints checkpoints
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	ice "github.com/apache/iceberg-go"
@@ -16,13 +14,11 @@ import (
 	"github.com/flightgw/flightgw/internal/recovered"
 )
 
-// Group commit: commits to one table from one process are queued, and one
-// round at a time takes every pending append and commits them as one
-// snapshot. Without it, N writers of one table race N compare-and-swaps
-// of which one wins per round trip, so most attempts lose and retry, and
-// every commit leaves a snapshot (and a metadata file listing all the
-// snapshots before it). Between processes the compare-and-swap loop of
-// runRound stays: a round that loses reloads and retries like one commit.
+// Group commit (the queue is the floor's, lake.Groups): one round at a
+// time takes every pending append to a table and commits them as one
+// snapshot, instead of N writers racing N compare-and-swaps (and leaving N
+// snapshots, each in a metadata file listing all the snapshots before it).
+// Between processes the compare-and-swap loop of runRound stays.
 
 // Bounds of one round, beyond commit.group.max-members: the files of its
 // manifest and the size of the commit ids it records in the snapshot
@@ -34,33 +30,22 @@ const (
 
 // member is one caller's commit waiting in, or running in, a round.
 type member struct {
-	ctx       context.Context
-	id        string
-	rms       []receiptMeta
-	overwrite bool
-	files     int         // staged files, to bound a round
-	state     memberState // guarded by groups.mu while queued
+	lake.Queued // its caller's context, overwrite, and the queue's state
+	id          string
+	rms         []receiptMeta
+	files       int // staged files, to bound a round
 
 	// Decoded against the table each attempt loads.
 	dfs      []ice.DataFile
 	rows     uint64
 	answered bool // finish was called (only the round touches it)
 
-	done chan struct{} // closed once out and err are set
-	out  catalogs.CommitOutcome
-	err  error
+	out catalogs.CommitOutcome
+	err error
 }
 
-type memberState int
-
-const (
-	memberQueued memberState = iota
-	memberRunning
-	memberDone
-)
-
 func newMember(ctx context.Context, id string, rms []receiptMeta, overwrite bool) *member {
-	m := &member{ctx: ctx, id: id, rms: rms, overwrite: overwrite, done: make(chan struct{})}
+	m := &member{Queued: lake.NewQueued(ctx, overwrite), id: id, rms: rms}
 	for _, rm := range rms {
 		m.files += len(rm.Files)
 	}
@@ -69,134 +54,41 @@ func newMember(ctx context.Context, id string, rms []receiptMeta, overwrite bool
 
 func (m *member) finish(out catalogs.CommitOutcome, err error) {
 	m.out, m.err, m.answered = out, err, true
-	close(m.done)
-}
-
-// groups holds the commit queue of every table with a commit pending.
-type groups struct {
-	mu     sync.Mutex
-	queues map[string]*queue
-	wg     sync.WaitGroup // the drain goroutines
-	// onRound, when set (by tests), runs before each queued round.
-	onRound func(batch []*member)
-}
-
-// queue is one table's pending commits, in arrival order, and whether a
-// drain goroutine is running them.
-type queue struct {
-	pending []*member
-	running bool
+	m.Answered()
 }
 
 // submit commits m: alone when group commit is off, else through the
-// table's queue. A caller whose ctx ends while m is queued gets an error
-// and m is never committed; once m's round has started the caller waits
-// for the round's outcome, which may be a landed commit.
+// table's queue (lake.Groups). A caller whose ctx ends while m is queued
+// gets an error and m is never committed; once m's round has started the
+// caller waits for the round's outcome, which may be a landed commit.
 func (p *Provider) submit(ctx context.Context, t catalogs.TableIdent, m *member) (catalogs.CommitOutcome, error) {
 	if !p.cfg.group.enabled {
 		p.runRound(ctx, t, []*member{m})
 		return m.out, m.err
 	}
-	g := &p.groups
-	key := t.Key()
-	g.mu.Lock()
-	if g.queues == nil {
-		g.queues = map[string]*queue{}
-	}
-	q := g.queues[key]
-	if q == nil {
-		q = &queue{}
-		g.queues[key] = q
-	}
-	q.pending = append(q.pending, m)
-	if !q.running {
-		q.running = true
-		g.wg.Add(1)
-		// The rounds outlive any one caller; the provider's Close waits.
-		go p.drain(context.WithoutCancel(ctx), t, key, q)
-	}
-	g.mu.Unlock()
-	select {
-	case <-m.done:
-	case <-ctx.Done():
-		g.mu.Lock()
-		if m.state == memberQueued {
-			q.pending = slices.DeleteFunc(q.pending, func(x *member) bool { return x == m })
-			m.state = memberDone
-			g.mu.Unlock()
-			return catalogs.CommitOutcome{}, cancelled(t, m.id, ctx.Err())
-		}
-		g.mu.Unlock()
-		<-m.done // the round has started: its outcome is m's
-	}
+	p.groups.Submit(ctx, t.Key(), m, lake.Round[*member]{
+		Run: func(ctx context.Context, ms []*member) { p.runRound(ctx, t, ms) },
+		Budget: func() func(m *member) bool {
+			// The round's manifest and the commit ids it records in the
+			// snapshot summary (which every later metadata file repeats).
+			n, files, idBytes := 0, 0, 0
+			return func(m *member) bool {
+				cost := len(m.id) + 24 // `"id":rows,` in the summary
+				if n > 0 && (n >= p.cfg.group.maxMembers || files+m.files > maxRoundFiles || idBytes+cost > maxCommitIDsBytes) {
+					return false
+				}
+				n, files, idBytes = n+1, files+m.files, idBytes+cost
+				return true
+			}
+		},
+		Drop: func(m *member, err error) { m.finish(catalogs.CommitOutcome{}, cancelled(t, m.id, err)) },
+	})
 	return m.out, m.err
 }
 
 func cancelled(t catalogs.TableIdent, id string, err error) error {
 	return catalogs.Wrap(catalogs.ErrUnavailable, err,
 		fmt.Sprintf("table %s: commit %s cancelled while queued; nothing was committed", t, id))
-}
-
-// drain runs the table's rounds until its queue is empty.
-func (p *Provider) drain(ctx context.Context, t catalogs.TableIdent, key string, q *queue) {
-	defer p.groups.wg.Done()
-	for {
-		batch := p.take(t, key, q)
-		if batch == nil {
-			return
-		}
-		if p.groups.onRound != nil {
-			p.groups.onRound(batch)
-		}
-		p.runRound(ctx, t, batch)
-	}
-}
-
-// take removes the next round from the queue: an overwrite alone, or the
-// appends at the head of the queue up to the first overwrite (which must
-// land after them), within the round's bounds. Members whose caller has
-// gone are dropped. It returns nil, and retires the queue, when nothing is
-// pending.
-func (p *Provider) take(t catalogs.TableIdent, key string, q *queue) []*member {
-	g := &p.groups
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var batch []*member
-	files, idBytes := 0, 0
-	i := 0
-	for ; i < len(q.pending); i++ {
-		m := q.pending[i]
-		if err := m.ctx.Err(); err != nil {
-			m.state = memberDone
-			m.finish(catalogs.CommitOutcome{}, cancelled(t, m.id, err))
-			continue
-		}
-		if m.overwrite {
-			if len(batch) == 0 {
-				batch = append(batch, m)
-				i++
-			}
-			break
-		}
-		cost := len(m.id) + 24 // `"id":rows,` in the summary
-		if len(batch) > 0 && (len(batch) >= p.cfg.group.maxMembers || files+m.files > maxRoundFiles ||
-			idBytes+cost > maxCommitIDsBytes) {
-			break
-		}
-		batch = append(batch, m)
-		files += m.files
-		idBytes += cost
-	}
-	q.pending = q.pending[i:]
-	for _, m := range batch {
-		m.state = memberRunning
-	}
-	if len(batch) == 0 {
-		q.running = false
-		delete(g.queues, key)
-		return nil
-	}
-	return batch
 }
 
 // round is one commit of one or more members as one snapshot, retried on
@@ -225,7 +117,7 @@ type round struct {
 // holds, and commits the rest; a lost compare-and-swap is retried with
 // backoff, bounded by commit.retry.*.
 func (p *Provider) runRound(ctx context.Context, t catalogs.TableIdent, ms []*member) {
-	r := &round{p: p, t: t, overwrite: ms[0].overwrite, ms: ms}
+	r := &round{p: p, t: t, overwrite: ms[0].Overwrite, ms: ms}
 	// The round runs on the queue's goroutine: a panic answers the
 	// members still waiting (their commits' outcome is then resolved by
 	// commit id, as after any failed commit) instead of ending the process.
@@ -326,7 +218,7 @@ func (r *round) prepare(ctx context.Context, tbl *table.Table) {
 			m.finish(catalogs.CommitOutcome{}, err)
 			continue
 		}
-		if !m.overwrite {
+		if !m.Overwrite {
 			// A replace's receipts (a new schema) only land as an
 			// overwrite (replace.go).
 			if _, err := schemaChangeFor(r.t, tbl, m.rms, false); err != nil {
@@ -334,7 +226,7 @@ func (r *round) prepare(ctx context.Context, tbl *table.Table) {
 				continue
 			}
 		}
-		if !m.overwrite && len(dfs) == 0 {
+		if !m.Overwrite && len(dfs) == 0 {
 			// Nothing to append: no snapshot, and no id recorded.
 			m.finish(catalogs.CommitOutcome{CommittedAt: time.Now().UTC(), Retried: r.retried}, nil)
 			continue

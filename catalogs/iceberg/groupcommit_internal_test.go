@@ -30,7 +30,7 @@ func held(t *testing.T) (p *Provider, id catalogs.TableIdent, release func(), ro
 	gate := make(chan struct{})
 	rounds = make(chan []string, 100)
 	var once sync.Once
-	p.groups.onRound = func(batch []*member) {
+	p.groups.OnRound = func(batch []*member) {
 		ids := make([]string, len(batch))
 		for i, m := range batch {
 			ids[i] = m.id
@@ -96,14 +96,7 @@ func nextRound(t *testing.T, rounds chan []string) []string {
 func waitQueued(t *testing.T, p *Provider, id catalogs.TableIdent, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		p.groups.mu.Lock()
-		q := p.groups.queues[id.Key()]
-		got := 0
-		if q != nil {
-			got = len(q.pending)
-		}
-		p.groups.mu.Unlock()
-		if got == n {
+		if p.groups.Pending(id.Key()) == n {
 			return
 		}
 	}
@@ -270,7 +263,7 @@ func TestGroupCommitAlreadyInTable(t *testing.T) {
 	nextRound(t, rounds)
 	// Hold a round so that the next two commits queue behind it and merge.
 	gate := make(chan struct{})
-	p.groups.onRound = func(batch []*member) {
+	p.groups.OnRound = func(batch []*member) {
 		rounds <- []string{fmt.Sprint(len(batch))}
 		<-gate
 	}

@@ -21,6 +21,7 @@ import (
 	_ "github.com/uptrace/bun/driver/sqliteshim" // SQLite driver (modernc, pure Go)
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // Type is the backend type name this package registers.
@@ -52,9 +53,9 @@ type Provider struct {
 	// beforeRecheck, set only by tests, runs in Reclaim between the
 	// listing of a table's orphans and the re-read of its metadata.
 	beforeRecheck func(catalogs.TableIdent)
-	groups        groups   // the commit queues of group commit (groupcommit.go)
-	refs          refCache // the reference indexes of CheckUnreferenced (refcheck.go)
-	aws           awsBase  // the AWS configuration of the gateway's own S3 clients (encryption.go)
+	groups        lake.Groups[*member] // the commit queues of group commit (groupcommit.go)
+	refs          refCache             // the reference indexes of CheckUnreferenced (refcheck.go)
+	aws           awsBase              // the AWS configuration of the gateway's own S3 clients (encryption.go)
 }
 
 // Interfaces the provider implements.
@@ -171,7 +172,7 @@ func (p *Provider) Name() string { return p.name }
 // Close waits for the commit rounds under way and releases the catalog's
 // connections.
 func (p *Provider) Close() error {
-	p.groups.wg.Wait() // the rounds under way finish first
+	p.groups.Wait() // the rounds under way finish first
 	var errs []error
 	if c, ok := p.cat.(catalog.Closer); ok {
 		errs = append(errs, c.Close())

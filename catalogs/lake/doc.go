@@ -17,6 +17,11 @@
 //     one of whose data files a snapshot landed meanwhile adds (another
 //     replica committing the same payload under another id): a data file
 //     lands once per table, across processes.
+//   - Groups: the group-commit queue (one per table): a round at a time
+//     takes the pending appends within the backend's budget (an overwrite
+//     alone, after the appends before it) and a caller that leaves while
+//     queued is dropped, never committed. A backend supplies the round
+//     (Iceberg: one snapshot; Delta: one log version).
 //   - Reclaimer: the orphan reclaimer's skeleton. A backend lists its
 //     layout's candidates and reads its references (Table); the floor
 //     owns the age, the second read of the references before deleting,
