@@ -134,17 +134,23 @@ func TestEndpointsReleasedEarly(t *testing.T) {
 	if !r.Next() {
 		t.Fatal(r.Err())
 	}
-	r.Release()
+	// Both endpoints are read in parallel: wait until both streams are
+	// open upstream, then release the result after its first batch.
+	var opened []context.Context
 	for range 2 {
 		select {
 		case ctx := <-ctxs:
-			select {
-			case <-ctx.Done():
-			case <-time.After(5 * time.Second):
-				t.Fatal("an endpoint's stream goes on upstream after the result was released")
-			}
+			opened = append(opened, ctx)
 		case <-time.After(5 * time.Second):
-			t.Fatal("the second endpoint was never opened")
+			t.Fatal("the second endpoint was never opened (endpoints are read in parallel)")
+		}
+	}
+	r.Release()
+	for _, ctx := range opened {
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("an endpoint's stream goes on upstream after the result was released")
 		}
 	}
 }
