@@ -158,7 +158,14 @@ func (p *Provider) expireSnapshots(ctx context.Context, t catalogs.TableIdent, r
 		return tr, err
 	}
 	earliest, latest := p.earliestID(ctx, st.dir), st.snap.ID
-	end, err := p.expireEnd(ctx, st, ret, earliest, latest, req.KeepNewerThan)
+	// A snapshot file expired is an id free again: a commit attempt that
+	// loaded its table before that snapshot landed would then win the
+	// put-if-absent of that id and land where no reader looks (its rows
+	// lost). No attempt outlives the commit loop's total timeout, so a
+	// snapshot younger than twice that (margin for replicas' clocks) is
+	// never expired, whatever the caller's floor.
+	floor := max(req.KeepNewerThan, 2*p.cfg.commit.TotalTimeout)
+	end, err := p.expireEnd(ctx, st, ret, earliest, latest, floor)
 	if err != nil {
 		return tr, err
 	}

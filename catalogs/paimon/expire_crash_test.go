@@ -39,6 +39,8 @@ func TestPaimonExpireCrashLeavesNoOrphan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// On the clock newExpiring moved on: the setup's snapshots are old.
+	paimon.SetNow(restarted, func() time.Time { return time.Now().Add(10 * time.Minute) })
 	backdate(t, e.dir, 2*time.Hour)
 	if _, err := restarted.Reclaim(ctx, catalogs.ReclaimOptions{MinAge: time.Hour, Held: e.holds}); err != nil {
 		t.Fatalf("Reclaim: %v", err)

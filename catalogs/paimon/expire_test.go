@@ -92,7 +92,10 @@ func newExpiring(t *testing.T, defaults map[string]string) *expiring {
 		}
 	}
 	e.held = stage(t, p, e.id, 900, 2)
-	time.Sleep(20 * time.Millisecond)
+	// The setup's snapshots age past expiry's own floor (twice the commit
+	// loop's total timeout, 2 min by default): the provider's clock moves
+	// on 10 minutes; what is committed from now on is young.
+	paimon.SetNow(p, func() time.Time { return time.Now().Add(10 * time.Minute) })
 	return e
 }
 
