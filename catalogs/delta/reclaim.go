@@ -238,6 +238,12 @@ func (v *vacuum) expiredLog(ctx context.Context, st *tableState) (map[string]boo
 	if err != nil {
 		return nil, catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s: reclaim", v.t))
 	}
+	// A commit file cleaned up is a version free again: an attempt that
+	// loaded the log before it landed would win its put-if-absent and land
+	// below a checkpoint, unread. No attempt outlives the commit loop's
+	// total timeout: nothing younger than twice that is cleaned, whatever
+	// the table's retention (as Paimon's expiry).
+	retention = max(retention, 2*v.p.cfg.commit.TotalTimeout)
 	var entries []dcodec.LogEntry
 	err = v.p.fs.Walk(ctx, v.dir+"/_delta_log", func(rel string, _ int64, mod time.Time) error {
 		if !strings.Contains(rel, "/") {
