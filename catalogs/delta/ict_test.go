@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,9 +27,11 @@ func TestInCommitTimestamps(t *testing.T) {
 	p := openLocal(t, wh)
 	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := []time.Duration{0, 0, -time.Hour, 0, time.Second}
-	i := 0
+	// The clock is read by the commit rounds and the checkpoint writer on
+	// goroutines of the provider's: the step it is at is atomic.
+	var step atomic.Int64
 	delta.SetNow(p, func() time.Time {
-		d := clock[min(i, len(clock)-1)]
+		d := clock[min(int(step.Load()), len(clock)-1)]
 		return base.Add(d)
 	})
 	ctx := context.Background()
@@ -38,7 +41,8 @@ func TestInCommitTimestamps(t *testing.T) {
 	}
 	dir := filepath.Join(wh, "default", "ict")
 	var outs []int64
-	for i = 1; i < len(clock); i++ {
+	for i := 1; i < len(clock); i++ {
+		step.Store(int64(i))
 		out := commitRows(t, p, id, int64(10*i), 2, i == 3)
 		outs = append(outs, out.CommittedAt.UnixMilli())
 	}
