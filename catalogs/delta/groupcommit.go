@@ -98,14 +98,11 @@ func (p *Provider) submit(ctx context.Context, t catalogs.TableIdent, m *member)
 				return true
 			}
 		},
-		Drop: func(m *member, err error) { m.finish(catalogs.CommitOutcome{}, cancelled(t, m.id, err)) },
+		Drop: func(m *member, err error) {
+			m.finish(catalogs.CommitOutcome{}, lake.Dropped("table "+t.String(), m.id, err))
+		},
 	})
 	return m.out, m.err
-}
-
-func cancelled(t catalogs.TableIdent, id string, err error) error {
-	return catalogs.Wrap(catalogs.ErrUnavailable, err,
-		fmt.Sprintf("table %s: commit %s cancelled while queued; nothing was committed", t, id))
 }
 
 // round is one log version of one or more members, retried when another

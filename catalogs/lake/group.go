@@ -2,8 +2,11 @@ package lake
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/flightgw/flightgw/catalogs"
 )
 
 // Group commit: commits to one table from one process are queued, and one
@@ -132,6 +135,14 @@ func (g *Groups[M]) Pending(key string) int {
 		return len(q.pending)
 	}
 	return 0
+}
+
+// Dropped is the error of a member dropped from the queue (Round.Drop):
+// its caller left, with err, before its round started; what names the
+// table ("table db.t").
+func Dropped(what, commitID string, err error) error {
+	return catalogs.Wrap(catalogs.ErrUnavailable, err,
+		fmt.Sprintf("%s: commit %s cancelled while queued; nothing was committed", what, commitID))
 }
 
 // Wait waits for the rounds under way.
