@@ -203,7 +203,15 @@ func TestCommitAbortRace(t *testing.T) {
 		_, err := h.abortMessages(ctx, body(""))
 		aborted <- err
 	}()
-	<-p.inWindow
+	// An abort that errors before its reference check never enters the
+	// window: fail with its error rather than wait forever.
+	select {
+	case <-p.inWindow:
+	case err := <-aborted:
+		t.Fatalf("AbortMessages returned before its reference check: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("AbortMessages never reached its reference check")
+	}
 	committed := make(chan error, 1)
 	go func() {
 		_, err := h.commitMessages(ctx, body("c1"))
