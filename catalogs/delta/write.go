@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -583,70 +584,135 @@ func (o *statsObserver) Observe(b arrow.RecordBatch) {
 
 func (c *colStats) add(a arrow.Array) {
 	c.nulls += int64(a.NullN())
-	for i := 0; i < a.Len(); i++ {
-		if a.IsNull(i) {
+	// Once a column has no bounds (a NaN, an over-long or invalid string)
+	// only its null count is kept: the values need not be read.
+	if c.noBounds || a.NullN() == a.Len() {
+		return
+	}
+	switch x := a.(type) {
+	case *array.Int8:
+		addInts(c, x, x.Int8Values())
+	case *array.Int16:
+		addInts(c, x, x.Int16Values())
+	case *array.Int32:
+		addInts(c, x, x.Int32Values())
+	case *array.Int64:
+		addInts(c, x, x.Int64Values())
+	case *array.Date32:
+		addInts(c, x, x.Date32Values())
+	case *array.Float32:
+		addFloats(c, x, x.Float32Values())
+	case *array.Float64:
+		addFloats(c, x, x.Float64Values())
+	case *array.String:
+		addStrings(c, x, x.ValueBytes())
+	case *array.LargeString:
+		addStrings(c, x, x.ValueBytes())
+	}
+}
+
+// addInts folds integer (and date) values into c's bounds, reading the
+// value buffer directly: a per-value interface call and type switch cost
+// a fifth of an append's CPU.
+func addInts[T ~int8 | ~int16 | ~int32 | ~int64](c *colStats, a arrow.Array, vs []T) {
+	lo, hi, seen := c.minI, c.maxI, c.seen
+	nulls := a.NullN() > 0
+	for i, v := range vs {
+		if nulls && a.IsNull(i) {
 			continue
 		}
-		switch c.kind {
-		case 'i', 'd':
-			var v int64
-			switch x := a.(type) {
-			case *array.Int8:
-				v = int64(x.Value(i))
-			case *array.Int16:
-				v = int64(x.Value(i))
-			case *array.Int32:
-				v = int64(x.Value(i))
-			case *array.Int64:
-				v = x.Value(i)
-			case *array.Date32:
-				v = int64(x.Value(i))
-			}
-			if !c.seen || v < c.minI {
-				c.minI = v
-			}
-			if !c.seen || v > c.maxI {
-				c.maxI = v
-			}
-		case 'f':
-			var v float64
-			switch x := a.(type) {
-			case *array.Float32:
-				v = float64(x.Value(i))
-			case *array.Float64:
-				v = x.Value(i)
-			}
-			if math.IsNaN(v) {
-				c.noBounds = true
-			}
-			if !c.seen || v < c.minF {
-				c.minF = v
-			}
-			if !c.seen || v > c.maxF {
-				c.maxF = v
-			}
-		case 's':
-			var v string
-			switch x := a.(type) {
-			case *array.String:
-				v = x.Value(i)
-			case *array.LargeString:
-				v = x.Value(i)
-			}
-			if len(v) > maxStatString || !utf8.ValidString(v) {
-				c.noBounds = true
-			}
-			if !c.seen || v < c.minS {
-				c.minS = v
-			}
-			if !c.seen || v > c.maxS {
-				c.maxS = v
-			}
-		default:
+		w := int64(v)
+		switch {
+		case !seen:
+			lo, hi, seen = w, w, true
+		case w < lo:
+			lo = w
+		case w > hi:
+			hi = w
+		}
+	}
+	c.minI, c.maxI, c.seen = lo, hi, seen
+}
+
+func addFloats[T ~float32 | ~float64](c *colStats, a arrow.Array, vs []T) {
+	lo, hi, seen := c.minF, c.maxF, c.seen
+	nulls := a.NullN() > 0
+	for i, v := range vs {
+		if nulls && a.IsNull(i) {
+			continue
+		}
+		w := float64(v)
+		if math.IsNaN(w) {
+			c.noBounds = true
 			return
 		}
-		c.seen = true
+		switch {
+		case !seen:
+			lo, hi, seen = w, w, true
+		case w < lo:
+			lo = w
+		case w > hi:
+			hi = w
+		}
 	}
+	c.minF, c.maxF, c.seen = lo, hi, seen
+}
+
+type stringArray interface {
+	arrow.Array
+	Value(int) string
+}
+
+// addStrings folds string values into c's bounds. The bounds kept are
+// copies: Value aliases the batch's buffer, which the caller releases
+// (and a pooling allocator reuses) once Write returns.
+func addStrings(c *colStats, a stringArray, data []byte) {
+	checkUTF8 := !isASCII(data)
+	nulls := a.NullN() > 0
+	lo, hi, seen := c.minS, c.maxS, c.seen
+	loNew, hiNew := false, false
+	for i := range a.Len() {
+		if nulls && a.IsNull(i) {
+			continue
+		}
+		v := a.Value(i)
+		if len(v) > maxStatString || (checkUTF8 && !utf8.ValidString(v)) {
+			c.noBounds = true
+			return
+		}
+		switch {
+		case !seen:
+			lo, hi, seen, loNew, hiNew = v, v, true, true, true
+		case v < lo:
+			lo, loNew = v, true
+		case v > hi:
+			hi, hiNew = v, true
+		}
+	}
+	if loNew {
+		lo = strings.Clone(lo)
+	}
+	if hiNew {
+		hi = strings.Clone(hi)
+	}
+	c.minS, c.maxS, c.seen = lo, hi, seen
+}
+
+// isASCII reports whether b holds only 7-bit bytes (every string sliced
+// from it is then valid UTF-8).
+func isASCII(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, x := range b {
+		if x >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // json writes the stats field of an add action.
