@@ -24,8 +24,9 @@ var interleavedSchema = arrow.NewSchema([]arrow.Field{
 }, nil)
 
 // TestDeltaInterleavedWriters has the gateway and delta-rs append to one
-// table at the same time (four gateway writers, group commit on, and a
-// write_deltalake loop in a subprocess, integration/delta/append_loop.py),
+// table at the same time (four gateway writers, group commit on, a
+// write_deltalake loop in a subprocess, integration/delta/append_loop.py,
+// and, with .venv-delta-duckdb, DuckDB's appender, duckdb_append_loop.py),
 // then the gateway replace the table while delta-rs keeps appending. Every
 // row lands once, and the table is what the log's order says (Write-
 // Serializable as the log serializes it): a delta-rs batch committed
@@ -64,6 +65,13 @@ default_catalog: dl
 		want[900_000+i] = "create"
 	}
 	loop := startAppendLoop(t, py, dir, 1, 30, 10)
+	// DuckDB's appender too, where its venv is there (make delta-check).
+	var duck *appendLoop
+	if dpy := deltaDuckDB(); dpy != "" {
+		duck = startLoop(t, dpy, "delta/duckdb_append_loop.py", dir, 200, 15, 10)
+	} else {
+		t.Log("no DuckDB with the delta extension: DuckDB's appender does not race the others")
+	}
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
@@ -88,6 +96,17 @@ default_catalog: dl
 	for k := 1; k <= 30; k++ {
 		for i := range 10 {
 			want[k*1000+i] = "deltalake"
+		}
+	}
+	if duck != nil {
+		duck.wait(t, -1)
+		if len(duck.failed) > 0 {
+			t.Fatalf("DuckDB batches given up after 50 lost races: %v", duck.failed)
+		}
+		for k := 200; k < 215; k++ {
+			for i := range 10 {
+				want[k*1000+i] = "duckdb"
+			}
 		}
 	}
 	if t.Failed() {
@@ -198,7 +217,14 @@ type appendLoop struct {
 
 func startAppendLoop(t *testing.T, py, dir string, first, n, rows int) *appendLoop {
 	t.Helper()
-	cmd := exec.Command(py, "delta/append_loop.py", dir, strconv.Itoa(first), strconv.Itoa(n), strconv.Itoa(rows))
+	return startLoop(t, py, "delta/append_loop.py", dir, first, n, rows)
+}
+
+// startLoop runs an append loop script (append_loop.py's arguments and
+// output).
+func startLoop(t *testing.T, py, script, dir string, first, n, rows int) *appendLoop {
+	t.Helper()
+	cmd := exec.Command(py, script, dir, strconv.Itoa(first), strconv.Itoa(n), strconv.Itoa(rows))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -226,10 +252,10 @@ func (l *appendLoop) wait(t *testing.T, k int) {
 		}
 	}
 	if k >= 0 {
-		t.Fatalf("append_loop.py ended before batch %d", k)
+		t.Fatalf("%s ended before batch %d", l.cmd.Args[1], k)
 	}
 	if err := l.cmd.Wait(); err != nil {
-		t.Fatalf("append_loop.py: %v", err)
+		t.Fatalf("%s: %v", l.cmd.Args[1], err)
 	}
 }
 
