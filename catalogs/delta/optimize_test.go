@@ -534,3 +534,53 @@ func TestVacuumTask(t *testing.T) {
 		t.Fatalf("ids %v", got)
 	}
 }
+
+// TestOptimizeCrashLeavesNoOrphan: an OPTIMIZE that dies between writing
+// its files and its commit (a panic out of the commit's hook stands in
+// for kill -9: nothing of it runs after) leaves the table as it was,
+// and its files are orphans the reclaimer deletes once they are older
+// than its min age; a second OPTIMIZE then compacts as usual.
+func TestOptimizeCrashLeavesNoOrphan(t *testing.T) {
+	wh := t.TempDir()
+	p := openLocal(t, wh)
+	ctx := context.Background()
+	id := ident("default", "crash")
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(4) {
+		commitRows(t, p, id, i*10, 10, false)
+	}
+	dir := filepath.Join(wh, "default", "crash")
+	before := dataFiles(t, dir)
+	restore := delta.SetBeforeCommitWrite(func(catalogs.TableIdent, int64) { panic("killed") })
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the optimize did not reach its commit")
+			}
+		}()
+		_, _ = p.Maintain(ctx, id, catalogs.MaintainRequest{Tasks: []string{catalogs.TaskOptimize}})
+	}()
+	restore()
+	if got := dataFiles(t, dir); len(got) != len(before)+1 {
+		t.Fatalf("after the crash: files %v, want the %d before and the rewrite's", got, len(before))
+	}
+	if got := ids(t, p, id, -1); !slices.Equal(got, seq(0, 40)) {
+		t.Fatalf("after the crash: ids %v", got)
+	}
+	ageAll(t, dir, 25*time.Hour)
+	rep, err := openLocal(t, wh).Reclaim(ctx, catalogs.ReclaimOptions{MinAge: 24 * time.Hour})
+	if err != nil || rep.DataFiles != 1 {
+		t.Fatalf("reclaim after the crash: %+v, %v; want the rewrite's one file deleted", rep, err)
+	}
+	if got := dataFiles(t, dir); !slices.Equal(got, before) {
+		t.Fatalf("after the reclaim: files %v, want %v", got, before)
+	}
+	if tr := optimize(t, p, id, false); !tr.Committed || tr.RewrittenFiles != 4 {
+		t.Fatalf("optimize after the crash: %+v", tr)
+	}
+	if got := ids(t, p, id, -1); !slices.Equal(got, seq(0, 40)) {
+		t.Fatalf("ids %v", got)
+	}
+}
