@@ -22,6 +22,19 @@ const (
 	// of the target size, in one replace commit that loses every race
 	// with a writer; no data file is read or written.
 	TaskRewriteManifests = "rewrite_manifests"
+	// TaskOptimize is Delta's OPTIMIZE: a partition's small files (and
+	// files with deletion vectors) bin-packed into files of the target
+	// size, in one commit whose removes and adds change no data
+	// (dataChange false), so it conflicts only with a commit that removed
+	// a file it rewrites.
+	TaskOptimize = "optimize"
+	// TaskVacuum is Delta's VACUUM of one table: the files no retained
+	// version references, older than the retention, deleted, and the
+	// log's expired entries cleaned (the reclaimer's work, on one table).
+	TaskVacuum = "vacuum"
+	// TaskCheckpoint writes a checkpoint of the table's current version
+	// (Delta), so that readers replay from it.
+	TaskCheckpoint = "checkpoint"
 )
 
 // Maintainer is implemented by backends that can maintain a table

@@ -1,6 +1,7 @@
 # Delta Lake: independent readers read, value by value, the tables the gateway writes
 # (TestDeltaThroughTheGateway, TestDeltaReaders, on S3 TestDeltaReadersS3), and the gateway reads what delta-rs and
-# DuckDB wrote (TestDeltaGatewayReadsOthers; docs/delta.md):
+# DuckDB wrote (TestDeltaGatewayReadsOthers; docs/delta.md), and every version of tables OPTIMIZE compacted
+# (TestDeltaReadersAfterOptimize):
 #   delta-rs (deltalake 1.6.6, .venv-delta), DuckDB 1.5.5 with its delta extension
 #   (.venv-delta-duckdb: the extension loads only into its own DuckDB release), and
 #   Delta Kernel Java 4.4.0 (needs java 17+ and mvn; the jars come from Maven Central,
@@ -29,7 +30,7 @@ delta-check: delta-readers
 	FLIGHTGW_DELTALAKE=$(CURDIR)/$(DELTA_VENV)/bin/python \
 	FLIGHTGW_DELTA_DUCKDB=$(CURDIR)/$(DELTA_DUCKDB_VENV)/bin/python \
 	FLIGHTGW_DELTA_KERNEL=$(CURDIR)/$(DELTA_KERNEL_CP) \
-	  $(GO) test -count=1 -run '^(TestDeltaThroughTheGateway|TestDeltaReaders|TestDeltaReadersS3|TestDeltaGatewayReadsOthers|TestDeltaInterleavedWriters)$$' ./integration
+	  $(GO) test -count=1 -run '^(TestDeltaThroughTheGateway|TestDeltaReaders|TestDeltaReadersS3|TestDeltaGatewayReadsOthers|TestDeltaInterleavedWriters|TestDeltaReadersAfterOptimize)$$' ./integration
 
 TEST_TARGETS += delta-check
 

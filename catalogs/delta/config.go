@@ -18,6 +18,10 @@ const (
 	PropCreateNamespaces = "create-namespaces"
 	// PropTargetFileSize is the data file size a stream rolls at, in bytes.
 	PropTargetFileSize = "write.target-file-size-bytes"
+	// PropOptimizeTargetFileSize is the size OPTIMIZE bin-packs to, in
+	// bytes, on tables without delta.targetFileSize (default
+	// DefaultOptimizeTargetSize, delta-rs's 100 MiB).
+	PropOptimizeTargetFileSize = "optimize.target-file-size-bytes"
 	// PropCommitGroupEnabled turns group commit on (default) or off:
 	// commits to one table from this process queue and land together,
 	// one log version per round, one txn per commit.
@@ -33,6 +37,7 @@ type config struct {
 	remote           catalogs.RemotePolicy
 	createNamespaces []string
 	targetFileSize   int64
+	optimizeTarget   int64
 	commit           lake.Retry
 	group            struct {
 		enabled    bool
@@ -41,12 +46,12 @@ type config struct {
 }
 
 func parseConfig(props map[string]string) (config, error) {
-	cfg := config{targetFileSize: lake.DefaultTargetFileSize}
+	cfg := config{targetFileSize: lake.DefaultTargetFileSize, optimizeTarget: DefaultOptimizeTargetSize}
 	cfg.group.enabled, cfg.group.maxMembers = true, 1000
 	for k := range props {
 		switch {
 		case k == PropWarehouse || k == PropCreateNamespaces || k == PropTargetFileSize || k == "type",
-			k == PropCommitGroupEnabled || k == PropCommitGroupMaxMembers:
+			k == PropCommitGroupEnabled || k == PropCommitGroupMaxMembers || k == PropOptimizeTargetFileSize:
 		case lake.S3Keys[k], lake.CommonKeys[k]:
 		default:
 			return cfg, catalogs.Errorf(catalogs.ErrInvalidArgument, "property %q: unknown key", k)
@@ -70,6 +75,7 @@ func parseConfig(props map[string]string) (config, error) {
 	}
 	if err := lake.ParseInts(props,
 		lake.IntProp{Key: PropTargetFileSize, Min: 1 << 10, Set: func(v int64) { cfg.targetFileSize = v }},
+		lake.IntProp{Key: PropOptimizeTargetFileSize, Min: 1 << 10, Set: func(v int64) { cfg.optimizeTarget = v }},
 		lake.IntProp{Key: PropCommitGroupMaxMembers, Min: 1, Set: func(v int64) { cfg.group.maxMembers = int(v) }}); err != nil {
 		return cfg, err
 	}

@@ -57,6 +57,7 @@ var (
 	_ catalogs.Scanner             = (*Provider)(nil)
 	_ catalogs.BreakerReporter     = (*Provider)(nil)
 	_ catalogs.Closer              = (*Provider)(nil)
+	_ catalogs.Maintainer          = (*Provider)(nil)
 )
 
 // Open builds the Delta catalog called name from props (see the Prop*
@@ -284,6 +285,7 @@ var createProps = map[string]func(string) bool{
 	dcodec.PropEnableRowTracking:         isBool,
 	dcodec.PropCheckpointInterval:        func(v string) bool { n, err := strconv.ParseInt(v, 10, 64); return err == nil && n > 0 },
 	"delta.appendOnly":                   isBool,
+	PropTableTargetFileSize:              func(v string) bool { n, err := strconv.ParseInt(v, 10, 64); return err == nil && n >= 1<<10 },
 	"delta.logRetentionDuration":         isInterval,
 	"delta.deletedFileRetentionDuration": isInterval,
 }

@@ -35,11 +35,26 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 	if err := dcodec.CheckRead(&st.snap.Protocol); err != nil {
 		return nil, catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s", t))
 	}
+	r, err := p.newScanReader(ctx, st, req.Columns, st.snap.Files)
+	if err != nil {
+		return nil, err
+	}
+	return &catalogs.ScanResult{Reader: r, FilesPlanned: len(r.files), FilesTotal: len(r.files)}, nil
+}
+
+// scanFiles reads every column of files of st, deletion vectors applied
+// (OPTIMIZE's rewrite).
+func (p *Provider) scanFiles(ctx context.Context, st *tableState, files []*dcodec.AddFile) (*scanReader, error) {
+	return p.newScanReader(ctx, st, nil, files)
+}
+
+// newScanReader reads cols (every column when nil) of files of st.
+func (p *Provider) newScanReader(ctx context.Context, st *tableState, cols []string, files []*dcodec.AddFile) (*scanReader, error) {
+	t := st.ident
 	phys, err := dcodec.ArrowSchema(st.snap.Schema, dcodec.PhysicalNames)
 	if err != nil {
 		return nil, catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s: schema", t))
 	}
-	cols := req.Columns
 	if cols == nil {
 		for _, f := range st.schema.Fields() {
 			cols = append(cols, f.Name)
@@ -50,7 +65,7 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 		partCols[c] = true
 	}
 	mapped := phys.String() != st.schema.String()
-	r := &scanReader{p: p, ctx: ctx, st: st, files: st.snap.Files, refs: 1}
+	r := &scanReader{p: p, ctx: ctx, st: st, files: files, refs: 1}
 	var fields []arrow.Field
 	for _, c := range cols {
 		is := st.schema.FieldIndices(c)
@@ -67,7 +82,7 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 		r.cols = append(r.cols, sc)
 	}
 	r.schema = arrow.NewSchema(fields, nil)
-	return &catalogs.ScanResult{Reader: r, FilesPlanned: len(r.files), FilesTotal: len(r.files)}, nil
+	return r, nil
 }
 
 type scanCol struct {

@@ -124,7 +124,7 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stre
 // from its log, or staged by OpenCreateStream).
 func (p *Provider) streamOn(st *tableState) (*stream, error) {
 	t := st.ident
-	s := &stream{p: p, st: st, id: uuid.NewString(), open: map[string]*fileWriter{}}
+	s := &stream{p: p, st: st, id: uuid.NewString(), open: map[string]*fileWriter{}, target: p.cfg.targetFileSize}
 	// Data files hold the physical names (and, under column mapping, the
 	// ids as Parquet field ids); partition values and stats go by the
 	// physical names too. Without column mapping they are the logical ones.
@@ -206,6 +206,9 @@ type stream struct {
 	p  *Provider
 	st *tableState
 	id string
+	// target is the size a file rolls at: the catalog's
+	// write.target-file-size-bytes, or OPTIMIZE's target.
+	target int64
 	// partCols are the partition columns, partIdx their indexes in the
 	// table schema, partTypes their Delta types; dataIdx are the other
 	// columns, which the data files hold (dataSchema).
@@ -341,7 +344,7 @@ func (s *stream) writeTo(ctx context.Context, dir string, values map[string]*str
 	if err := w.pf.Write(rec); err != nil {
 		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write %s", s.st.ident, w.rel))
 	}
-	if w.pf.Size() >= s.p.cfg.targetFileSize {
+	if w.pf.Size() >= s.target {
 		delete(s.open, dir)
 		return s.finish(w)
 	}
@@ -412,7 +415,7 @@ func (s *stream) newFile(ctx context.Context, dir string, values map[string]*str
 	if err != nil {
 		return nil, lake.MapErr(err, fmt.Sprintf("table %s: create data file %s", s.st.ident, rel))
 	}
-	rg := min(max(s.p.cfg.targetFileSize/4, 1<<10), 4<<20)
+	rg := min(max(s.target/4, 1<<10), 4<<20)
 	opts := []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCompressionLevel(pqwrite.DefaultZstdLevel),
 		parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(1 << 20), parquet.WithDataPageSize(min(rg/4, 1<<20))}
 	w := &fileWriter{rel: rel, values: values, stats: newStats(s.dataSchema)}

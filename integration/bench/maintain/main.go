@@ -1,17 +1,20 @@
 // Command maintain benchmarks what table maintenance buys a table written
 // by many small commits (issue 27):
 //
-//	go run ./integration/bench/maintain -bin bin/flightgw [-appends 1000] [-rows 1000]
+//	go run ./integration/bench/maintain -bin bin/flightgw [-catalog iceberg|delta] [-appends 1000] [-rows 1000]
 //
-// One gateway on a fresh embedded Iceberg lake. Table "appends_off" gets
-// -appends auto-commit appends of -rows rows (ADBC bulk ingest, mode
-// append, one connection, one after the other); table "appends_on" the
-// same, then one MaintainTable (rewrite_data_files, expire_snapshots,
-// rewrite_manifests) with the table's defaults; table "one_commit" the
-// same rows in one ingest. For each it
+// One gateway on a fresh embedded Iceberg lake, or with -catalog delta on
+// a Delta catalog of local files. Table "appends_off" gets -appends
+// auto-commit appends of -rows rows (ADBC bulk ingest, mode append, one
+// connection, one after the other); table "appends_on" the same, then one
+// MaintainTable with the table's defaults (Iceberg: rewrite_data_files,
+// expire_snapshots, rewrite_manifests; Delta: optimize, checkpoint); table
+// "one_commit" the same rows in one ingest. For each it
 // times a full-table aggregate (SELECT count(*), sum(k), max(v), the
-// median of 5 runs), and prints its live data files and metadata bytes;
-// then the aggregate's ratio to "one_commit" with maintenance off and on.
+// median of 5 rounds over the three tables, after every table is
+// written), and prints its live data files and metadata bytes (Delta:
+// its _delta_log's); then the aggregate's ratio to
+// "one_commit" with maintenance off and on.
 package main
 
 import (
@@ -48,20 +51,55 @@ func main() {
 	bin := flag.String("bin", "bin/flightgw", "gateway binary")
 	appends := flag.Int("appends", 1000, "auto-commit appends")
 	rows := flag.Int("rows", 1000, "rows per append")
+	catalog := flag.String("catalog", "iceberg", "iceberg (the embedded lake) or delta")
 	flag.Parse()
-	if err := run(*bin, *appends, *rows); err != nil {
+	if *catalog != "iceberg" && *catalog != "delta" {
+		fmt.Fprintf(os.Stderr, "bench: -catalog %q: iceberg or delta\n", *catalog)
+		os.Exit(2)
+	}
+	if err := run(*bin, *catalog, *appends, *rows); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, appends, rows int) error {
+// formats are what differs between the catalogs: the gateway's
+// configuration, where a table's metadata lives, the maintenance run.
+var formats = map[string]struct {
+	config string // a config file's text; "" for the embedded lake
+	meta   func(dir, table string) string
+	tasks  []string
+}{
+	"iceberg": {
+		meta:  func(dir, t string) string { return filepath.Join(dir, "warehouse", "default.db", t, "metadata") },
+		tasks: []string{"rewrite_data_files", "expire_snapshots", "rewrite_manifests"},
+	},
+	"delta": {
+		config: "catalogs:\n  - name: dl\n    type: delta\n    properties: {warehouse: %q, create-namespaces: default}\ndefault_catalog: dl\n",
+		meta:   func(dir, t string) string { return filepath.Join(dir, "delta", "default", t, "_delta_log") },
+		tasks:  []string{"optimize", "checkpoint"},
+	},
+}
+
+func run(bin, catalog string, appends, rows int) error {
 	dir, err := os.MkdirTemp("", "flightgw-bench-maintain-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	gw, err := benchutil.StartGateway(bin, []string{"FLIGHTGW_DATA_DIR=" + dir})
+	f := formats[catalog]
+	var args []string
+	if f.config != "" {
+		cfg := filepath.Join(dir, "flightgw.yaml")
+		if err := os.WriteFile(cfg, fmt.Appendf(nil, f.config, filepath.Join(dir, "delta")), 0o644); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "delta"), 0o755); err != nil {
+			return err
+		}
+		args = []string{"--config", cfg}
+	}
+	gw, err := benchutil.StartGateway(bin, []string{"FLIGHTGW_DATA_DIR=" + dir}, args...)
 	if err != nil {
 		return err
 	}
@@ -82,27 +120,17 @@ func run(bin string, appends, rows int) error {
 		return err
 	}
 	defer fc.Close()
-	fmt.Printf("%d auto-commit appends x %d rows to one Iceberg table, then a full-table aggregate, one gateway, ADBC over Flight SQL\n", appends, rows)
+	fmt.Printf("%d auto-commit appends x %d rows to one %s table, then a full-table aggregate, one gateway, ADBC over Flight SQL\n", appends, rows, catalog)
 
-	var want string
-	report := func(name string, took time.Duration, files int) (time.Duration, error) {
-		agg, got, err := aggregate(ctx, cnxn, name)
-		if err != nil {
-			return 0, fmt.Errorf("%s: aggregate: %w", name, err)
-		}
-		if want == "" {
-			want = got
-		} else if got != want {
-			return 0, fmt.Errorf("%s: aggregate %s, want %s", name, got, want)
-		}
-		meta, err := dirBytes(filepath.Join(dir, "warehouse", "default.db", name, "metadata"))
-		if err != nil {
-			return 0, err
-		}
-		fmt.Printf("%-34s writes %7.2fs  aggregate %7.1f ms  live data files %5d  metadata %6.1f MB\n",
-			name+":", took.Seconds(), float64(agg.Microseconds())/1000, files, float64(meta)/1e6)
-		return agg, nil
+	// Every table is written (and maintained) first, then the aggregates
+	// are timed in interleaved rounds: the first query of a process, and
+	// load that comes and goes, then weigh on every table alike.
+	type written struct {
+		name  string
+		took  time.Duration
+		files int
 	}
+	var tables []written
 
 	// The reference: the same batches in one ingest stream, one commit.
 	var all []arrow.RecordBatch
@@ -122,11 +150,7 @@ func run(bin string, appends, rows int) error {
 	if err != nil {
 		return fmt.Errorf("one_commit: %w", err)
 	}
-	one, err := report("one_commit", time.Since(t0), 1)
-	if err != nil {
-		return err
-	}
-	var off time.Duration
+	tables = append(tables, written{"one_commit", time.Since(t0), 1})
 	for _, name := range []string{"appends_off", "appends_on"} {
 		t0 := time.Now()
 		for i := range appends {
@@ -141,8 +165,7 @@ func run(bin string, appends, rows int) error {
 		took, files := time.Since(t0), appends
 		if name == "appends_on" {
 			m0 := time.Now()
-			res, err := client.MaintainTable(ctx, fc, actions.MaintainRequest{TableRef: actions.TableRef{Table: name},
-				Tasks: []string{"rewrite_data_files", "expire_snapshots", "rewrite_manifests"}})
+			res, err := client.MaintainTable(ctx, fc, actions.MaintainRequest{TableRef: actions.TableRef{Table: name}, Tasks: f.tasks})
 			if err != nil {
 				return fmt.Errorf("MaintainTable: %w", err)
 			}
@@ -151,20 +174,46 @@ func run(bin string, appends, rows int) error {
 				return errors.New("the rewrite did not commit: " + rw.Abandoned)
 			}
 			files = appends - rw.RewrittenFiles + rw.AddedFiles
-			rm := res.Tasks[2]
-			fmt.Printf("%-34s rewrote %d files into %d, %d manifests into %d, in %.2fs; expired %d snapshots\n", "MaintainTable appends_on:",
-				rw.RewrittenFiles, rw.AddedFiles, rm.RewrittenFiles, rm.AddedFiles, time.Since(m0).Seconds(), len(res.Tasks[1].ExpiredSnapshots))
+			if catalog == "delta" {
+				fmt.Printf("%-34s optimize rewrote %d files into %d in %.2fs; checkpoint task wrote one: %v (OPTIMIZE's version may be a checkpoint's)\n", "MaintainTable appends_on:",
+					rw.RewrittenFiles, rw.AddedFiles, time.Since(m0).Seconds(), res.Tasks[1].Committed)
+			} else {
+				rm := res.Tasks[2]
+				fmt.Printf("%-34s rewrote %d files into %d, %d manifests into %d, in %.2fs; expired %d snapshots\n", "MaintainTable appends_on:",
+					rw.RewrittenFiles, rw.AddedFiles, rm.RewrittenFiles, rm.AddedFiles, time.Since(m0).Seconds(), len(res.Tasks[1].ExpiredSnapshots))
+			}
 		}
-		agg, err := report(name, took, files)
+		tables = append(tables, written{name, took, files})
+	}
+
+	times := make([][]time.Duration, len(tables))
+	var want string
+	for range 5 {
+		for k, tb := range tables {
+			took, got, err := aggregate(ctx, cnxn, tb.name)
+			if err != nil {
+				return fmt.Errorf("%s: aggregate: %w", tb.name, err)
+			}
+			if want == "" {
+				want = got
+			} else if got != want {
+				return fmt.Errorf("%s: aggregate %s, want %s", tb.name, got, want)
+			}
+			times[k] = append(times[k], took)
+		}
+	}
+	agg := make([]time.Duration, len(tables))
+	for k, tb := range tables {
+		slices.Sort(times[k])
+		agg[k] = times[k][len(times[k])/2]
+		meta, err := dirBytes(f.meta(dir, tb.name))
 		if err != nil {
 			return err
 		}
-		if name == "appends_off" {
-			off = agg
-		} else {
-			fmt.Printf("aggregate vs one commit: maintenance off %.2fx, on %.2fx\n", off.Seconds()/one.Seconds(), agg.Seconds()/one.Seconds())
-		}
+		fmt.Printf("%-34s writes %7.2fs  aggregate %7.1f ms  live data files %5d  metadata %6.1f MB\n",
+			tb.name+":", tb.took.Seconds(), float64(agg[k].Microseconds())/1000, tb.files, float64(meta)/1e6)
 	}
+	fmt.Printf("aggregate vs one commit: maintenance off %.2fx, on %.2fx\n", agg[1].Seconds()/agg[0].Seconds(), agg[2].Seconds()/agg[0].Seconds())
 	return nil
 }
 
@@ -217,22 +266,11 @@ func ingestStream(ctx context.Context, cnxn adbc.Connection, table string, rd ar
 	return err
 }
 
-// aggregate runs the full-table aggregate five times and returns the
-// median time and the answer.
+// aggregate runs the full-table aggregate once: its time and answer.
 func aggregate(ctx context.Context, cnxn adbc.Connection, table string) (time.Duration, string, error) {
-	var times []time.Duration
-	var answer string
-	for range 5 {
-		t0 := time.Now()
-		got, err := query(ctx, cnxn, "SELECT count(*), sum(k), max(v) FROM "+table)
-		if err != nil {
-			return 0, "", err
-		}
-		times = append(times, time.Since(t0))
-		answer = got
-	}
-	slices.Sort(times)
-	return times[len(times)/2], answer, nil
+	t0 := time.Now()
+	got, err := query(ctx, cnxn, "SELECT count(*), sum(k), max(v) FROM "+table)
+	return time.Since(t0), got, err
 }
 
 func query(ctx context.Context, cnxn adbc.Connection, q string) (string, error) {
