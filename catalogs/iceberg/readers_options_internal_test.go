@@ -115,6 +115,7 @@ type optTable struct {
 	opts    map[string]string
 	batches [][]map[string]any // rendered rows, one commit each
 	filters []optFilter
+	maxOpen int      // the writers' write.max-open-files while writing it (0: the default)
 	race    bool     // the last commit loses its first compare-and-swap to another gateway's commit of the one before
 	duckNo  string   // DuckDB's refusal of the table, if it refuses it
 	spec    []string // as Iceberg Java prints it
@@ -231,29 +232,33 @@ func sortedTable() optTable {
 }
 
 // v3Table is format version 3 with nanosecond timestamps, partitioned by
-// the day of one; its second append loses a commit race (the test does
+// the day of one, written a file open at a time; its second append loses a commit race (the test does
 // that), so it is written in three commits: [1 2], the racer's [3], [4 5 6].
 func v3Table() optTable {
 	var batches [][]map[string]any
 	for _, ids := range [][]int{{1, 2}, {3}, {4, 5, 6}} {
 		var rows []map[string]any
 		for _, i := range ids {
-			v := nsValue(i)
-			rows = append(rows, map[string]any{"id": float64(i), "ts": v, "tz": v + "+00:00"})
+			// tz over three days, digits below the microsecond in both.
+			tz := fmt.Sprintf("2024-01-0%dT03:04:05.123456%03d+00:00", 1+i%3, 100+i)
+			rows = append(rows, map[string]any{"id": float64(i), "ts": nsValue(i), "tz": tz})
 		}
 		batches = append(batches, rows)
 	}
 	return optTable{
 		name: "v3ns", schema: nsSchema,
 		opts:    map[string]string{OptFormatVersion: "3", OptPartition: "day(tz)"},
-		batches: batches, race: true,
+		batches: batches, race: true, maxOpen: 1,
 		// DuckDB 1.5.5's iceberg extension has no nanosecond types.
 		duckNo: "Unrecognized primitive type: timestamptz_ns",
 		spec:   []string{"tz_day=day(tz)"},
 		sort:   []string{}, version: 3,
 		filters: []optFilter{
-			{"tz>=2024-01-02T03:04:05.123456104+00:00", "tz >= TIMESTAMPTZ '2024-01-02 03:04:05.123456104+00'", func(r map[string]any) bool { return r["id"].(float64) >= 4 }},
-			{"tz<2024-01-02T00:00:00+00:00", "tz < TIMESTAMPTZ '2024-01-02 00:00:00+00'", func(r map[string]any) bool { return false }},
+			{"tz>=2024-01-03T00:00:00+00:00", "tz >= TIMESTAMPTZ '2024-01-03 00:00:00+00'", func(r map[string]any) bool { return r["tz"].(string) >= "2024-01-03" }},
+			{"tz<2024-01-02T00:00:00+00:00", "tz < TIMESTAMPTZ '2024-01-02 00:00:00+00'", func(r map[string]any) bool { return r["tz"].(string) < "2024-01-02" }},
+			// The nanoseconds decide between ids 1 (…101) and 4 (…104),
+			// both of day 2.
+			{"tz>=2024-01-02T03:04:05.123456102+00:00", "tz >= TIMESTAMPTZ '2024-01-02 03:04:05.123456102+00'", func(r map[string]any) bool { return r["tz"].(string) >= "2024-01-02T03:04:05.123456102" }},
 		},
 	}
 }
@@ -397,6 +402,9 @@ func TestOtherReadersReadTableOptions(t *testing.T) {
 		if _, err := p.CreateTable(ctx, id, tb.schema, tb.opts); err != nil {
 			t.Fatalf("create %s: %v", tb.name, err)
 		}
+		if tb.maxOpen > 0 {
+			p.cfg.maxOpenFiles, other.cfg.maxOpenFiles = tb.maxOpen, tb.maxOpen
+		}
 		last := len(tb.batches) - 1
 		for k, rows := range tb.batches {
 			switch {
@@ -413,6 +421,7 @@ func TestOtherReadersReadTableOptions(t *testing.T) {
 				writeRendered(t, p, id, tb.schema, rows)
 			}
 		}
+		p.cfg.maxOpenFiles, other.cfg.maxOpenFiles = DefaultMaxOpenFiles, DefaultMaxOpenFiles
 		if tb.version >= 3 {
 			checkLineage(t, p, id, tb.name)
 		}
