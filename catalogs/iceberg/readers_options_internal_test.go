@@ -149,12 +149,17 @@ func isoUTC(t time.Time, zone bool) string {
 }
 
 // partsTable is partitioned by every transform, each on its own column
-// (Iceberg Java refuses two time transforms of one column).
+// (Iceberg Java refuses two time transforms of one column), over the
+// values where transforms go wrong: negative numbers (bucket, truncate's
+// floor), strings of several bytes a character (truncate counts
+// characters) and of the characters a partition path escapes (identity),
+// and instants and dates before 1970 (the time transforms floor).
 func partsTable() optTable {
 	sc := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "cat", Type: arrow.BinaryTypes.String},
 		{Name: "s", Type: arrow.BinaryTypes.String},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int32},
 		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
 		{Name: "d", Type: arrow.FixedWidthTypes.Date32},
 		{Name: "ts_d", Type: &arrow.TimestampType{Unit: arrow.Microsecond}},
@@ -163,13 +168,14 @@ func partsTable() optTable {
 	row := func(i int) map[string]any {
 		j := i % 3
 		return map[string]any{
-			"id":   float64(i),
-			"cat":  []string{"a", "b"}[i%2],
-			"s":    fmt.Sprintf("%c%03d", 'p'+i%2, i),
-			"ts":   isoUTC(time.Date(2023+j, 6, 1, 12, 0, 0, 0, time.UTC), true),
-			"d":    time.Date(2026, time.Month(1+j), 15, 0, 0, 0, 0, time.UTC).Format(time.DateOnly),
-			"ts_d": isoUTC(time.Date(2026, 1, 1+j, 6, 30, 0, 0, time.UTC), false),
-			"ts_h": isoUTC(time.Date(2026, 1, 1, 3+j, 15, 0, 123000, time.UTC), true),
+			"id":   float64(i - 10),
+			"cat":  []string{"a", "b/c=d e%"}[i%2],
+			"s":    fmt.Sprintf("%sé%03d", []string{"p", "ü"}[i%2], i),
+			"n":    float64(i*7 - 100),
+			"ts":   isoUTC(time.Date(1969+j, 6, 1, 12, 0, 0, 0, time.UTC), true),
+			"d":    time.Date(1969, time.Month(12+j), 15, 0, 0, 0, 0, time.UTC).Format(time.DateOnly),
+			"ts_d": isoUTC(time.Date(1969, 12, 31+j, 6, 30, 0, 0, time.UTC), false),
+			"ts_h": isoUTC(time.Date(1969, 12, 31, 23+j, 15, 0, 123000, time.UTC), true),
 		}
 	}
 	var b1, b2 []map[string]any
@@ -179,19 +185,24 @@ func partsTable() optTable {
 	}
 	return optTable{
 		name: "parts", schema: sc,
-		opts:    map[string]string{OptPartition: "cat, bucket(4, id), truncate(1, s), year(ts), month(d), day(ts_d), hour(ts_h)"},
+		opts:    map[string]string{OptPartition: "cat, bucket(4, id), truncate(2, s), truncate(10, n), year(ts), month(d), day(ts_d), hour(ts_h)"},
 		batches: [][]map[string]any{b1, b2},
-		spec: []string{"cat=identity(cat)", "id_bucket=bucket[4](id)", "s_trunc=truncate[1](s)", "ts_year=year(ts)",
-			"d_month=month(d)", "ts_d_day=day(ts_d)", "ts_h_hour=hour(ts_h)"},
+		// Fewer open files than a batch has partitions: the gateway's own
+		// partition keys (partcount.go) regroup most rows.
+		maxOpen: 3,
+		spec: []string{"cat=identity(cat)", "id_bucket=bucket[4](id)", "s_trunc=truncate[2](s)", "n_trunc=truncate[10](n)",
+			"ts_year=year(ts)", "d_month=month(d)", "ts_d_day=day(ts_d)", "ts_h_hour=hour(ts_h)"},
 		sort: []string{}, version: 2,
 		filters: []optFilter{
 			{"cat=a", "cat = 'a'", func(r map[string]any) bool { return r["cat"] == "a" }},
-			{"id=5", "id = 5", func(r map[string]any) bool { return r["id"] == 5.0 }},
-			{"s^=q", "starts_with(s, 'q')", func(r map[string]any) bool { return strings.HasPrefix(r["s"].(string), "q") }},
-			{"ts>=2025-01-01T00:00:00+00:00", "ts >= TIMESTAMPTZ '2025-01-01 00:00:00+00'", func(r map[string]any) bool { return r["ts"].(string) >= "2025" }},
-			{"d<2026-02-01", "d < DATE '2026-02-01'", func(r map[string]any) bool { return r["d"].(string) < "2026-02-01" }},
-			{"ts_d>=2026-01-03T00:00:00", "ts_d >= TIMESTAMP '2026-01-03 00:00:00'", func(r map[string]any) bool { return r["ts_d"].(string) >= "2026-01-03" }},
-			{"ts_h<2026-01-01T04:00:00+00:00", "ts_h < TIMESTAMPTZ '2026-01-01 04:00:00+00'", func(r map[string]any) bool { return r["ts_h"].(string) < "2026-01-01T04" }},
+			{"cat=b/c=d e%", "cat = 'b/c=d e%'", func(r map[string]any) bool { return r["cat"] == "b/c=d e%" }},
+			{"id=-5", "id = -5", func(r map[string]any) bool { return r["id"] == -5.0 }},
+			{"s^=üé", "starts_with(s, 'üé')", func(r map[string]any) bool { return strings.HasPrefix(r["s"].(string), "üé") }},
+			{"n<-15", "n < -15", func(r map[string]any) bool { return r["n"].(float64) < -15 }},
+			{"ts>=1970-01-01T00:00:00+00:00", "ts >= TIMESTAMPTZ '1970-01-01 00:00:00+00'", func(r map[string]any) bool { return r["ts"].(string) >= "1970" }},
+			{"d<1970-01-01", "d < DATE '1970-01-01'", func(r map[string]any) bool { return r["d"].(string) < "1970-01-01" }},
+			{"ts_d>=1970-01-01T00:00:00", "ts_d >= TIMESTAMP '1970-01-01 00:00:00'", func(r map[string]any) bool { return r["ts_d"].(string) >= "1970-01-01" }},
+			{"ts_h<1970-01-01T00:00:00+00:00", "ts_h < TIMESTAMPTZ '1970-01-01 00:00:00+00'", func(r map[string]any) bool { return r["ts_h"].(string) < "1970-01-01" }},
 		},
 	}
 }
@@ -425,6 +436,7 @@ func TestOtherReadersReadTableOptions(t *testing.T) {
 		if tb.version >= 3 {
 			checkLineage(t, p, id, tb.name)
 		}
+		checkGatewayReads(t, p, id, tb)
 		tbl, err := p.load(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -465,6 +477,26 @@ func TestOtherReadersReadTableOptions(t *testing.T) {
 		}
 		for i, v := range views {
 			t.Run("duckdb/"+tables[i].name, func(t *testing.T) { checkDuckDB(t, tables[i], v) })
+		}
+	}
+}
+
+// checkGatewayReads: the gateway reads back what it wrote, through Scan
+// and through the engine's plan of local files, each planned file there.
+func checkGatewayReads(t *testing.T, p *Provider, id catalogs.TableIdent, tb optTable) {
+	t.Helper()
+	var want []string
+	for _, r := range allRows(tb) {
+		want = append(want, fmt.Sprint(r["id"]))
+	}
+	wantValues(t, scanAll(t, p, id, catalogs.ScanRequest{}), "id", want)
+	plan, err := p.PlanFiles(context.Background(), id, catalogs.ScanRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range plan.Files {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("%s: the engine's planned file: %v", tb.name, err)
 		}
 	}
 }

@@ -318,7 +318,7 @@ public class Read {
     StringBuilder b = new StringBuilder("\"");
     for (char c : s.toCharArray()) {
       if (c == '"' || c == '\\') b.append('\\').append(c);
-      else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+      else if (c < 0x20 || c > 0x7e) b.append(String.format("\\u%04x", (int) c)); // ASCII whatever the JVM's stdout encoding
       else b.append(c);
     }
     return b.append('"').toString();
