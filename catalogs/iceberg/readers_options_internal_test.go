@@ -390,7 +390,8 @@ func sameRows(t *testing.T, who string, got, want []map[string]any) {
 // (Java), each file holding one partition and sorted (as Java computes
 // partitions and compares rows), Java's row-lineage metadata columns
 // matching the files' first_row_id, and filters on partition columns
-// planning fewer files and keeping the right rows.
+// planning fewer files and keeping the right rows; and pyiceberg
+// (FLIGHTGW_PYTHON) reads the same rows by the same metadata files.
 func TestOtherReadersReadTableOptions(t *testing.T) {
 	cp := JavaClasspath(t)
 	duck := duckDBIceberg(t)
@@ -452,6 +453,28 @@ func TestOtherReadersReadTableOptions(t *testing.T) {
 		duckIn = append(duckIn, map[string]any{"metadata": loc, "where": sqls})
 	}
 
+	if py := os.Getenv("FLIGHTGW_PYTHON"); py != "" {
+		// pyiceberg, the reader the other tests use, over the same files.
+		var locs []string
+		for _, d := range duckIn {
+			locs = append(locs, d["metadata"].(string))
+		}
+		var got []any
+		out, err := exec.Command(py, append([]string{filepath.Join("testdata", "pyiceberg_static.py")}, locs...)...).Output()
+		if err != nil || json.Unmarshal(out, &got) != nil || len(got) != len(tables) {
+			t.Fatalf("pyiceberg_static.py: %v\n%s", err, out)
+		}
+		for i, tb := range tables {
+			var want []float64
+			for _, r := range allRows(tb) {
+				want = append(want, r["id"].(float64))
+			}
+			slices.Sort(want)
+			if fmt.Sprint(got[i]) != fmt.Sprint(want) {
+				t.Errorf("pyiceberg reads %s: %v, want ids %v", tb.name, got[i], want)
+			}
+		}
+	}
 	if cp != "" {
 		for i, raw := range JavaRead(t, cp, javaArgs...) {
 			var v javaView
