@@ -3,7 +3,8 @@
 # DuckDB wrote (TestDeltaGatewayReadsOthers; docs/delta.md), and every version of tables OPTIMIZE compacted
 # (TestDeltaReadersAfterOptimize):
 #   delta-rs (deltalake 1.6.6, .venv-delta), DuckDB 1.5.5 with its delta extension
-#   (.venv-delta-duckdb: the extension loads only into its own DuckDB release), and
+#   (.venv-delta-duckdb: the extension loads only into its own DuckDB release; the venv carries the
+#   iceberg and avro extensions too, for mk/iceberg.mk), and
 #   Delta Kernel Java 4.4.0 (needs java 17+ and mvn; the jars come from Maven Central,
 #   the classpath is written to integration/delta/java/target/classpath.txt).
 DELTA_VENV        := .venv-delta

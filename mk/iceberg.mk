@@ -2,7 +2,10 @@
 #   make iceberg-pyiceberg-check  pyiceberg's SqlCatalog reads and appends to the embedded lake, reads a replaced table,
 #                                 and reads each row once after two replicas raced one payload;
 #                                 pyiceberg, DuckDB, pyarrow and Iceberg Java (needs java 17+, mvn) read a table
-#                                 of every type alike, with its metrics
+#                                 of every type alike, with its metrics; Iceberg Java 1.10 and DuckDB 1.5.5's iceberg
+#                                 extension (.venv-delta-duckdb, mk/delta.mk) read the tables created with options
+#                                 (partitioned by every transform, sorted, format version 3): one JVM and one
+#                                 Maven classpath resolution for all of them
 #   make iceberg-rest-check       the conformance suite against Iceberg's own REST catalog server
 #                                 (RESTCatalogServer from the iceberg-open-api test fixtures)
 #   make iceberg-postgres-check   the conformance suite with the SQL catalog on a throwaway PostgreSQL
@@ -14,9 +17,11 @@ TEST_TARGETS += iceberg-pyiceberg-check iceberg-rest-check iceberg-postgres-chec
 
 .PHONY: iceberg-pyiceberg-check iceberg-rest-check iceberg-postgres-check iceberg-fuzz
 
-# .venv/.installed is built by mk/python.mk (its requirements carry pyiceberg).
-iceberg-pyiceberg-check: .venv/.installed
-	FLIGHTGW_PYTHON=$(ICEBERG_PY) FLIGHTGW_ICEBERG_JAVA=1 $(GO) test -count=1 -run '^(TestPyIcebergInterop|TestPyIcebergReadsReplace|TestPyIcebergReadsRacedCommitOnce|TestReadersAgreeOnEveryType)$$' -v ./catalogs/iceberg
+# .venv/.installed is built by mk/python.mk (its requirements carry pyiceberg), the DuckDB venv with
+# its iceberg extension by mk/delta.mk (included before this file).
+iceberg-pyiceberg-check: .venv/.installed $(DELTA_DUCKDB_VENV)/.installed
+	FLIGHTGW_PYTHON=$(ICEBERG_PY) FLIGHTGW_ICEBERG_JAVA=1 FLIGHTGW_ICEBERG_DUCKDB=$(CURDIR)/$(DELTA_DUCKDB_VENV)/bin/python \
+	  $(GO) test -count=1 -run '^(TestPyIcebergInterop|TestPyIcebergReadsReplace|TestPyIcebergReadsRacedCommitOnce|TestPyIcebergReadsV3Nanos|TestReadersAgreeOnEveryType|TestOtherReadersReadTableOptions)$$' -v ./catalogs/iceberg
 
 # Needs java 17+, mvn and curl; the server's jars come from Maven Central.
 iceberg-rest-check:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"strings"
 
 	"github.com/apache/iceberg-go/table"
@@ -57,11 +58,18 @@ func (p *Provider) CheckReceipts(ctx context.Context, t catalogs.TableIdent, rec
 			named[f.Path] = i
 			// One file spelt two ways (an escaped letter) is two files to
 			// iceberg-go's duplicate check: its rows would be read twice.
+			// A local file is compared URL-decoded: the IO reads "%61" as
+			// its characters, but falls back to the decoded path for the
+			// files written there before (literalFS), so both can be one.
 			if l, err := resolveLocation(f.Path); err == nil {
-				if prev, ok := spelt[l.String()]; ok && prev != f.Path {
+				key := l.String()
+				if d, err := url.PathUnescape(l.path); err == nil && l.store == "file://" {
+					key = l.store + d
+				}
+				if prev, ok := spelt[key]; ok && prev != f.Path {
 					return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d: file %s is named twice, as %s and %s", t, i, l, prev, f.Path)
 				}
-				spelt[l.String()] = f.Path
+				spelt[key] = f.Path
 			}
 		}
 	}

@@ -81,10 +81,17 @@ func EmbeddedProperties(dataDir string) (map[string]string, error) {
 	if err != nil {
 		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("data dir %q", dataDir))
 	}
+	// The warehouse URL holds the directory by its characters, unescaped:
+	// every reader of the table's files (literalFS, Iceberg Java,
+	// pyiceberg, DuckDB) reads a file URL so. '%', '#' and '?' have no
+	// such spelling.
+	if strings.ContainsAny(abs, "%#?") {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "data dir %q: a '%%', '#' or '?' in its path cannot be spelled in the warehouse's file URL", dataDir)
+	}
 	return map[string]string{
 		PropCatalogType:      TypeSQL,
 		PropURI:              "sqlite:///" + filepath.ToSlash(filepath.Join(abs, "catalog.db")),
-		PropWarehouse:        (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(abs, "warehouse"))}).String(),
+		PropWarehouse:        "file://" + filepath.ToSlash(filepath.Join(abs, "warehouse")),
 		PropCreateNamespaces: EmbeddedNamespace,
 	}, nil
 }

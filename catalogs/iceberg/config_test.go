@@ -115,6 +115,16 @@ func TestEmbeddedProperties(t *testing.T) {
 	if _, err := parseConfig(props); err != nil {
 		t.Errorf("embedded properties do not parse: %v", err)
 	}
+	// By its characters, as the IO and every other reader read a file URL
+	// (it was "my%20data", a directory of another name to them).
+	if props, err := EmbeddedProperties("/home/me/my data é"); err != nil || props[PropWarehouse] != "file:///home/me/my data é/warehouse" {
+		t.Errorf("warehouse of a data dir with a space: %q, %v", props[PropWarehouse], err)
+	}
+	for _, dir := range []string{"/x/100%", "/x/a#b", "/x/a?b"} {
+		if _, err := EmbeddedProperties(dir); !errors.Is(err, catalogs.ErrInvalidArgument) {
+			t.Errorf("data dir %q: %v, want InvalidArgument", dir, err)
+		}
+	}
 }
 
 func TestSQLTarget(t *testing.T) {

@@ -39,13 +39,16 @@ func (l storeLoc) contains(o storeLoc) bool {
 	return strings.HasPrefix(o.path, l.path+"/")
 }
 
-// resolveLocation decodes loc exactly as iceberg-go's IO does: a plain
-// absolute path is a local path as it is; a file URI's path is
-// URL-unescaped once (io.LocalFS through url.Parse); an object store key
-// (s3://bucket/key and the like) is taken raw (io/gocloud/blobfs keeps keys
-// opaque). The decoded path must be clean, with no '.', '..' or empty
-// segment, no NUL and no backslash: a path the storage would resolve
-// elsewhere than it reads is refused, not resolved.
+// resolveLocation reads loc exactly as the table's IO does: a plain
+// absolute path is a local path as it is; a file URI's path is taken by
+// its characters, escapes included (literalFS, localfs.go, as Iceberg
+// Java, pyiceberg and DuckDB read it); an object store key (s3://bucket/key
+// and the like) is taken raw (io/gocloud/blobfs keeps keys opaque). The
+// path must be clean, with no '.', '..' or empty segment, no NUL and no
+// backslash, and so must a file URI's path once URL-unescaped (the
+// decoding iceberg-go's LocalFS did, which literalFS falls back to for
+// files written before): a path a storage could resolve elsewhere than
+// it reads is refused, not resolved.
 func resolveLocation(loc string) (storeLoc, error) {
 	if strings.ContainsAny(loc, "\x00\\") {
 		return storeLoc{}, fmt.Errorf("location %q holds a NUL or a backslash", loc)
@@ -62,7 +65,10 @@ func resolveLocation(loc string) (storeLoc, error) {
 		if (u.Host != "" && !strings.EqualFold(u.Host, "localhost")) || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
 			return storeLoc{}, fmt.Errorf("location %q is not a plain local file url", loc)
 		}
-		l = storeLoc{store: "file://", path: u.Path}
+		if err := cleanPath(loc, u.Path); err != nil {
+			return storeLoc{}, err
+		}
+		l = storeLoc{store: "file://", path: literalPath(loc)}
 	case hasScheme && scheme != "":
 		authority, key, _ := strings.Cut(rest, "/")
 		if authority == "" || strings.ContainsAny(authority, "?#") {
@@ -76,18 +82,29 @@ func resolveLocation(loc string) (storeLoc, error) {
 	default:
 		return storeLoc{}, fmt.Errorf("location %q is neither an absolute path nor a url", loc)
 	}
-	if strings.ContainsAny(l.path, "\x00\\") {
-		return storeLoc{}, fmt.Errorf("location %q decodes to %q, which holds a NUL or a backslash", loc, l.path)
+	if err := cleanPath(loc, l.path); err != nil {
+		return storeLoc{}, err
 	}
-	p := l.path
+	l.path = strings.TrimSuffix(l.path, "/")
+	if l.path == "" {
+		l.path = "/"
+	}
+	return l, nil
+}
+
+// cleanPath refuses p, the path location loc resolves to, unless it is
+// absolute and clean, without NUL or backslash.
+func cleanPath(loc, p string) error {
+	if strings.ContainsAny(p, "\x00\\") {
+		return fmt.Errorf("location %q decodes to %q, which holds a NUL or a backslash", loc, p)
+	}
 	if len(p) > 1 {
 		p = strings.TrimSuffix(p, "/")
 	}
 	if !strings.HasPrefix(p, "/") || path.Clean(p) != p {
-		return storeLoc{}, fmt.Errorf("location %q decodes to %q, which is not a clean path ('.', '..' or empty segments)", loc, l.path)
+		return fmt.Errorf("location %q decodes to %q, which is not a clean path ('.', '..' or empty segments)", loc, p)
 	}
-	l.path = p
-	return l, nil
+	return nil
 }
 
 // warehouseLoc is the resolved warehouse, ok false when none is configured
@@ -171,14 +188,13 @@ func (p *Provider) newLocation(ctx context.Context, t catalogs.TableIdent) (stri
 	if err != nil {
 		return "", mapErr(err, fmt.Sprintf("table %s: create", t))
 	}
-	var loc string
+	// Joined by characters, not by url.JoinPath: that escapes the base
+	// ("a b" as "a%20b"), which the IO reads by its characters
+	// (literalFS): a table of a warehouse "file:///x/a b" would lie
+	// outside it. Names are of AllowedNameChars, which need no escaping.
+	base := strings.TrimSuffix(p.cfg.warehouse, "/") + "/" + strings.Join(t.Namespace, ".") + ".db"
 	if nsLoc := props["location"]; nsLoc != "" {
-		loc, err = url.JoinPath(nsLoc, t.Name)
-	} else {
-		loc, err = url.JoinPath(p.cfg.warehouse, strings.Join(t.Namespace, ".")+".db", t.Name)
+		base = strings.TrimSuffix(nsLoc, "/")
 	}
-	if err != nil {
-		return "", catalogs.Errorf(catalogs.ErrPermissionDenied, "table %s: location refused: %v", t, err)
-	}
-	return strings.TrimSuffix(loc, "/"), nil
+	return base + "/" + t.Name, nil
 }

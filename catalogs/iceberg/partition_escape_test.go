@@ -12,9 +12,11 @@ import (
 )
 
 // TestPartitionValueStaysInTable: iceberg-go spells a partition value's
-// "/" as %2F in a data file's URL, and its local IO decodes it again, so
+// "/" as %2F in a data file's URL, and its local IO decoded it again, so
 // an identity partition value "/../../../../../escaped" made directories
-// climbing out of the table and left a Parquet file there. Such a write
+// climbing out of the table and left a Parquet file there (literalFS,
+// localfs.go, now reads the URL by its characters, but falls back to the
+// decoded path for the files written before). Such a write
 // is refused, InvalidArgument naming the table, and nothing is written
 // outside the table's data directory; values that only look like paths
 // ("..", "%2F..", "a/b") are written inside it and committed.

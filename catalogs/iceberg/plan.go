@@ -2,8 +2,11 @@ package iceberg
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -137,8 +140,10 @@ func localRoot(warehouse string) (string, bool) {
 }
 
 // localPath turns "file:///abs/path" or "/abs/path" into a clean absolute
-// path. Paths DuckDB would expand as a glob, or that are not already
-// clean, are refused: the engine must read exactly the planned file.
+// path, read by its characters as the table's IO reads it (literalFS; a
+// file written before at its URL-decoded path is found there). Paths
+// DuckDB would expand as a glob, or that are not already clean, are
+// refused: the engine must read exactly the planned file.
 func localPath(s string) (string, bool) {
 	p := s
 	if !strings.HasPrefix(s, "/") {
@@ -146,7 +151,14 @@ func localPath(s string) (string, bool) {
 		if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || u.RawQuery != "" || u.Fragment != "" {
 			return "", false
 		}
-		p = u.Path
+		p = literalPath(s)
+		if d, ok := decodedPath(s); ok {
+			if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+				if _, err := os.Stat(d); err == nil {
+					p = d
+				}
+			}
+		}
 	}
 	if !filepath.IsAbs(p) || strings.ContainsAny(p, "*?[]{}\\'\"\x00\n\r") {
 		return "", false

@@ -1,15 +1,12 @@
 package iceberg_test
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
 	"math"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,42 +53,24 @@ const everyRows = `[
 ]`
 
 // javaRows reads the table whose metadata file is at metadata with
-// Iceberg Java's generic reader (testdata/java), rows sorted by i32; nil
-// (the check skipped, with a log line) unless FLIGHTGW_ICEBERG_JAVA is set
-// (make iceberg-pyiceberg-check sets it: Maven and a JVM take seconds) and
-// java and mvn are there.
+// Iceberg Java's generic reader (testdata/java/Read.java), rows sorted by
+// i32; nil (the check skipped, with a log line) unless
+// FLIGHTGW_ICEBERG_JAVA is set (make iceberg-pyiceberg-check sets it:
+// Maven and a JVM take seconds) and java and mvn are there.
 func javaRows(t *testing.T, metadata string) []map[string]any {
 	t.Helper()
-	if os.Getenv("FLIGHTGW_ICEBERG_JAVA") == "" {
-		t.Log("FLIGHTGW_ICEBERG_JAVA unset: Iceberg Java's reading is not checked")
+	cp := iceberg.JavaClasspath(t)
+	if cp == "" {
 		return nil
 	}
-	for _, tool := range []string{"java", "mvn"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Logf("no %s: Iceberg Java's reading is not checked", tool)
-			return nil
-		}
+	var got struct {
+		Rows []map[string]any `json:"rows"`
 	}
-	cp := filepath.Join(t.TempDir(), "classpath.txt")
-	mvn := exec.Command("mvn", "-q", "-B", "-f", filepath.Join("testdata", "java", "pom.xml"), "dependency:build-classpath", "-Dmdep.outputFile="+cp)
-	if out, err := mvn.CombinedOutput(); err != nil {
-		t.Fatalf("mvn: %v\n%s", err, out)
+	out := iceberg.JavaRead(t, cp, metadata)[0]
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("Iceberg Java output %s: %v", out, err)
 	}
-	classpath, err := os.ReadFile(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("java", "-cp", strings.TrimSpace(string(classpath)), filepath.Join("testdata", "java", "Read.java"), metadata)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("Iceberg Java: %v\n%s", err, stderr.String())
-	}
-	var rows []map[string]any
-	if err := json.Unmarshal(out, &rows); err != nil {
-		t.Fatalf("Iceberg Java output %q: %v", out, err)
-	}
+	rows := got.Rows
 	slices.SortFunc(rows, func(a, b map[string]any) int { return cmp.Compare(a["i32"].(float64), b["i32"].(float64)) })
 	return rows
 }
