@@ -14,7 +14,8 @@ type Scanner interface {
 	Scan(ctx context.Context, table TableIdent, req ScanRequest) (*ScanResult, error)
 }
 
-// ScanRequest is a projection and a conjunction of simple predicates.
+// ScanRequest is a projection, a conjunction of simple predicates and a
+// row limit.
 type ScanRequest struct {
 	// Columns to read, by name; nil reads every column.
 	Columns []string
@@ -22,6 +23,15 @@ type ScanRequest struct {
 	Filters []Filter
 	// SnapshotID reads a given snapshot instead of the current one.
 	SnapshotID *int64
+	// Limit, when above 0, says the query needs no more than Limit of the
+	// rows that satisfy Filters (in any order): a backend may stop once
+	// it has returned that many, and may return more (the engine applies
+	// the query's LIMIT, and its WHERE, again). 0 means every row is
+	// needed. A backend that applies Filters only approximately (pruning
+	// files) must count only rows that satisfy all of them, or ignore
+	// Limit. The engine sets it only for a query that projects and
+	// filters one table under a LIMIT (engine/limit.go).
+	Limit int64
 }
 
 // FilterOp is a comparison a scan can push down.

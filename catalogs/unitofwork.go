@@ -23,6 +23,12 @@ type WriteTxn struct {
 	// AutoCommit is true when the unit of work commits as soon as its one
 	// stream ends (no Flight transaction).
 	AutoCommit bool
+	// Replace is true when the stream's receipts will commit with
+	// Overwriter.CommitOverwrite (ingest mode replace, INSERT OVERWRITE).
+	// A backend whose stream writes into its backend transaction as the
+	// data arrive (an upstream Flight SQL server) must replace there, as
+	// it writes; a backend that replaces at the commit ignores it.
+	Replace bool
 }
 
 // CommitMode says how one table's receipts land.

@@ -41,7 +41,13 @@ func (m *memScanner) Scan(_ context.Context, t catalogs.TableIdent, req catalogs
 			fields = append(fields, f)
 		}
 	}
-	out := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+	n := rec.NumRows()
+	if req.Limit > 0 && len(req.Filters) == 0 {
+		n = min(n, req.Limit) // as few rows as the limit allows
+	}
+	whole := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows())
+	defer whole.Release()
+	out := whole.NewSlice(0, n)
 	defer out.Release()
 	// Many small batches, as a real scan returns.
 	var parts []arrow.RecordBatch
@@ -230,6 +236,54 @@ func TestPushdown(t *testing.T) {
 		if len(r.Filters) != 0 {
 			t.Errorf("filters pushed under an outer join: %+v", r.Filters)
 		}
+	}
+}
+
+// TestLimitPushdown checks which queries' LIMIT reaches the scan, and that
+// a scan returning only that many rows still gives the right answer.
+func TestLimitPushdown(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct {
+		q     string
+		limit int64 // of every scan
+		rows  int
+	}{
+		{`SELECT * FROM sales LIMIT 2`, 2, 2},
+		{`SELECT id, upper(region), qty + 1, id::VARCHAR FROM sales LIMIT 2 OFFSET 1`, 3, 2},
+		{`SELECT id FROM sales WHERE region = 'eu' AND qty IS NOT NULL LIMIT 1`, 1, 1},
+		{`SELECT id FROM sales WHERE qty * 2 > 1 LIMIT 1`, 0, 1},
+		{`SELECT id FROM sales ORDER BY id LIMIT 1`, 0, 1},
+		{`SELECT DISTINCT region FROM sales LIMIT 2`, 0, 2},
+		{`SELECT count(*) FROM sales LIMIT 1`, 0, 1},
+		{`SELECT region, count(*) FROM sales GROUP BY region LIMIT 1`, 0, 1},
+		{`SELECT unnest([id, id]) FROM sales LIMIT 3`, 0, 3},
+		{`SELECT id, row_number() OVER () FROM sales LIMIT 1`, 0, 1},
+		{`SELECT * FROM sales s JOIN regions r USING (region) LIMIT 1`, 0, 1},
+		{`SELECT * FROM (SELECT * FROM sales) LIMIT 1`, 0, 1},
+		{`SELECT id FROM sales UNION ALL SELECT id FROM sales LIMIT 5`, 0, 5},
+		{`SELECT * FROM sales LIMIT 50%`, 0, 2},
+		{`SELECT * FROM sales LIMIT 0`, 0, 0},
+		{`SELECT (SELECT max(manager) FROM regions) FROM sales LIMIT 1`, 0, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.q, func(t *testing.T) {
+			f.scan.reqs = nil
+			got, err := f.rows(t, c.q, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != c.rows {
+				t.Errorf("%d rows, want %d: %q", len(got), c.rows, got)
+			}
+			if len(f.scan.reqs) == 0 {
+				t.Fatal("no scan")
+			}
+			for _, r := range f.scan.reqs {
+				if r.Limit != c.limit {
+					t.Errorf("scan limit %d, want %d", r.Limit, c.limit)
+				}
+			}
+		})
 	}
 }
 

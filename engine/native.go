@@ -228,7 +228,7 @@ func filePlans(ctx context.Context, p *plan, snapshot *int64) ([]*catalogs.FileP
 	out := make([]*catalogs.FilePlan, len(p.refs))
 	var fallback bool
 	for i, ref := range p.refs {
-		req := catalogs.ScanRequest{Columns: ref.columns, Filters: ref.filters, SnapshotID: snapshot}
+		req := catalogs.ScanRequest{Columns: ref.columns, Filters: ref.filters, SnapshotID: snapshot, Limit: ref.limit}
 		if st := ref.table.Staged; st != nil {
 			plan, err := stagedPlan(ctx, p, ref, req, st)
 			if err != nil {

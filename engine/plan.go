@@ -44,6 +44,7 @@ type scanRef struct {
 	view    string // the private name it is registered under
 	columns []string
 	filters []catalogs.Filter
+	limit   int64  // catalogs.ScanRequest.Limit (limit.go); 0 for none
 	alias   string // how the query qualifies its columns
 	node    map[string]any
 	// written is the reference as the query wrote it (catalog and schema
@@ -243,6 +244,7 @@ func newPlan(tree map[string]any, resolve Resolver, views func(i int) string, po
 			pushFilters(m, p.refs)
 		}
 	})
+	p.pushLimit()
 	for _, r := range p.refs {
 		r.node["table_name"] = r.view
 		r.node["schema_name"] = ""

@@ -285,7 +285,7 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 		return errPartChanged(t, "its files can no longer be read as they are")
 	}
 	for _, ref := range p.refs {
-		req := catalogs.ScanRequest{Columns: ref.columns, Filters: ref.filters}
+		req := catalogs.ScanRequest{Columns: ref.columns, Filters: ref.filters, Limit: ref.limit}
 		res, err := scan(ctx, ref, req)
 		if err != nil {
 			return err

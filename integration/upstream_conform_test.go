@@ -28,5 +28,5 @@ func TestUpstreamConformance(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = p.Close() })
 		return &catalogtest.Instance{Provider: p, Catalog: "up", Namespace: []string{"default"}}
-	}}, catalogtest.Config{TransactionScoped: true})
+	}}, catalogtest.Config{TransactionScoped: true, ReplacesInStream: true})
 }

@@ -351,3 +351,85 @@ func TestUpstreamCancel(t *testing.T) {
 		t.Fatalf("the upstream's stream was not canceled:\n%s", grepLines(up.logs.String(), "DoGet"))
 	}
 }
+
+// TestUpstreamReplace: ingest mode replace into an upstream table through
+// the federating gateway. Auto-commit, the table then holds the upload's
+// rows only. In a transaction, after an append to the table, the replace
+// supersedes the append (its discard does not roll the upstream
+// transaction back): at COMMIT the table holds the replace's rows and what
+// was appended after it, and nothing changes upstream before. A replace
+// rolled back leaves the table as it was.
+func TestUpstreamReplace(t *testing.T) {
+	requireEngine(t)
+	up := startGateway(t, "")
+	upc := up.adbcConn(t, nil)
+	if _, err := ingest(t, upc, "people", adbc.OptionValueIngestModeCreate, people(t, 0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	gw := startGateway(t, federatedYAML(up.addr, ""))
+	c := gw.flightClient(t)
+	ctx := context.Background()
+	replace := func(tx []byte) *flightsql.ExecuteIngestOpts {
+		o := upOpts("people", false)
+		o.TableDefinitionOptions.IfExists = flightsql.TableDefinitionOptionsTableExistsOptionReplace
+		o.TransactionId = tx
+		return o
+	}
+	ids := func() string {
+		return strings.Join(mustRows(t, upc, `SELECT min(id), max(id), count(*) FROM people`, nil), ",")
+	}
+
+	if n, err := c.ExecuteIngest(ctx, reader(t, people(t, 100, 3)), replace(nil)); err != nil || n != 3 {
+		t.Fatalf("auto-commit replace: %d %v", n, err)
+	}
+	if got := ids(); got != "100|102|3" {
+		t.Fatalf("upstream after an auto-commit replace: %s, want ids 100..102", got)
+	}
+
+	tx, err := c.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := upOpts("people", false)
+	app.TransactionId = tx.ID()
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 200, 5)), app); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 300, 2)), replace(tx.ID())); err != nil {
+		t.Fatalf("replace in a transaction after an append: %v", err)
+	}
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 400, 1)), app); err != nil {
+		t.Fatalf("append after the replace: %v", err)
+	}
+	if got := ids(); got != "100|102|3" {
+		t.Fatalf("upstream before COMMIT: %s, want it unchanged", got)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("COMMIT: %v", err)
+	}
+	if got := ids(); got != "300|400|3" {
+		t.Fatalf("upstream after COMMIT: %s, want ids 300, 301, 400", got)
+	}
+
+	tx, err = c.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 500, 4)), replace(tx.ID())); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(); got != "300|400|3" {
+		t.Fatalf("upstream after a rolled-back replace: %s, want it unchanged", got)
+	}
+
+	// One batch of no rows: arrow-go's client sends nothing for none.
+	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 0)), replace(nil)); err != nil {
+		t.Fatalf("replace with no rows: %v", err)
+	}
+	if v := oneValue(t, upc, `SELECT count(*) FROM people`); v != "0" {
+		t.Fatalf("upstream rows after a replace with no rows: %s", v)
+	}
+}

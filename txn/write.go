@@ -367,6 +367,7 @@ func (p writePlan) open(ctx context.Context, schema *arrow.Schema) (catalogs.Wri
 		if w.Txn != nil {
 			wt = catalogs.WriteTxn{ID: w.Txn.ID(), CommitID: w.Txn.CommitID()}
 		}
+		wt.Replace = p.mode == Overwrite
 		return sw.OpenStream(ctx, w.Table, wt)
 	}
 	return &batchStream{p: w.Provider, table: w.Table}, nil

@@ -60,6 +60,13 @@ type Config struct {
 	// fails with ErrFailedPrecondition and nothing becomes visible. It
 	// requires catalogs.StreamWriter.
 	TransactionScoped bool
+	// ReplacesInStream: the backend's catalogs.Overwriter replaces as its
+	// stream writes (catalogs.WriteTxn.Replace; an upstream Flight SQL
+	// ingest with TABLE_EXISTS_OPTION_REPLACE), so the Overwrite check
+	// writes its receipts with such a stream, and checks that
+	// CommitOverwrite refuses receipts of an appending one. It requires
+	// catalogs.StreamWriter.
+	ReplacesInStream bool
 	// DropsUnwritten: the backend's catalogs.Uncreator drops a table no
 	// commit has landed on. When false a DropUnwritten that keeps such a
 	// table is accepted; a table with a commit is never dropped either way.

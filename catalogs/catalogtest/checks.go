@@ -241,12 +241,46 @@ func (s suite) testOverwrite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := ow.CommitOverwrite(ctx, id, "replace-1", []catalogs.WriteReceipt{write(t, in, id, 1000, 7)}); err != nil {
+	replacing := write(t, in, id, 1000, 7)
+	if s.cfg.ReplacesInStream {
+		_, err := ow.CommitOverwrite(ctx, id, "replace-0", []catalogs.WriteReceipt{replacing})
+		wantKind(t, "CommitOverwrite of an appending stream's receipts", err, catalogs.ErrFailedPrecondition, id.Name)
+		discard(t, in, id, []catalogs.WriteReceipt{replacing})
+		replacing = replaceStream(t, in, id, 1000, 7)
+	}
+	if _, err := ow.CommitOverwrite(ctx, id, "replace-1", []catalogs.WriteReceipt{replacing}); err != nil {
 		t.Fatalf("CommitOverwrite: %v", err)
 	}
 	if n := rows(t, in, id); n != 7 {
 		t.Errorf("rows after overwrite = %d, want 7", n)
 	}
+}
+
+// replaceStream writes n rows from from with a stream opened to replace
+// the table (catalogs.WriteTxn.Replace) and returns its receipt.
+func replaceStream(t *testing.T, in *Instance, id catalogs.TableIdent, from, n int64) catalogs.WriteReceipt {
+	t.Helper()
+	sw, ok := in.Provider.(catalogs.StreamWriter)
+	if !ok {
+		t.Fatal("Config.ReplacesInStream requires a catalogs.StreamWriter")
+	}
+	ctx := context.Background()
+	w := unit("replace-" + id.Name)
+	w.Replace = true
+	ws, err := sw.OpenStream(ctx, id, w)
+	if err != nil {
+		t.Fatalf("OpenStream to replace: %v", err)
+	}
+	b := Batch(from, n)
+	defer b.Release()
+	if err := ws.Write(ctx, b); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	rs, err := ws.Close(ctx)
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("Close: %v %v", rs, err)
+	}
+	return rs[0]
 }
 
 // unit is the unit of work of one auto-commit stream, named name.

@@ -63,6 +63,7 @@ var (
 	_ catalogs.QueryPusher     = (*Provider)(nil)
 	_ catalogs.StreamWriter    = (*Provider)(nil)
 	_ catalogs.Discarder       = (*Provider)(nil)
+	_ catalogs.Overwriter      = (*Provider)(nil)
 	_ catalogs.TableManager    = (*Provider)(nil)
 	_ catalogs.BreakerReporter = (*Provider)(nil)
 	_ catalogs.Closer          = (*Provider)(nil)

@@ -17,8 +17,9 @@ import (
 // Scan implements catalogs.Scanner: a SELECT of the columns, with the
 // filters whose literals every SQL dialect writes alike (integers,
 // finite floats, booleans, strings) as its WHERE clause; the others are
-// left to the engine, which filters again anyway. The result is cast to
-// the table's normalized schema.
+// left to the engine, which filters again anyway. The request's limit is
+// the SELECT's LIMIT when every filter is in its WHERE. The result is
+// cast to the table's normalized schema.
 func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs.ScanRequest) (*catalogs.ScanResult, error) {
 	if req.SnapshotID != nil {
 		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: catalog %q has no snapshots", t, p.name)
@@ -58,7 +59,13 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 		// A count: one column the engine does not look at.
 		list = "1 AS " + quoteIdent(c.quote, "one")
 	}
-	q := "SELECT " + list + " FROM " + name + whereClause(spec.Schema, c.quote, req.Filters)
+	where, all := whereClause(spec.Schema, c.quote, req.Filters)
+	q := "SELECT " + list + " FROM " + name + where
+	if req.Limit > 0 && all {
+		// Only when the rows the upstream keeps all pass the engine's
+		// WHERE: else fewer than the limit could be left.
+		q += " LIMIT " + strconv.FormatInt(req.Limit, 10)
+	}
 	r, err := p.query(ctx, "scan table "+t.String(), func(ctx context.Context) (*flight.FlightInfo, error) {
 		return p.main.client.Execute(ctx, q)
 	})
@@ -75,51 +82,73 @@ func (p *Provider) Scan(ctx context.Context, t catalogs.TableIdent, req catalogs
 	return &catalogs.ScanResult{Reader: cr}, nil
 }
 
-// whereClause renders the filters it can write portably.
-func whereClause(s *arrow.Schema, quote string, fs []catalogs.Filter) string {
+// whereClause renders the filters it can write portably; all tells
+// whether the upstream keeps only rows that pass every filter as the
+// engine reads it: each is written, and none compares strings (an
+// upstream's collation may fold case or trailing spaces, and keep rows
+// the engine then drops).
+func whereClause(s *arrow.Schema, quote string, fs []catalogs.Filter) (clause string, all bool) {
 	var parts []string
+	all = true
 	for _, f := range fs {
-		if len(s.FieldIndices(f.Column)) == 0 {
+		c, ok := filterClause(s, quote, f)
+		if !ok {
+			all = false
 			continue
 		}
-		col := quoteIdent(quote, f.Column)
-		switch f.Op {
-		case catalogs.OpIsNull:
-			parts = append(parts, col+" IS NULL")
-		case catalogs.OpNotNull:
-			parts = append(parts, col+" IS NOT NULL")
-		case catalogs.OpIn:
-			lits := make([]string, 0, len(f.Values))
-			for _, v := range f.Values {
-				l, ok := literal(v)
-				if !ok {
-					lits = nil
-					break
-				}
-				lits = append(lits, l)
+		for _, v := range f.Values {
+			if _, str := v.(string); str {
+				all = false
 			}
-			if len(lits) > 0 {
-				parts = append(parts, col+" IN ("+strings.Join(lits, ", ")+")")
-			}
-		case catalogs.OpEq, catalogs.OpNotEq, catalogs.OpLt, catalogs.OpLtEq, catalogs.OpGt, catalogs.OpGtEq:
-			if len(f.Values) != 1 {
-				continue
-			}
-			l, ok := literal(f.Values[0])
-			if !ok {
-				continue
-			}
-			op := string(f.Op)
-			if f.Op == catalogs.OpNotEq {
-				op = "<>"
-			}
-			parts = append(parts, col+" "+op+" "+l)
 		}
+		parts = append(parts, c)
 	}
 	if len(parts) == 0 {
-		return ""
+		return "", all
 	}
-	return " WHERE " + strings.Join(parts, " AND ")
+	return " WHERE " + strings.Join(parts, " AND "), all
+}
+
+// filterClause writes one filter as portable SQL; ok is false when it
+// cannot.
+func filterClause(s *arrow.Schema, quote string, f catalogs.Filter) (string, bool) {
+	if len(s.FieldIndices(f.Column)) == 0 {
+		return "", false
+	}
+	col := quoteIdent(quote, f.Column)
+	switch f.Op {
+	case catalogs.OpIsNull:
+		return col + " IS NULL", true
+	case catalogs.OpNotNull:
+		return col + " IS NOT NULL", true
+	case catalogs.OpIn:
+		if len(f.Values) == 0 {
+			return "", false
+		}
+		lits := make([]string, len(f.Values))
+		for i, v := range f.Values {
+			l, ok := literal(v)
+			if !ok {
+				return "", false
+			}
+			lits[i] = l
+		}
+		return col + " IN (" + strings.Join(lits, ", ") + ")", true
+	case catalogs.OpEq, catalogs.OpNotEq, catalogs.OpLt, catalogs.OpLtEq, catalogs.OpGt, catalogs.OpGtEq:
+		if len(f.Values) != 1 {
+			return "", false
+		}
+		l, ok := literal(f.Values[0])
+		if !ok {
+			return "", false
+		}
+		op := string(f.Op)
+		if f.Op == catalogs.OpNotEq {
+			op = "<>"
+		}
+		return col + " " + op + " " + l, true
+	}
+	return "", false
 }
 
 // literal writes a filter value as portable SQL; ok is false for a value

@@ -148,3 +148,36 @@ func TestSQLitePreparedInsertInTransaction(t *testing.T) {
 		t.Fatalf("write path: %q %v, want prepared INSERT", via, err)
 	}
 }
+
+// TestSQLiteUnitOfWorkEnds: against an upstream that takes writes by
+// prepared INSERT, a replace stream is refused FailedPrecondition naming
+// the upstream and the missing bulk ingest; and once a unit of work's
+// upstream transaction has ended (a stream aborted), a new stream of it
+// is refused rather than beginning a second upstream transaction that
+// its COMMIT would commit alone.
+func TestSQLiteUnitOfWorkEnds(t *testing.T) {
+	addr := startSQLite(t)
+	p, err := Open(context.Background(), "lite", map[string]string{propURI: "grpc://" + addr, propNamespace: "main", catalogs.PropRemoteTimeout: "5000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	ctx := context.Background()
+	tbl := catalogs.TableIdent{Catalog: "lite", Namespace: []string{"main"}, Name: "intTable"}
+	_, err = p.OpenStream(ctx, tbl, catalogs.WriteTxn{ID: "replace", CommitID: "replace", AutoCommit: true, Replace: true})
+	if catalogs.Kind(err) != catalogs.ErrFailedPrecondition || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "TABLE_EXISTS_OPTION_REPLACE") {
+		t.Fatalf("replace stream by prepared INSERT: %v, want FailedPrecondition naming the upstream and bulk ingest", err)
+	}
+
+	unit := catalogs.WriteTxn{ID: "tx-1", CommitID: "txn-tx-1"}
+	ws, err := p.OpenStream(ctx, tbl, unit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.OpenStream(ctx, tbl, unit); catalogs.Kind(err) != catalogs.ErrFailedPrecondition {
+		t.Fatalf("a stream of a unit of work whose upstream transaction was rolled back: %v, want FailedPrecondition", err)
+	}
+}

@@ -51,6 +51,10 @@ type upTxn struct {
 	out    catalogs.CommitOutcome
 	err    error // how it ended, when it did not commit
 	n      int
+	// replaced is, by table key, the number of the unit of work's last
+	// replace stream of the table: the streams before it were replaced
+	// inside the upstream transaction (Discard of their receipts).
+	replaced map[string]int
 }
 
 // receiptMeta is the backend's receipt: one stream of a unit of work.
@@ -60,6 +64,9 @@ type receiptMeta struct {
 	Schema string `json:"schema"`
 	Table  string `json:"table"`
 	Stream int    `json:"stream"`
+	// Replace: the stream replaced the table's data (an ingest with
+	// TABLE_EXISTS_OPTION_REPLACE).
+	Replace bool `json:"replace,omitempty"`
 }
 
 // writeVia decides how the upstream takes writes, from its capabilities
@@ -105,6 +112,11 @@ func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent, w cata
 	if err != nil {
 		return nil, err
 	}
+	if w.Replace && via != viaIngest {
+		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition,
+			"table %s: ingest mode replace needs a bulk ingest with TABLE_EXISTS_OPTION_REPLACE inside the transaction, and upstream %s takes this catalog's writes by prepared INSERT (no bulk ingest in transactions, or write_mode insert)",
+			t, c.label(p.cfg.addr))
+	}
 	if !c.transactions && !w.AutoCommit {
 		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition,
 			"table %s: upstream %s has no transactions, so a write inside a Flight SQL transaction cannot be atomic there: write outside a transaction (each ingest then lands on its own when it ends)", t, c.label(p.cfg.addr))
@@ -122,8 +134,14 @@ func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent, w cata
 		return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: the upstream transaction cannot take more data: %s", t, x.doomed)
 	}
 	x.n++
+	if w.Replace {
+		if x.replaced == nil {
+			x.replaced = map[string]int{}
+		}
+		x.replaced[t.Key()] = x.n
+	}
 	schema, _ := p.schemaOf(t)
-	return &stream{p: p, x: x, t: t, schema: schema, name: name, via: via, n: x.n}, nil
+	return &stream{p: p, x: x, t: t, schema: schema, name: name, via: via, n: x.n, replace: w.Replace}, nil
 }
 
 // unit finds or begins the upstream transaction of a unit of work. The
@@ -133,6 +151,12 @@ func (p *Provider) OpenStream(ctx context.Context, t catalogs.TableIdent, w cata
 func (p *Provider) unit(ctx context.Context, key string, transactions bool) (*upTxn, error) {
 	p.mu.Lock()
 	x, ok := p.txns[key]
+	if !ok {
+		// An ended unit of work is not begun again: a stream after its
+		// rollback would start a second upstream transaction, which the
+		// COMMIT would then commit alone.
+		x, ok = p.ended[key]
+	}
 	p.mu.Unlock()
 	if ok {
 		return x, nil
@@ -212,8 +236,10 @@ type stream struct {
 	name   string
 	via    string
 	n      int
-	rows   uint64
-	bytes  uint64
+	// replace: the stream's ingest replaces the table's data.
+	replace bool
+	rows    uint64
+	bytes   uint64
 
 	// ingest: the open DoPut.
 	cancel context.CancelFunc
@@ -260,7 +286,7 @@ func (s *stream) Write(ctx context.Context, batch arrow.RecordBatch) error {
 // ingest sends a batch on the stream's DoPut, opening it first.
 func (s *stream) ingest(ctx context.Context, batch arrow.RecordBatch) error {
 	if s.put == nil {
-		if err := s.openPut(ctx, batch.Schema(), ingestAppend); err != nil {
+		if err := s.openPut(ctx, batch.Schema(), s.ingestOptions()); err != nil {
 			return err
 		}
 	}
@@ -271,9 +297,21 @@ func (s *stream) ingest(ctx context.Context, batch arrow.RecordBatch) error {
 	return nil
 }
 
-// ingestAppend and ingestCreate are the ingests' table rules: append to a
-// table that must exist, or create one that must not.
+// ingestOptions is the stream's table rule.
+func (s *stream) ingestOptions() *pb.CommandStatementIngest_TableDefinitionOptions {
+	if s.replace {
+		return ingestReplace
+	}
+	return ingestAppend
+}
+
+// ingestAppend, ingestReplace and ingestCreate are the ingests' table
+// rules: append to or replace a table that must exist, or create one that
+// must not.
 var (
+	ingestReplace = &pb.CommandStatementIngest_TableDefinitionOptions{
+		IfNotExist: pb.CommandStatementIngest_TableDefinitionOptions_TABLE_NOT_EXIST_OPTION_FAIL,
+		IfExists:   pb.CommandStatementIngest_TableDefinitionOptions_TABLE_EXISTS_OPTION_REPLACE}
 	ingestAppend = &pb.CommandStatementIngest_TableDefinitionOptions{
 		IfNotExist: pb.CommandStatementIngest_TableDefinitionOptions_TABLE_NOT_EXIST_OPTION_FAIL,
 		IfExists:   pb.CommandStatementIngest_TableDefinitionOptions_TABLE_EXISTS_OPTION_APPEND}
@@ -387,7 +425,13 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 	}
 	s.closed = true
 	var err error
+	if s.replace && s.put == nil {
+		// A replace with no rows still replaces: an ingest of none, in
+		// the table's columns (the write's, which txn checked).
+		err = s.emptyReplace(ctx)
+	}
 	switch {
+	case err != nil:
 	case s.put != nil:
 		err = s.finishPut()
 	case s.prep != nil:
@@ -397,8 +441,17 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 		s.doom("an upload failed: " + err.Error())
 		return nil, err
 	}
-	raw, _ := json.Marshal(receiptMeta{Unit: s.x.key, Auto: s.x.txn == nil, Schema: s.schema, Table: s.t.Name, Stream: s.n})
+	raw, _ := json.Marshal(receiptMeta{Unit: s.x.key, Auto: s.x.txn == nil, Schema: s.schema, Table: s.t.Name, Stream: s.n, Replace: s.replace})
 	return []catalogs.WriteReceipt{{Metadata: raw, RowCount: s.rows, ByteCount: s.bytes}}, nil
+}
+
+// emptyReplace opens the DoPut of a replace that got no batch.
+func (s *stream) emptyReplace(ctx context.Context) error {
+	spec, err := s.p.GetTableSpec(ctx, s.t)
+	if err != nil {
+		return err
+	}
+	return s.openPut(ctx, spec.Schema, ingestReplace)
 }
 
 // Abort implements catalogs.WriteStream: the upload is cut and the whole
@@ -517,6 +570,30 @@ func (p *Provider) Commit(ctx context.Context, t catalogs.TableIdent, rs []catal
 	return out, nil
 }
 
+// CommitOverwrite implements catalogs.Overwriter: the replace happened
+// upstream as the stream wrote (WriteTxn.Replace: an ingest with
+// TABLE_EXISTS_OPTION_REPLACE in the upstream transaction), and lands
+// with the transaction's commit, as Commit. Receipts with no replace
+// stream among them are refused: the upstream could not replace after
+// the fact. The table's spec is read again: the upstream's replace may
+// have recreated the table with the upload's types.
+func (p *Provider) CommitOverwrite(ctx context.Context, t catalogs.TableIdent, _ string, rs []catalogs.WriteReceipt) (catalogs.CommitOutcome, error) {
+	schema, err := p.schemaOf(t)
+	if err != nil {
+		return catalogs.CommitOutcome{}, err
+	}
+	metas, err := parseReceipts(t, schema, rs)
+	if err != nil {
+		return catalogs.CommitOutcome{}, err
+	}
+	if !slices.ContainsFunc(metas, func(m receiptMeta) bool { return m.Replace }) {
+		return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrFailedPrecondition,
+			"table %s: catalog %q replaces a table as its stream writes (opened with WriteTxn.Replace); these receipts' streams appended", t, p.name)
+	}
+	defer p.forgetSpec(t)
+	return p.Commit(ctx, t, rs)
+}
+
 func (p *Provider) byKey(key string) *upTxn {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -546,6 +623,14 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, rs []cata
 	}
 	if x := p.byKey(metas[0].Unit); x != nil {
 		x.mu.Lock()
+		if replacedLater(x, t, metas) {
+			// A replace later in the unit of work supersedes these
+			// streams (txn discards what it superseded): the upstream's
+			// replace removed their rows inside its transaction, which
+			// must go on.
+			x.mu.Unlock()
+			return nil
+		}
 		if x.doomed == "" {
 			x.doomed = "the unit of work was discarded"
 		}
@@ -553,6 +638,21 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, rs []cata
 		p.endTxn(ctx, x, false)
 	}
 	return nil
+}
+
+// replacedLater tells whether every stream of metas came before the last
+// replace of table t in x. The caller holds x.mu.
+func replacedLater(x *upTxn, t catalogs.TableIdent, metas []receiptMeta) bool {
+	last, ok := x.replaced[t.Key()]
+	if !ok || x.done {
+		return false
+	}
+	for _, m := range metas {
+		if m.Stream >= last {
+			return false
+		}
+	}
+	return true
 }
 
 // WriteBatch implements catalogs.Provider: one batch in a unit of work of

@@ -165,7 +165,7 @@ func startGateway(bin, dir string) (*benchutil.Gateway, error) {
 func ingest(gw *benchutil.Gateway, pool []arrow.RecordBatch, total int64, table string) (time.Duration, time.Duration, error) {
 	opts := map[string]string{adbc.OptionKeyIngestTargetTable: table, adbc.OptionKeyIngestMode: adbc.OptionValueIngestModeCreate,
 		adbc.OptionValueIngestTargetCatalog: "pm", adbc.OptionValueIngestTargetDBSchema: "default"}
-	cpu0, err := procCPU(gw.Pid())
+	cpu0, err := gw.CPU()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -173,28 +173,8 @@ func ingest(gw *benchutil.Gateway, pool []arrow.RecordBatch, total int64, table 
 	if err != nil {
 		return 0, 0, err
 	}
-	cpu1, err := procCPU(gw.Pid())
+	cpu1, err := gw.CPU()
 	return d, cpu1 - cpu0, err
-}
-
-// procCPU is a process's user and system CPU time, from /proc/pid/stat
-// (fields 14 and 15, in clock ticks of 1/100 s on Linux).
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces: count from its ')'.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: bad cpu fields", pid)
-	}
-	return time.Duration(u+s) * 10 * time.Millisecond, nil
 }
 
 // pypaimon runs one pypaimon round and returns the time it measured and
