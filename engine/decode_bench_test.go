@@ -150,7 +150,7 @@ func decodeFile(b *testing.B, f string, parallel bool, mem memory.Allocator) int
 }
 
 // fileSchema is the Arrow schema pqarrow reads from f.
-func fileSchema(b *testing.B, f string) *arrow.Schema {
+func fileSchema(b testing.TB, f string) *arrow.Schema {
 	pf, err := file.OpenParquetFile(f, false)
 	if err != nil {
 		b.Fatal(err)
