@@ -483,4 +483,3 @@ func (d *directScan) stop() {
 		}
 	}
 }
-
