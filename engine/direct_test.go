@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,6 +77,11 @@ func TestDirectMatchesNative(t *testing.T) {
 			}
 			if tc.q == `SELECT id FROM sales USING SAMPLE 50%` {
 				return // a sample's rows differ from run to run
+			}
+			if !tc.direct {
+				// DuckDB's order, which a GROUP BY does not fix.
+				slices.Sort(direct.rows)
+				slices.Sort(native.rows)
 			}
 			if strings.Join(direct.rows, "\n") != strings.Join(native.rows, "\n") {
 				t.Errorf("rows differ:\ndirect %q\nnative %q", direct.rows, native.rows)
