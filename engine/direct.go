@@ -228,6 +228,7 @@ type directScan struct {
 	table   catalogs.TableIdent
 	units   []directUnit
 	props   *parquet.ReaderProperties
+	mem     memory.Allocator  // the batches' buffers
 	outs    []chan aheadBatch // worker w sends units w, w+workers, ...
 	next    int               // the unit being read
 	ctx     context.Context
@@ -269,7 +270,7 @@ func (r *Rows) startDirect(ctx context.Context, p *plan, sql string, params arro
 		return false
 	}
 	r.st = st
-	r.direct = newDirectScan(ctx, p.refs[0].table.Ident, schema, files, parquet.NewReaderProperties(r.eng.pool))
+	r.direct = newDirectScan(ctx, p.refs[0].table.Ident, schema, files, r.eng.pool)
 	return true
 }
 
@@ -328,10 +329,14 @@ func directFileOf(pf *file.Reader, path string, cols []string, schema *arrow.Sch
 }
 
 // newDirectScan starts the workers over the files' row groups.
-func newDirectScan(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, files []*directFile, props *parquet.ReaderProperties) *directScan {
+func newDirectScan(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, files []*directFile, pool *bufferPool) *directScan {
+	// The file reader's own buffers (read buffers, decompressed pages) are
+	// written whole before they are read and never leave it: the values
+	// are copied into the batches, whose buffers come zeroed.
+	props := parquet.NewReaderProperties(unzeroed{pool})
 	props.BufferedStreamEnabled = true
 	props.BufferSize = directReadBuffer
-	d := &directScan{schema: schema, table: t, props: props}
+	d := &directScan{schema: schema, table: t, props: props, mem: pool}
 	for _, f := range files {
 		var unit []int
 		var rows int64
@@ -405,7 +410,7 @@ func (d *directScan) read(w int, u directUnit) error {
 	if err != nil {
 		return d.errorf(err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows}, d.props.Allocator())
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows}, d.mem)
 	if err != nil {
 		return d.errorf(err)
 	}
