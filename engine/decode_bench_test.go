@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	czstd "github.com/DataDog/zstd"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
@@ -23,10 +21,11 @@ import (
 )
 
 // BenchmarkFileDecode compares the CPU a plain SELECT * costs on the
-// native path (DuckDB decodes the Parquet files and the engine gathers
-// its vectors into Arrow batches) with arrow-go's pqarrow decoding the
-// same files straight into Arrow batches: the question of issue 25's
-// direct scan path. It reads the files of FLIGHTGW_BENCH_PARQUET_DIR (the
+// native path (duckdb: DuckDB decodes the Parquet files and the engine
+// gathers its vectors into Arrow batches), on the direct path (direct:
+// pqarrow, direct.go) and with bare pqarrow readers, one per file (the
+// pages decompressed by the process's zstd codec, C zstd once
+// internal/pqwrite is linked). It reads the files of FLIGHTGW_BENCH_PARQUET_DIR (the
 // Parquet files of one table, e.g. the data directory
 // integration/bench/query/peer.py's ingest leaves) and reports the
 // process's CPU seconds per read (user and system, DuckDB's threads
@@ -43,54 +42,28 @@ func BenchmarkFileDecode(b *testing.B) {
 		b.Fatalf("no Parquet files in %s (%v)", dir, err)
 	}
 	schema := fileSchema(b, files[0])
-	b.Run("duckdb", func(b *testing.B) {
-		eng, err := New(Options{Threads: 2})
-		if err != nil {
-			b.Fatal(err)
+	for _, direct := range []bool{false, true} {
+		name := "duckdb"
+		if direct {
+			name = "direct" // the engine's direct path (direct.go)
 		}
-		defer eng.Close()
-		sc := &planScanner{root: filepath.Dir(dir), files: map[string][]string{"t": files}, plain: true}
-		resolve := func(_, _, name string) (Table, error) {
-			return Table{Ident: catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: name},
-				Scanner: sc, Schema: schema}, nil
-		}
-		cpuPerRead(b, func() int64 {
-			r, err := eng.Query(context.Background(), "SELECT * FROM t", nil, resolve)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.Close()
-			var n int64
-			for r.Next() {
-				n += r.RecordBatch().NumRows()
-			}
-			if err := r.Err(); err != nil {
-				b.Fatal(err)
-			}
-			return n
+		b.Run(name, func(b *testing.B) {
+			directScans = direct
+			defer func() { directScans = true }()
+			engineReads(b, dir, files, schema)
 		})
-	})
+	}
 	pool := newBufferPool(defaultPoolBytes)
 	for _, v := range []struct {
 		name     string
 		parallel bool // pqarrow decodes a batch's columns on goroutines of their own
-		cZstd    bool // pages decompressed by C zstd (as DuckDB's are), not klauspost's Go decoder
 		mem      func() memory.Allocator
 	}{
-		{"pqarrow", false, false, func() memory.Allocator { return memory.NewGoAllocator() }},
-		{"pqarrow-columns", true, false, func() memory.Allocator { return memory.NewGoAllocator() }},
-		{"pqarrow-pool", false, false, func() memory.Allocator { return pool }},
-		{"pqarrow-pool-czstd", false, true, func() memory.Allocator { return pool }},
+		{"pqarrow", false, func() memory.Allocator { return memory.NewGoAllocator() }},
+		{"pqarrow-columns", true, func() memory.Allocator { return memory.NewGoAllocator() }},
+		{"pqarrow-pool", false, func() memory.Allocator { return pool }},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			if v.cZstd {
-				goDec, err := compress.GetCodec(compress.Codecs.Zstd)
-				if err != nil {
-					b.Fatal(err)
-				}
-				compress.RegisterCodec(compress.Codecs.Zstd, cZstdDecoder{goDec})
-				defer compress.RegisterCodec(compress.Codecs.Zstd, goDec)
-			}
 			cpuPerRead(b, func() int64 {
 				// One file per goroutine, as the gateway's two endpoints
 				// read the benchmark table's two files.
@@ -187,21 +160,32 @@ func cpuPerRead(b *testing.B, read func() int64) {
 	b.ReportMetric(float64(rows)/wall.Seconds()/1e6, "Mrows/s")
 }
 
-// cZstdDecoder decompresses pages with C zstd.
-type cZstdDecoder struct{ compress.Codec }
-
-func (c cZstdDecoder) Decode(dst, src []byte) []byte {
-	out, err := c.DecodeWithError(dst, src)
+// engineReads runs SELECT * over the files through the engine, which
+// takes the native (or the direct) path.
+func engineReads(b *testing.B, dir string, files []string, schema *arrow.Schema) {
+	eng, err := New(Options{Threads: 2})
 	if err != nil {
-		panic(err)
+		b.Fatal(err)
 	}
-	return out
-}
-
-func (cZstdDecoder) DecodeWithError(dst, src []byte) ([]byte, error) {
-	n, err := czstd.DecompressInto(dst[:cap(dst)], src)
-	if err != nil {
-		return nil, err
+	defer eng.Close()
+	sc := &planScanner{root: filepath.Dir(dir), files: map[string][]string{"t": files}, plain: true}
+	resolve := func(_, _, name string) (Table, error) {
+		return Table{Ident: catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: name},
+			Scanner: sc, Schema: schema}, nil
 	}
-	return dst[:n], nil
+	cpuPerRead(b, func() int64 {
+		r, err := eng.Query(context.Background(), "SELECT * FROM t", nil, resolve)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		var n int64
+		for r.Next() {
+			n += r.RecordBatch().NumRows()
+		}
+		if err := r.Err(); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	})
 }
