@@ -49,18 +49,19 @@ import (
 // DuckDB as before. Rows come in the files' order, row group by row
 // group, as DuckDB's insertion-order-preserving scan gives them.
 //
-// Memory: the row groups are decoded by at most directWorkers goroutines
-// in an order-preserving round robin; each holds the batch it decodes and
-// at most one more in its channel, and the caller the one it sends: at
-// most 2*directWorkers+1 batches of at most batchRows rows per stream,
-// plus per worker one decompressed page and a read buffer of
+// Memory: the row groups are decoded by W goroutines in an
+// order-preserving round robin (W is directWorkers, or 1 for a part of a
+// split query, whose parts stream at once); each holds the batch it
+// decodes and at most one more in its channel, and the caller the one it
+// sends: at most 2W+1 batches of at most batchRows rows per stream (5, or
+// 3 per part), plus per worker one decompressed page and a read buffer of
 // directReadBuffer bytes per column.
 
 // directScans turns the direct path on; tests turn it off to compare.
 var directScans = true
 
-// directWorkers decodes a stream's row groups at once: the cores the
-// gateway is sized for (a split query's endpoints each have their own).
+// directWorkers decode the row groups of a query read whole at once: the
+// cores the gateway is sized for.
 const directWorkers = 2
 
 // directUnitRows is the fewest rows a worker's unit of consecutive row
@@ -270,7 +271,14 @@ func (r *Rows) startDirect(ctx context.Context, p *plan, sql string, params arro
 		return false
 	}
 	r.st = st
-	r.direct = newDirectScan(ctx, p.refs[0].table.Ident, schema, files, r.eng.pool)
+	workers := directWorkers
+	if r.part != nil && r.part.Count > 1 {
+		// The parts are read at once, each by a stream of its own: one
+		// worker each keeps the cores busy, and a second cost 15% more
+		// CPU per row for no speed (peer.py, 2 parts).
+		workers = 1
+	}
+	r.direct = newDirectScan(ctx, p.refs[0].table.Ident, schema, files, r.eng.pool, workers)
 	return true
 }
 
@@ -329,7 +337,7 @@ func directFileOf(pf *file.Reader, path string, cols []string, schema *arrow.Sch
 }
 
 // newDirectScan starts the workers over the files' row groups.
-func newDirectScan(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, files []*directFile, pool *bufferPool) *directScan {
+func newDirectScan(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, files []*directFile, pool *bufferPool, workers int) *directScan {
 	// The file reader's own buffers (read buffers, decompressed pages) are
 	// written whole before they are read and never leave it: the values
 	// are copied into the batches, whose buffers come zeroed.
@@ -352,8 +360,7 @@ func newDirectScan(ctx context.Context, t catalogs.TableIdent, schema *arrow.Sch
 		}
 	}
 	d.ctx, d.cancel = context.WithCancel(ctx)
-	workers := min(directWorkers, len(d.units))
-	d.outs = make([]chan aheadBatch, workers)
+	d.outs = make([]chan aheadBatch, min(workers, len(d.units)))
 	for w := range d.outs {
 		d.outs[w] = make(chan aheadBatch, 1)
 		d.wg.Add(1)
