@@ -398,9 +398,13 @@ func (r *Rows) startNative(ctx context.Context, p *plan, sql string, params arro
 	r.conn = nc
 	r.stop = nc.interruptOn(ctx)
 	r.native, r.views = db, names
+	direct := r.startDirect(ctx, p, sql, params, plans[0])
 	for i, ref := range p.refs {
 		r.scans = append(r.scans, ScanStats{Table: ref.table.Ident, Columns: ref.columns, Filters: ref.filters,
-			FilesPlanned: len(plans[i].Files), FilesTotal: plans[i].FilesTotal, Native: true})
+			FilesPlanned: len(plans[i].Files), FilesTotal: plans[i].FilesTotal, Native: true, Direct: direct})
+	}
+	if direct {
+		return true, nil
 	}
 	if err := r.run(ctx, sql, params); err != nil {
 		return true, err

@@ -254,6 +254,7 @@ type Rows struct {
 	ahead    *ahead             // reads the next batch while the caller sends this one
 	native   *nativeDB          // the pool conn returns to, on the native path
 	pushed   array.RecordReader // the backend's result, when it ran the query whole (pushquery.go)
+	direct   *directScan        // the files' reader, on the direct path (direct.go)
 	views    []string           // the views of conn to drop then
 	once     sync.Once
 }
@@ -363,6 +364,9 @@ func (r *Rows) Schema() *arrow.Schema {
 	if r.pushed != nil {
 		return r.pushed.Schema()
 	}
+	if r.direct != nil {
+		return r.direct.schema
+	}
 	return r.rdr.schema
 }
 
@@ -393,6 +397,10 @@ func (r *Rows) Next() bool {
 	}
 	if r.pushed != nil {
 		return r.nextPushed()
+	}
+	if r.direct != nil && r.err == nil {
+		r.cur, r.err = r.direct.nextBatch()
+		return r.cur != nil && r.err == nil
 	}
 	if r.err != nil || r.rdr == nil {
 		return false
@@ -521,6 +529,7 @@ func (r *Rows) Close() {
 			r.cur = nil
 		}
 		r.ahead.stop()
+		r.direct.stop()
 		if r.pushed != nil {
 			r.pushed.Release()
 		}

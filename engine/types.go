@@ -54,6 +54,10 @@ type ScanStats struct {
 	// Native is true when DuckDB read the table's Parquet files itself
 	// (native.go), false when it read the catalog scan's stream.
 	Native bool
+	// Direct is true when the files were read straight into Arrow
+	// batches, not by DuckDB (direct.go): a native scan of a query that
+	// only lists columns.
+	Direct bool
 	// Pushed is true when the table's backend ran the whole query
 	// (pushquery.go): no scan of its own, the other fields are empty.
 	Pushed bool

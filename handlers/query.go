@@ -346,7 +346,7 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 	}
 	for _, s := range rows.Scans() {
 		h.log.Debug("query scan", "query_id", id, "table", s.Table.String(), "columns", len(s.Columns),
-			"filters", len(s.Filters), "files_planned", s.FilesPlanned, "files_total", s.FilesTotal, "native", s.Native, "pushed", s.Pushed)
+			"filters", len(s.Filters), "files_planned", s.FilesPlanned, "files_total", s.FilesTotal, "native", s.Native, "direct", s.Direct, "pushed", s.Pushed)
 	}
 	// The stream's batches carry the schema with the column metadata:
 	// Flight's writer refuses a batch whose schema differs from the

@@ -1,0 +1,216 @@
+//go:build duckdb_arrow
+
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// runBoth runs q over the plain plans with the direct path on and off.
+func (f *nativeFixture) runBoth(t *testing.T, q string) (direct, native *result) {
+	t.Helper()
+	direct, err := f.run(t, f.plain, q, nil)
+	if err != nil {
+		t.Fatalf("direct on: %v", err)
+	}
+	directScans = false
+	defer func() { directScans = true }()
+	native, err = f.run(t, f.plain, q, nil)
+	if err != nil {
+		t.Fatalf("direct off: %v", err)
+	}
+	return direct, native
+}
+
+// TestDirectMatchesNative: a query that only lists columns of a table
+// with a plain plan is read directly from its files, with the rows, in
+// their order, and the result schema (names, types, nullability,
+// metadata) DuckDB gives on the native path; any other query, or a column
+// of a type outside the direct path's, is left to DuckDB.
+func TestDirectMatchesNative(t *testing.T) {
+	f := newNativeFixture(t)
+	for _, tc := range []struct {
+		q      string
+		direct bool
+	}{
+		{`SELECT * FROM sales`, true},
+		{`SELECT s.* FROM lake.default.sales AS s`, true},
+		{`SELECT amount, ID, sales.region AS r, id FROM sales`, true},
+		{`SELECT id, ts, day, tag, ok, n FROM typed`, true},
+		{`SELECT * FROM typed`, false}, // a decimal column
+		{`SELECT id FROM sales WHERE id > 1`, false},
+		{`SELECT id FROM sales LIMIT 2`, false},
+		{`SELECT id FROM sales ORDER BY id DESC`, false},
+		{`SELECT DISTINCT region FROM sales`, false},
+		{`SELECT id + 1 FROM sales`, false},
+		{`SELECT * EXCLUDE (id) FROM sales`, false},
+		{`SELECT * FROM sales t(a, b)`, false},
+		{`SELECT * FROM sales, regions`, false},
+		{`WITH s AS (SELECT * FROM sales) SELECT * FROM s`, false},
+		{`SELECT region FROM sales GROUP BY region`, false},
+		{`SELECT id FROM sales USING SAMPLE 50%`, false},
+	} {
+		t.Run(tc.q, func(t *testing.T) {
+			direct, native := f.runBoth(t, tc.q)
+			for _, s := range direct.scans {
+				if s.Direct != tc.direct || !s.Native {
+					t.Errorf("scan of %s: direct %v native %v, want direct %v", s.Table, s.Direct, s.Native, tc.direct)
+				}
+			}
+			for _, s := range native.scans {
+				if s.Direct {
+					t.Errorf("scan of %s is direct with the direct path off", s.Table)
+				}
+			}
+			if tc.q == `SELECT id FROM sales USING SAMPLE 50%` {
+				return // a sample's rows differ from run to run
+			}
+			if !tc.direct {
+				// DuckDB's order, which a GROUP BY does not fix.
+				slices.Sort(direct.rows)
+				slices.Sort(native.rows)
+			}
+			if strings.Join(direct.rows, "\n") != strings.Join(native.rows, "\n") {
+				t.Errorf("rows differ:\ndirect %q\nnative %q", direct.rows, native.rows)
+			}
+			if !direct.schema.Equal(native.schema) || direct.schema.String() != native.schema.String() {
+				t.Errorf("schemas differ:\ndirect %s\nnative %s", direct.schema, native.schema)
+			}
+		})
+	}
+}
+
+// writeRowGroups writes n rows of (id, x, tag, ts, maybe) with nulls as
+// one Parquet file of row groups of rg rows, ZSTD, as the gateway's
+// writers do.
+func writeRowGroups(t *testing.T, path string, first, n, rg int) {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "x", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "tag", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for i := first; i < first+n; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		if i%7 == 0 {
+			b.Field(1).AppendNull()
+			b.Field(2).AppendNull()
+			b.Field(3).AppendNull()
+			continue
+		}
+		b.Field(1).(*array.Float64Builder).Append(float64(i) / 3)
+		b.Field(2).(*array.StringBuilder).Append(strings.Repeat("é", i%20))
+		b.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(int64(i) * 1_000_003))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := pqarrow.NewFileWriter(schema, out,
+		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(int64(rg))),
+		pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDirectRowGroupsInOrder: row groups decoded by several workers come
+// out in the files' order, batch by batch as on the native path, and a
+// stream closed or cancelled early gives every batch buffer back.
+func TestDirectRowGroupsInOrder(t *testing.T) {
+	f := newNativeFixture(t)
+	files := []string{filepath.Join(f.root, "wide", "data", "a.parquet"), filepath.Join(f.root, "wide", "data", "b.parquet")}
+	writeRowGroups(t, files[0], 0, 70_000, 3_000)
+	writeRowGroups(t, files[1], 70_000, 90_000, 7_000)
+	f.plain.files["wide"] = files
+	f.scan.tables["wide"] = emptyOf(t, files[0])
+	old := directUnitRows
+	directUnitRows = 1 // every row group a unit of its own, round robin over the workers
+	defer func() { directUnitRows = old }()
+
+	for _, q := range []string{`SELECT * FROM wide`, `SELECT tag, id, ts FROM wide`} {
+		direct, native := f.runBoth(t, q)
+		if !direct.scans[0].Direct {
+			t.Fatalf("%s: not direct", q)
+		}
+		if len(direct.rows) != 160_000 || strings.Join(direct.rows, "\n") != strings.Join(native.rows, "\n") {
+			t.Fatalf("%s: %d rows direct, %d native, or not the same", q, len(direct.rows), len(native.rows))
+		}
+		if !direct.schema.Equal(native.schema) {
+			t.Fatalf("%s: schemas differ:\ndirect %s\nnative %s", q, direct.schema, native.schema)
+		}
+	}
+
+	before := f.eng.pool.outstanding()
+	r, err := f.eng.Query(context.Background(), `SELECT * FROM wide`, nil, f.resolver(f.plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Next() || !r.Scans()[0].Direct {
+		t.Fatalf("first batch: %v, direct %v", r.Err(), r.Scans()[0].Direct)
+	}
+	r.Close()
+	if got := f.eng.pool.outstanding(); got != before {
+		t.Errorf("after an early close %d bytes of batch buffers are still out, %d before", got, before)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err = f.eng.Query(ctx, `SELECT * FROM wide`, nil, f.resolver(f.plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Next() {
+		t.Fatalf("first batch: %v", r.Err())
+	}
+	cancel()
+	for r.Next() {
+	}
+	if !errors.Is(r.Err(), context.Canceled) {
+		t.Errorf("after cancel: %v, want canceled", r.Err())
+	}
+	r.Close()
+	if got := f.eng.pool.outstanding(); got != before {
+		t.Errorf("after a cancel %d bytes of batch buffers are still out, %d before", got, before)
+	}
+}
+
+// emptyOf is an empty batch of the schema of a Parquet file.
+func emptyOf(t *testing.T, path string) arrow.RecordBatch {
+	t.Helper()
+	s := fileSchema(t, path)
+	var cols []arrow.Field
+	for _, fl := range s.Fields() {
+		cols = append(cols, arrow.Field{Name: fl.Name, Type: fl.Type, Nullable: fl.Nullable})
+	}
+	schema := arrow.NewSchema(cols, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	return b.NewRecordBatch()
+}
