@@ -167,18 +167,29 @@ func fits(rm receiptMeta, meta table.Metadata) bool {
 	return rm.Create != "" && rm.Replace == nil && rm.Create == layoutDigest(meta)
 }
 
+// createUUID is the uuid of the table a create makes under key (the
+// commit id of its unit of work): every stream of one transaction's
+// create writes for the same table; an empty create repeated after a lost
+// reply knows the table for its own.
+func createUUID(t catalogs.TableIdent, key string) uuid.UUID {
+	if key == "" {
+		return uuid.New()
+	}
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("flightgw:create:"+t.Key()+":"+key))
+}
+
 // OpenCreateStream implements catalogs.StagedCreator: a stream into the
 // location the table will have, under the schema and partition spec it
-// will have; the table uuid is the stream's own, which its receipts carry
-// to CommitCreate.
-func (p *Provider) OpenCreateStream(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string, _ catalogs.WriteTxn) (catalogs.WriteStream, error) {
+// will have; the table uuid follows from the unit of work's commit id
+// (createUUID), and the receipts carry it to CommitCreate.
+func (p *Provider) OpenCreateStream(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string, w catalogs.WriteTxn) (catalogs.WriteStream, error) {
 	if !p.StagesCreate(opts) {
 		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: this create is not staged (StagesCreate)", t)
 	}
 	if p.storage.State() == catalogs.BreakerOpen {
 		return nil, catalogs.Errorf(catalogs.ErrUnavailable, "table %s: object storage unavailable (circuit open)", t)
 	}
-	c, err := p.newCreation(ctx, t, schema, opts, uuid.New())
+	c, err := p.newCreation(ctx, t, schema, opts, createUUID(t, w.CommitID))
 	if err != nil {
 		return nil, err
 	}
@@ -209,9 +220,9 @@ func (p *Provider) CommitCreate(ctx context.Context, t catalogs.TableIdent, sche
 	if err != nil {
 		return catalogs.CommitOutcome{}, err
 	}
-	// An empty create's uuid follows from its commit id, so that a repeat
-	// after a lost reply knows the table for its own.
-	id := uuid.NewSHA1(uuid.NameSpaceURL, []byte("flightgw:create:"+t.Key()+":"+commitID))
+	// The receipts' uuid, which they must share; an empty create's
+	// follows from its commit id.
+	id := createUUID(t, commitID)
 	if len(rms) > 0 {
 		if id, err = uuid.Parse(rms[0].TableUUID); err != nil {
 			return catalogs.CommitOutcome{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt 0: table uuid %q: %v", t, rms[0].TableUUID, err)
