@@ -398,3 +398,52 @@ func (p *Provider) dropLostCreation(ctx context.Context, c *creation, fsys iceio
 	marker := []byte(`"table-uuid":"` + c.tbl.Metadata().TableUUID().String() + `"`)
 	p.dropMetadataMarked(ctx, c.tbl, fsys, metadataRoot(c.tbl), -1, marker)
 }
+
+var _ catalogs.CreateScanner = (*Provider)(nil)
+
+// CreateSchema implements catalogs.CreateScanner: the schema of the table
+// newCreation makes, as GetTableSpec reads a table.
+func (p *Provider) CreateSchema(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (*arrow.Schema, error) {
+	c, err := p.newCreation(ctx, t, schema, opts, uuid.New())
+	if err != nil {
+		return nil, err
+	}
+	spec, err := tableSpec(c.tbl)
+	if err != nil {
+		return nil, err
+	}
+	return spec.Schema, nil
+}
+
+// ScanCreate implements catalogs.CreateScanner: Scan's reader over the
+// table the create makes, with no snapshot, and the receipts' files,
+// decoded and checked as CommitCreate decodes them.
+func (p *Provider) ScanCreate(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string, req catalogs.ScanRequest, staged []catalogs.WriteReceipt) (*catalogs.ScanResult, error) {
+	if req.SnapshotID != nil {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: a table this transaction creates has no snapshot yet", t)
+	}
+	rms, err := parseReceipts(t, staged)
+	if err != nil {
+		return nil, err
+	}
+	id := uuid.New()
+	if len(rms) > 0 {
+		if id, err = uuid.Parse(rms[0].TableUUID); err != nil {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt 0: table uuid %q: %v", t, rms[0].TableUUID, err)
+		}
+	}
+	c, err := p.newCreation(ctx, t, schema, opts, id)
+	if err != nil {
+		return nil, err
+	}
+	for i, rm := range rms {
+		if rm.Create != c.digest || rm.Replace != nil {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d was not written for the table this create makes", t, i)
+		}
+	}
+	dfs, err := dataFiles(t, c.tbl.Metadata(), rms)
+	if err != nil {
+		return nil, err
+	}
+	return p.scan(ctx, t, c.tbl, req, dfs, false)
+}
