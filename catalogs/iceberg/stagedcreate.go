@@ -92,7 +92,6 @@ func (p *Provider) newCreation(ctx context.Context, t catalogs.TableIdent, schem
 		if err != nil {
 			return err
 		}
-		updates = creationUpdates(first)
 		// The metadata the catalog will build, from nothing, as its
 		// CommitTable does: the files and the snapshot are written
 		// against exactly that.
@@ -100,7 +99,23 @@ func (p *Provider) newCreation(ctx context.Context, t catalogs.TableIdent, schem
 		if err != nil {
 			return err
 		}
-		meta, err = table.UpdateTableMetadata(empty, updates, "")
+		updates = creationUpdates(first)
+		if meta, err = table.UpdateTableMetadata(empty, updates, ""); err != nil {
+			return err
+		}
+		// The nothing it starts from has an empty schema 0, which no file
+		// was ever written with: removed, the table has one schema, as
+		// CreateTable's (a reader takes more for an evolved table).
+		var stale []int
+		for _, sc := range meta.Schemas() {
+			if sc.ID != meta.CurrentSchema().ID {
+				stale = append(stale, sc.ID)
+			}
+		}
+		if len(stale) > 0 {
+			updates = append(updates, table.NewRemoveSchemasUpdate(stale))
+			meta, err = table.UpdateTableMetadata(empty, updates, "")
+		}
 		return err
 	})
 	if err != nil {

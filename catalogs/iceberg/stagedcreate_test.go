@@ -113,7 +113,8 @@ func TestStagedCreate(t *testing.T) {
 				Direction string `json:"direction"`
 			} `json:"fields"`
 		} `json:"sort-orders"`
-		DefaultSortOrderID int `json:"default-sort-order-id"`
+		DefaultSortOrderID int               `json:"default-sort-order-id"`
+		Schemas            []json.RawMessage `json:"schemas"`
 	}
 	if err := json.Unmarshal(raw, &md); err != nil {
 		t.Fatal(err)
@@ -122,9 +123,9 @@ func TestStagedCreate(t *testing.T) {
 	for _, o := range md.SortOrders {
 		sorted = sorted || (o.OrderID == md.DefaultSortOrderID && len(o.Fields) == 1 && o.Fields[0].Direction == "desc")
 	}
-	if md.FormatVersion != 3 || !sorted {
-		t.Errorf("metadata: format version %d, sort orders %+v (default %d); want 3, id desc",
-			md.FormatVersion, md.SortOrders, md.DefaultSortOrderID)
+	if md.FormatVersion != 3 || !sorted || len(md.Schemas) != 1 {
+		t.Errorf("metadata: format version %d, sort orders %+v (default %d), %d schemas; want 3, id desc, one schema",
+			md.FormatVersion, md.SortOrders, md.DefaultSortOrderID, len(md.Schemas))
 	}
 	if rec, ok, err := p.FindCommit(ctx, id, "c-1"); err != nil || !ok || rec.RowCount != 4 || rec.Outcome.SnapshotID != out.SnapshotID {
 		t.Fatalf("FindCommit: %+v %v %v", rec, ok, err)
