@@ -221,3 +221,36 @@ func TestStagedCreateRace(t *testing.T) {
 		t.Fatalf("rows %d after the loser's append, want %d", rows, won+1+loser+1)
 	}
 }
+
+// TestStagedCreateRaceEmpty: of 8 empty creates of one name at once
+// exactly one lands and the losers' metadata files are deleted.
+func TestStagedCreateRaceEmpty(t *testing.T) {
+	p, wh := openLocal(t, nil)
+	id := defaultTable("empty_raced")
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = p.CommitCreate(context.Background(), id, catalogtest.Schema, nil, "e-"+string(rune('a'+i)), nil)
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, catalogs.ErrAlreadyExists):
+			t.Errorf("create %d: %v, want AlreadyExists", i, err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d empty creates landed, want 1", won)
+	}
+	if m := metadataFiles(t, filepath.Join(wh, "default.db", "empty_raced")); len(m) != 1 {
+		t.Errorf("metadata files after the race: %v, want the winner's one", m)
+	}
+}
