@@ -36,9 +36,13 @@ import (
 
 var _ catalogs.StagedCreator = (*Provider)(nil)
 
-// StagesCreate implements catalogs.StagedCreator: every create on a SQL
-// catalog is staged, none on a REST catalog.
-func (p *Provider) StagesCreate(map[string]string) bool { return p.db != nil }
+// StagesCreate implements catalogs.StagedCreator: a create on a SQL
+// catalog is staged, but for format version 1 (the catalog builds a
+// created table on a version 2 base, which cannot go down to 1): that
+// one, and every create on a REST catalog, is made up front.
+func (p *Provider) StagesCreate(opts map[string]string) bool {
+	return p.db != nil && createdVersion(opts) >= 2
+}
 
 // creation is the table a staged create makes, before it exists.
 type creation struct {

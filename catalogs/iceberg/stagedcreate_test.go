@@ -67,6 +67,9 @@ func defaultTable(name string) catalogs.TableIdent {
 func TestStagedCreate(t *testing.T) {
 	p, wh := openLocal(t, nil)
 	ctx := context.Background()
+	if p.StagesCreate(map[string]string{iceberg.OptFormatVersion: "1"}) || !p.StagesCreate(nil) {
+		t.Error("StagesCreate: want format version 1 made up front, the default staged")
+	}
 	id := defaultTable("staged")
 	opts := map[string]string{iceberg.OptPartition: "bucket(2, id)", iceberg.OptSort: "id desc", iceberg.OptFormatVersion: "3"}
 	rs := stageRows(t, p, id, opts, 0, 4)
