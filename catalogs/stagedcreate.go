@@ -39,3 +39,16 @@ type StagedCreator interface {
 	// landed returns that commit's outcome.
 	CommitCreate(ctx context.Context, table TableIdent, schema *arrow.Schema, opts map[string]string, commitID string, receipts []WriteReceipt) (CommitOutcome, error)
 }
+
+// CreateScanner is implemented by StagedCreators that can read a table a
+// transaction is creating, which exists nowhere but in that transaction:
+// a query inside it reads the table as its CommitCreate would make it.
+type CreateScanner interface {
+	// CreateSchema is the Arrow schema the table created from schema and
+	// opts is read with (what GetTableSpec will return once it exists).
+	CreateSchema(ctx context.Context, table TableIdent, schema *arrow.Schema, opts map[string]string) (*arrow.Schema, error)
+	// ScanCreate reads that table holding only the receipts' rows (of
+	// streams OpenCreateStream opened with the same schema and opts), with
+	// the semantics of Scan; req.SnapshotID must be nil.
+	ScanCreate(ctx context.Context, table TableIdent, schema *arrow.Schema, opts map[string]string, req ScanRequest, staged []WriteReceipt) (*ScanResult, error)
+}

@@ -270,7 +270,7 @@ func stagedPlan(ctx context.Context, p *plan, ref *scanRef, req catalogs.ScanReq
 	if err != nil || why == "" {
 		return plan, err
 	}
-	if _, ok := ref.table.Scanner.(catalogs.StagedScanner); ok {
+	if ref.table.streamScanned() {
 		return nil, nil
 	}
 	return nil, errStaged(ref.table.Ident, why)
@@ -278,6 +278,9 @@ func stagedPlan(ctx context.Context, p *plan, ref *scanRef, req catalogs.ScanReq
 
 // planStaged is stagedPlan's native plan, or why there is none.
 func planStaged(ctx context.Context, p *plan, ref *scanRef, req catalogs.ScanRequest, st *Staged) (_ *catalogs.FilePlan, why string, _ error) {
+	if st.Create != nil {
+		return nil, "the transaction creates the table", nil
+	}
 	sp, ok := ref.table.Scanner.(catalogs.StagedPlanner)
 	if !ok {
 		return nil, "its catalog cannot plan uncommitted files", nil
@@ -308,10 +311,7 @@ func planStaged(ctx context.Context, p *plan, ref *scanRef, req catalogs.ScanReq
 // nil.
 func unscannedStaged(p *plan) *Table {
 	for _, r := range p.refs {
-		if r.table.Staged == nil {
-			continue
-		}
-		if _, ok := r.table.Scanner.(catalogs.StagedScanner); !ok {
+		if r.table.Staged != nil && !r.table.streamScanned() {
 			return &r.table
 		}
 	}

@@ -30,6 +30,27 @@ type Staged struct {
 	Receipts []catalogs.WriteReceipt
 	// Overwrite is true when they replace the table's data.
 	Overwrite bool
+	// Create is set when the transaction creates the table (a staged
+	// create): it exists nowhere else, and is read through
+	// catalogs.CreateScanner.
+	Create *Create
+}
+
+// Create is the staged create of a table: what it is created from.
+type Create struct {
+	Schema *arrow.Schema
+	Opts   map[string]string
+}
+
+// streamScanned reports whether the stream path can read t with its
+// staged writes.
+func (t Table) streamScanned() bool {
+	if t.Staged != nil && t.Staged.Create != nil {
+		_, ok := t.Scanner.(catalogs.CreateScanner)
+		return ok
+	}
+	_, ok := t.Scanner.(catalogs.StagedScanner)
+	return ok
 }
 
 // Resolver resolves a table name as written in a query (catalog and

@@ -305,6 +305,13 @@ func (r *Rows) start(ctx context.Context, query string, params arrow.RecordBatch
 // scan reads a table on the stream path: with the transaction's staged
 // writes when it has any, its committed data otherwise.
 func scan(ctx context.Context, ref *scanRef, req catalogs.ScanRequest) (*catalogs.ScanResult, error) {
+	if st := ref.table.Staged; st != nil && st.Create != nil {
+		cs, ok := ref.table.Scanner.(catalogs.CreateScanner)
+		if !ok {
+			return nil, errStaged(ref.table.Ident, "its catalog cannot scan a table being created")
+		}
+		return cs.ScanCreate(ctx, ref.table.Ident, st.Create.Schema, st.Create.Opts, req, st.Receipts)
+	}
 	if st := ref.table.Staged; st != nil {
 		ss, ok := ref.table.Scanner.(catalogs.StagedScanner)
 		if !ok {

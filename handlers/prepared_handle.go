@@ -69,6 +69,14 @@ func (h *Handler) openPreparedHandle(raw []byte, owner string) (preparedHandle, 
 // buildPrepared describes st.sql for the caller: a query's dataset and
 // parameter schemas, or an INSERT's target (prepareInsert).
 func (h *Handler) buildPrepared(ctx context.Context, st *prepared) error {
+	// Described inside the caller's transaction, when it has one open: a
+	// table it is creating exists nowhere else yet. A transaction that
+	// cannot be found is left to the execution to report.
+	if p, err := principal(ctx); err == nil {
+		if tx, err := h.preparedTxn(ctx, p, st.txnID); err == nil {
+			ctx = withQueryTxn(ctx, tx)
+		}
+	}
 	if isInsert(st.sql) {
 		return h.prepareInsert(ctx, st)
 	}

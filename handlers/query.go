@@ -98,6 +98,11 @@ func (h *Handler) resolver(ctx context.Context, p auth.Principal, defCatalog, de
 			return engine.Table{}, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: catalog %q (%s) cannot be queried", written, c.Name, c.Type)
 		}
 		ident, spec, err := h.findTable(ctx, c, schema, name, written)
+		if errors.Is(err, catalogs.ErrNotFound) {
+			if t, ok, cerr := creating(ctx, c.Name, c.Provider, sc, schema, name); ok || cerr != nil {
+				return t, cerr
+			}
+		}
 		if err != nil {
 			return engine.Table{}, err
 		}
@@ -109,6 +114,28 @@ func (h *Handler) resolver(ctx context.Context, p auth.Principal, defCatalog, de
 		}
 		return t, nil
 	}
+}
+
+// creating resolves a table that the query's transaction is creating by
+// a staged create, which no catalog lists yet: it reads as the create
+// will make it (catalogs.CreateScanner). ok is false when there is none.
+func creating(ctx context.Context, catalog string, p catalogs.Provider, sc catalogs.Scanner, schema, name string) (engine.Table, bool, error) {
+	tx := queryTxn(ctx)
+	cs, isCS := p.(catalogs.CreateScanner)
+	if tx == nil || !isCS {
+		return engine.Table{}, false, nil
+	}
+	ident := catalogs.TableIdent{Catalog: catalog, Namespace: []string{schema}, Name: name}
+	schemaIn, opts, receipts, ok := tx.CreatingFor(ident)
+	if !ok {
+		return engine.Table{}, false, nil
+	}
+	read, err := cs.CreateSchema(ctx, ident, schemaIn, opts)
+	if err != nil {
+		return engine.Table{}, false, err
+	}
+	return engine.Table{Ident: ident, Scanner: sc, Schema: read,
+		Staged: &engine.Staged{Receipts: receipts, Create: &engine.Create{Schema: schemaIn, Opts: opts}}}, true, nil
 }
 
 // queryTxnKey keys the transaction a query runs in, in its context.

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 
@@ -39,13 +40,18 @@ func (h *Handler) update(ctx context.Context, query string, txnID []byte, params
 	if err != nil {
 		return 0, Status(err)
 	}
-	t, err := h.insertTarget(ctx, st)
+	p, err := principal(ctx)
 	if err != nil {
 		return 0, err
 	}
-	tx, err := h.ingestTxn(ctx, t.p, txnID)
+	// The transaction first: a table it is creating is a target too.
+	tx, err := h.ingestTxn(ctx, p, txnID)
 	if err != nil {
 		return 0, Status(err)
+	}
+	t, err := h.insertTarget(withQueryTxn(ctx, tx), st)
+	if err != nil {
+		return 0, err
 	}
 	src, err := h.insertSource(withQueryTxn(ctx, tx), t, st, params)
 	if err != nil {
@@ -120,6 +126,12 @@ func (h *Handler) insertTarget(ctx context.Context, st *insertStmt) (*insertTabl
 		return nil, status.Errorf(codes.NotFound, "INSERT: table %s not found", strings.Join([]string{catName, schema, st.table}, "."))
 	}
 	ident, spec, err := h.findTable(ctx, cat, schema, st.table, h.tableIdent(cat.Name, schema, st.table).String())
+	if errors.Is(err, catalogs.ErrNotFound) {
+		// A table the caller's transaction is creating (a staged create).
+		if c, ok, cerr := creating(ctx, cat.Name, cat.Provider, nil, schema, st.table); ok || cerr != nil {
+			ident, spec.Schema, err = c.Ident, c.Schema, cerr
+		}
+	}
 	if err != nil {
 		return nil, Status(err)
 	}

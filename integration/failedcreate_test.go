@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -19,12 +20,16 @@ import (
 )
 
 // createBackends are the gateways a failed create is tried on: the
-// embedded Iceberg lake and a Paimon warehouse. The batch limit is the
-// smallest there is, so that a batch of a few MiB is refused mid-stream.
+// embedded Iceberg lake, whose creates are staged (the table exists once
+// the create's commit lands), and a Paimon warehouse, whose creates make
+// the table first and drop it again when the write fails. The batch
+// limit is the smallest there is, so that a batch of a few MiB is refused
+// mid-stream.
 var createBackends = []struct {
 	name, yaml, catalog string
+	staged              bool
 }{
-	{"iceberg", "limits: {max_batch_bytes: 1048576}\n", ""},
+	{"iceberg", "limits: {max_batch_bytes: 1048576}\n", "", true},
 	{"paimon", `
 limits: {max_batch_bytes: 1048576}
 catalogs:
@@ -32,7 +37,18 @@ catalogs:
     type: paimon
     properties: {warehouse: "${DATA}/paimon", create-namespaces: default}
 default_catalog: pm
-`, "pm"},
+`, "pm", false},
+}
+
+// stagedFiles lists the data files staged for the embedded lake's table
+// default.<table> under dataDir, whether or not the table exists.
+func stagedFiles(t *testing.T, dataDir, table string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dataDir, "warehouse", "default.db", table, "data", "*.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 func createOpts(table, catalog string) *flightsql.ExecuteIngestOpts {
@@ -82,11 +98,22 @@ func TestFailedCreateLeavesNoTable(t *testing.T) {
 						done <- err
 					}()
 					<-st.sent
-					// The cancel comes once the create has made the table.
-					if !eventually(t, 10*time.Second, func() bool {
+					visible := func() bool {
 						_, err := queryRows(t, g.adbcConn(t, nil), fmt.Sprintf(`SELECT count(*) FROM "default".%s`, table), nil)
 						return err == nil
-					}) {
+					}
+					switch {
+					case be.staged:
+						// The cancel comes once the create has staged a data
+						// file, the table still invisible.
+						if !eventually(t, 10*time.Second, func() bool { return len(stagedFiles(t, g.dataDir, table)) > 0 }) {
+							t.Error("the create never staged a data file")
+						}
+						if visible() {
+							t.Error("the table is visible before its create commits")
+						}
+					case !eventually(t, 10*time.Second, visible):
+						// The cancel comes once the create has made the table.
 						t.Error("the create never made the table")
 					}
 					cancel()
@@ -199,7 +226,8 @@ func TestConcurrentCreates(t *testing.T) {
 
 // TestCreateCutByShutdownLeavesNoTable: a gateway stopped (as by SIGTERM)
 // while a create streams, past its shutdown grace, leaves no table in the
-// catalog it shares with other engines.
+// catalog it shares with other engines: the create has staged a data file
+// and the table is not in the catalog, before the stop and after it.
 func TestCreateCutByShutdownLeavesNoTable(t *testing.T) {
 	requireEngine(t)
 	g := startGateway(t, "timeouts: {shutdown_grace: 1s}\n")
@@ -210,11 +238,11 @@ func TestCreateCutByShutdownLeavesNoTable(t *testing.T) {
 		done <- err
 	}()
 	<-st.sent
-	if !eventually(t, 10*time.Second, func() bool {
-		_, err := queryRows(t, g.adbcConn(t, nil), `SELECT count(*) FROM "default".cut`, nil)
-		return err == nil
-	}) {
-		t.Fatal("the create never made the table")
+	if !eventually(t, 10*time.Second, func() bool { return len(stagedFiles(t, g.dataDir, "cut")) > 0 }) {
+		t.Fatal("the create never staged a data file")
+	}
+	if _, err := g.catalog(t).LoadTable(context.Background(), table.Identifier{"default", "cut"}); !errors.Is(err, catalog.ErrNoSuchTable) {
+		t.Fatalf("table while the create streams: %v, want none", err)
 	}
 	g.shutdown()
 	close(st.release)

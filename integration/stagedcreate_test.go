@@ -6,27 +6,50 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// deltaCreateYAML is a Delta catalog (staged creates: a table exists once
-// its log version 0 does) with the smallest batch limit.
-const deltaCreateYAML = `
+// stagedBackend is a backend whose creates are staged (a table exists
+// only once its first commit lands), as the gateway is configured for it
+// (yaml, where ${DATA} is the data directory; the smallest batch limit).
+type stagedBackend struct {
+	name, catalog, yaml string
+	// exists reports whether the table default.<table> under dataDir
+	// exists in the backend's own terms, read beside the gateway.
+	exists func(t *testing.T, dataDir, table string) bool
+}
+
+// stagedBackends: a Delta catalog (a table exists once its log version 0
+// does) and the embedded Iceberg lake (SQLite: once its row does).
+var stagedBackends = []stagedBackend{
+	{name: "delta", catalog: "dl", yaml: `
 limits: {max_batch_bytes: 1048576}
 catalogs:
   - name: dl
     type: delta
     properties: {warehouse: "${DATA}/delta", create-namespaces: default}
 default_catalog: dl
-`
+`, exists: deltaLogExists},
+	{name: "iceberg", catalog: "lake", yaml: "limits: {max_batch_bytes: 1048576}\n", exists: icebergTableExists},
+}
 
-func deltaCreate(table string) *flightsql.ExecuteIngestOpts { return createOpts(table, "dl") }
+func (be stagedBackend) create(table string) *flightsql.ExecuteIngestOpts {
+	return createOpts(table, be.catalog)
+}
+
+// count is the query of a table's rows through the backend's catalog.
+func (be stagedBackend) count(table string) string {
+	return fmt.Sprintf(`SELECT count(*) FROM %s."default".%s`, be.catalog, table)
+}
 
 // deltaLogExists reports whether the Delta table default.<table> of the
 // warehouse under dataDir exists: whether its _delta_log does.
@@ -39,14 +62,30 @@ func deltaLogExists(t *testing.T, dataDir, table string) bool {
 	return err == nil
 }
 
-// invisible checks that another connection does not see dl.default.table.
-func invisible(t *testing.T, g *gateway, table, when string) {
+// icebergTableExists reports whether the embedded lake under dataDir has
+// the table default.<table>: a row in its catalog, or a metadata file.
+func icebergTableExists(t *testing.T, dataDir, name string) bool {
 	t.Helper()
-	if _, err := queryRows(t, g.adbcConn(t, nil), fmt.Sprintf(`SELECT count(*) FROM dl."default".%s`, table), nil); err == nil {
+	_, err := (&gateway{dataDir: dataDir}).catalog(t).LoadTable(context.Background(), table.Identifier{"default", name})
+	if err != nil && !errors.Is(err, catalog.ErrNoSuchTable) {
+		t.Fatal(err)
+	}
+	files, werr := filepath.Glob(filepath.Join(dataDir, "warehouse", "default.db", name, "metadata", "*.metadata.json"))
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	return err == nil || len(files) > 0
+}
+
+// invisible checks that another connection does not see table, nor the
+// backend beside the gateway.
+func invisible(t *testing.T, g *gateway, be stagedBackend, table, when string) {
+	t.Helper()
+	if _, err := queryRows(t, g.adbcConn(t, nil), be.count(table), nil); err == nil {
 		t.Errorf("%s: another connection sees table %s", when, table)
 	}
-	if deltaLogExists(t, g.dataDir, table) {
-		t.Errorf("%s: table %s has a _delta_log", when, table)
+	if be.exists(t, g.dataDir, table) {
+		t.Errorf("%s: table %s exists in the %s catalog", when, table, be.name)
 	}
 }
 
@@ -56,7 +95,13 @@ func invisible(t *testing.T, g *gateway, table, when string) {
 // with mode create succeeds.
 func TestStagedCreateFailedLeavesNoTable(t *testing.T) {
 	requireEngine(t)
-	g := startGateway(t, deltaCreateYAML)
+	for _, be := range stagedBackends {
+		t.Run(be.name, func(t *testing.T) { stagedCreateFailed(t, be) })
+	}
+}
+
+func stagedCreateFailed(t *testing.T, be stagedBackend) {
+	g := startGateway(t, be.yaml)
 	ctx := context.Background()
 	fails := map[string]func(c *flightsql.Client, table string) error{
 		"client cancel": func(c *flightsql.Client, table string) error {
@@ -64,18 +109,18 @@ func TestStagedCreateFailedLeavesNoTable(t *testing.T) {
 			st := &stallingReader{RecordReader: reader(t, people(t, 0, 3), people(t, 3, 3)), sent: make(chan struct{}), release: make(chan struct{})}
 			done := make(chan error, 1)
 			go func() {
-				_, err := c.ExecuteIngest(cctx, st, deltaCreate(table))
+				_, err := c.ExecuteIngest(cctx, st, be.create(table))
 				done <- err
 			}()
 			<-st.sent
 			time.Sleep(200 * time.Millisecond) // the gateway has the first batch
-			invisible(t, g, table, "while the create streams")
+			invisible(t, g, be, table, "while the create streams")
 			cancel()
 			close(st.release)
 			return <-done
 		},
 		"batch refused": func(c *flightsql.Client, table string) error {
-			_, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 3), bigPeople(t)), deltaCreate(table))
+			_, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 3), bigPeople(t)), be.create(table))
 			if s, _ := status.FromError(err); s.Code() != codes.ResourceExhausted {
 				t.Errorf("big batch: %v, want ResourceExhausted", err)
 			}
@@ -87,17 +132,17 @@ func TestStagedCreateFailedLeavesNoTable(t *testing.T) {
 		if err := fail(g.flightClient(t), table); err == nil {
 			t.Fatalf("%s: the ingest succeeded", name)
 		}
-		invisible(t, g, table, name)
+		invisible(t, g, be, table, name)
 		var n int64
 		var err error
 		eventually(t, 5*time.Second, func() bool {
-			n, err = g.flightClient(t).ExecuteIngest(ctx, reader(t, people(t, 10, 4)), deltaCreate(table))
+			n, err = g.flightClient(t).ExecuteIngest(ctx, reader(t, people(t, 10, 4)), be.create(table))
 			return err == nil
 		})
 		if err != nil || n != 4 {
 			t.Fatalf("%s: retry with mode create: n=%d err=%v", name, n, err)
 		}
-		if got := queryOne(t, g, fmt.Sprintf(`SELECT count(*) FROM dl."default".%s`, table)); got != "4" {
+		if got := queryOne(t, g, be.count(table)); got != "4" {
 			t.Errorf("%s: rows = %s, want the retry's 4", name, got)
 		}
 	}
@@ -108,31 +153,37 @@ func TestStagedCreateFailedLeavesNoTable(t *testing.T) {
 // transaction goes into it), and absent after ROLLBACK.
 func TestStagedCreateInTransaction(t *testing.T) {
 	requireEngine(t)
-	g := startGateway(t, deltaCreateYAML)
+	for _, be := range stagedBackends {
+		t.Run(be.name, func(t *testing.T) { stagedCreateInTransaction(t, be) })
+	}
+}
+
+func stagedCreateInTransaction(t *testing.T, be stagedBackend) {
+	g := startGateway(t, be.yaml)
 	ctx := context.Background()
 	c := g.flightClient(t)
 	tx, err := c.BeginTransaction(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := deltaCreate("txc")
+	o := be.create("txc")
 	o.TransactionId = tx.ID()
 	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 3)), o); err != nil {
 		t.Fatal(err)
 	}
 	app := modeAppend("txc")
-	app.Catalog, app.TransactionId = ptr("dl"), tx.ID()
+	app.Catalog, app.TransactionId = ptr(be.catalog), tx.ID()
 	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 3, 2)), app); err != nil {
 		t.Fatalf("append in the transaction that creates the table: %v", err)
 	}
 	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 5, 1)), o); status.Code(err) != codes.AlreadyExists {
 		t.Errorf("second create in the transaction: %v, want AlreadyExists", err)
 	}
-	invisible(t, g, "txc", "before COMMIT")
+	invisible(t, g, be, "txc", "before COMMIT")
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := queryOne(t, g, `SELECT count(*) FROM dl."default".txc`); got != "5" {
+	if got := queryOne(t, g, be.count("txc")); got != "5" {
 		t.Errorf("rows after COMMIT = %s, want 5", got)
 	}
 
@@ -140,7 +191,7 @@ func TestStagedCreateInTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o = deltaCreate("rolled")
+	o = be.create("rolled")
 	o.TransactionId = rb.ID()
 	if _, err := c.ExecuteIngest(ctx, reader(t, people(t, 0, 3)), o); err != nil {
 		t.Fatal(err)
@@ -148,8 +199,8 @@ func TestStagedCreateInTransaction(t *testing.T) {
 	if err := rb.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	invisible(t, g, "rolled", "after ROLLBACK")
-	if n, err := c.ExecuteIngest(ctx, reader(t, people(t, 10, 2)), deltaCreate("rolled")); err != nil || n != 2 {
+	invisible(t, g, be, "rolled", "after ROLLBACK")
+	if n, err := c.ExecuteIngest(ctx, reader(t, people(t, 10, 2)), be.create("rolled")); err != nil || n != 2 {
 		t.Fatalf("create after ROLLBACK: n=%d err=%v", n, err)
 	}
 }
@@ -159,7 +210,13 @@ func TestStagedCreateInTransaction(t *testing.T) {
 // lands (the losers append), and no acknowledged row is lost.
 func TestStagedCreateRace(t *testing.T) {
 	requireEngine(t)
-	g := startGateway(t, deltaCreateYAML)
+	for _, be := range stagedBackends {
+		t.Run(be.name, func(t *testing.T) { stagedCreateRace(t, be) })
+	}
+}
+
+func stagedCreateRace(t *testing.T, be stagedBackend) {
+	g := startGateway(t, be.yaml)
 	const writers = 4
 	race := func(table string, opts func(string) *flightsql.ExecuteIngestOpts) []error {
 		errs := make([]error, writers)
@@ -176,7 +233,7 @@ func TestStagedCreateRace(t *testing.T) {
 		return errs
 	}
 	won := 0
-	for i, err := range race("raced", deltaCreate) {
+	for i, err := range race("raced", be.create) {
 		if err == nil {
 			won++
 		} else if status.Code(err) != codes.AlreadyExists {
@@ -186,12 +243,12 @@ func TestStagedCreateRace(t *testing.T) {
 	if won != 1 {
 		t.Fatalf("%d creates landed, want 1", won)
 	}
-	if got := queryOne(t, g, `SELECT count(*) FROM dl."default".raced`); got != "5" {
+	if got := queryOne(t, g, be.count("raced")); got != "5" {
 		t.Errorf("rows = %s, want the winner's 5", got)
 	}
 	createAppend := func(table string) *flightsql.ExecuteIngestOpts {
 		o := ingestOpts(table, flightsql.TableDefinitionOptionsTableNotExistOptionCreate, flightsql.TableDefinitionOptionsTableExistsOptionAppend)
-		o.Catalog = ptr("dl")
+		o.Catalog = ptr(be.catalog)
 		return o
 	}
 	for i, err := range race("appended", createAppend) {
@@ -199,48 +256,78 @@ func TestStagedCreateRace(t *testing.T) {
 			t.Errorf("create_append %d: %v", i, err)
 		}
 	}
-	if got := queryOne(t, g, `SELECT count(*) FROM dl."default".appended`); got != fmt.Sprint(5*writers) {
+	if got := queryOne(t, g, be.count("appended")); got != fmt.Sprint(5*writers) {
 		t.Errorf("rows = %s, want every create_append's: %d", got, 5*writers)
 	}
 }
 
 // TestStagedCreateKilled: a gateway killed with SIGKILL while a create
 // streams leaves no table: the gateway started again lists none, and a
-// create of the name succeeds.
+// create of the name succeeds. On Iceberg the killed create's staged data
+// files lie in the directory the table gets: once the name is created
+// again, the reclaimer (run here every 200ms with the smallest age)
+// deletes them, and the table's files are the new create's only.
 func TestStagedCreateKilled(t *testing.T) {
 	requireEngine(t)
 	if testing.Short() {
-		t.Skip("starts two gateway processes")
+		t.Skip("starts two gateway processes per backend")
 	}
+	for _, be := range stagedBackends {
+		t.Run(be.name, func(t *testing.T) { stagedCreateKilled(t, be) })
+	}
+}
+
+func stagedCreateKilled(t *testing.T, be stagedBackend) {
 	dir := t.TempDir()
-	yaml := fmt.Sprintf(`catalogs:
-  - name: dl
-    type: delta
-    properties: {warehouse: "%s/delta", create-namespaces: default}
-default_catalog: dl
-`, dir)
+	yaml := strings.ReplaceAll(be.yaml, "${DATA}", dir)
 	p1 := startChild(t, dir, yaml)
 	st := &stallingReader{RecordReader: reader(t, people(t, 0, 3), people(t, 3, 3)), sent: make(chan struct{}), release: make(chan struct{})}
 	done := make(chan error, 1)
 	go func() {
-		_, err := p1.flightClient(t).ExecuteIngest(context.Background(), st, deltaCreate("killed"))
+		_, err := p1.flightClient(t).ExecuteIngest(context.Background(), st, be.create("killed"))
 		done <- err
 	}()
 	<-st.sent
-	time.Sleep(200 * time.Millisecond) // the gateway has the first batch
+	staged := func() []string { return stagedFiles(t, dir, "killed") }
+	if be.name == "iceberg" {
+		waitUntil(t, "the create staged a data file", func() bool { return len(staged()) > 0 }, p1.logs)
+	} else {
+		time.Sleep(200 * time.Millisecond) // the gateway has the first batch
+	}
 	p1.kill(t)
 	close(st.release)
 	if err := <-done; err == nil {
 		t.Fatal("the create into a killed gateway succeeded")
 	}
+	left := staged()
+	if be.name == "iceberg" {
+		yaml += "reclaim: {interval: 200ms, min_age: 1ms}\n"
+	}
 	p2 := startChild(t, dir, yaml)
-	if deltaLogExists(t, dir, "killed") {
+	if be.exists(t, dir, "killed") {
 		t.Fatal("the killed create left a table")
 	}
-	if n, err := p2.flightClient(t).ExecuteIngest(context.Background(), reader(t, people(t, 10, 4)), deltaCreate("killed")); err != nil || n != 4 {
+	if n, err := p2.flightClient(t).ExecuteIngest(context.Background(), reader(t, people(t, 10, 4)), be.create("killed")); err != nil || n != 4 {
 		t.Fatalf("create after the kill: n=%d err=%v", n, err)
 	}
-	if got := queryOne(t, p2.gateway, `SELECT count(*) FROM dl."default".killed`); got != "4" {
+	if got := queryOne(t, p2.gateway, be.count("killed")); got != "4" {
 		t.Errorf("rows = %s, want 4", got)
+	}
+	if be.name != "iceberg" {
+		return
+	}
+	if len(left) == 0 {
+		t.Fatal("the killed create staged no data file")
+	}
+	waitUntil(t, "the reclaimer deleted the killed create's files", func() bool {
+		for _, f := range left {
+			if _, err := os.Stat(f); err == nil {
+				return false
+			}
+		}
+		return true
+	}, p2.logs)
+	if got := queryOne(t, p2.gateway, be.count("killed")); got != "4" {
+		t.Errorf("rows after the reclaim = %s, want 4", got)
 	}
 }

@@ -35,6 +35,24 @@ func (t *Txn) stagedCreateOf(table catalogs.TableIdent) *stagedCreate {
 	return nil
 }
 
+// CreatingFor reports whether the open transaction t is creating table
+// by a staged create (the table exists nowhere else yet), with the schema
+// and options it is created from and the receipts staged for it.
+func (t *Txn) CreatingFor(table catalogs.TableIdent) (schema *arrow.Schema, opts map[string]string, receipts []catalogs.WriteReceipt, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != Open {
+		return nil, nil, nil, false
+	}
+	key := table.Key()
+	for _, s := range t.tables {
+		if s.Table.Key() == key && !s.landed && s.create != nil {
+			return s.create.schema, s.create.opts, append([]catalogs.WriteReceipt(nil), s.Receipts...), true
+		}
+	}
+	return nil, nil, nil, false
+}
+
 // joinCreate records on s a staged create of a later write of the
 // transaction; two creates of one table in one transaction must agree on
 // its schema.

@@ -43,7 +43,7 @@ func (p *Provider) CheckReceipts(ctx context.Context, t catalogs.TableIdent, rec
 		// Another process's receipts for a table since dropped and created
 		// again are stale data, never to be retried (dataFiles would call
 		// it a conflict, which is what a concurrent commit is).
-		if rm.TableUUID != uuid {
+		if !fits(rm, tbl.Metadata()) {
 			return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d was written for an earlier table of the same name (uuid %s, now %s)", t, i, rm.TableUUID, uuid)
 		}
 		for _, f := range rm.Files {

@@ -317,7 +317,11 @@ func (o *oneShot) CommitTable(ctx context.Context, id table.Identifier, reqs []t
 		meta table.Metadata
 		loc  string
 	}
-	if o.change != nil {
+	switch {
+	case o.change != nil && o.change.create:
+		reqs = slices.Clone(o.change.reqs)
+		ups = append(slices.Clone(o.change.updates), ups...)
+	case o.change != nil:
 		reqs = append(slices.Clone(o.change.reqs), reqs...)
 		ups = append(slices.Clone(o.change.updates), ups...)
 	}
@@ -421,11 +425,15 @@ func (f *recordingFS) WriteFile(name string, b []byte) error {
 func (p *Provider) lostAttempt(ctx context.Context, tbl *table.Table, cat *oneShot, rec *recordingIO) {
 	lost := cat.lost || !cat.called
 	sql := p.cfg.catalogType == TypeSQL
+	create := cat.change != nil && cat.change.create
 	if !lost && sql && cat.snapshotID != 0 {
 		now, err := catalogs.Guard(ctx, p.remote, true, func(ctx context.Context) (*table.Table, error) {
 			return p.cat.LoadTable(ctx, tbl.Identifier())
 		})
-		lost = err == nil && now.Metadata().SnapshotByID(cat.snapshotID) == nil
+		// A create that finds no table did not land either: a SQL
+		// catalog's commit is settled when the call returns.
+		lost = (err == nil && now.Metadata().SnapshotByID(cat.snapshotID) == nil) ||
+			(create && errors.Is(err, catalog.ErrNoSuchTable))
 		cat.written = lost
 	}
 	if !lost {
@@ -439,24 +447,47 @@ func (p *Provider) lostAttempt(ctx context.Context, tbl *table.Table, cat *oneSh
 		_ = removeFile(fsys, path)
 	}
 	if sql && cat.written && cat.snapshotID != 0 {
-		p.dropLostMetadata(ctx, tbl, fsys, cat.snapshotID)
+		dir, base := metadataDir(tbl)
+		if create {
+			// The metadata file of a create is its version 0.
+			dir, base = metadataRoot(tbl), -1
+		}
+		p.dropLostMetadata(ctx, tbl, fsys, dir, base, cat.snapshotID)
 	}
 }
 
-// dropLostMetadata deletes the metadata file a SQL catalog wrote for an
-// attempt whose compare-and-swap lost (iceberg-go writes it before the
-// UPDATE that fails). Its name is random, but it is newer than the
-// attempt's base and it is the one metadata file whose current snapshot
-// is the attempt's, which never landed; no other file is touched.
-func (p *Provider) dropLostMetadata(ctx context.Context, tbl *table.Table, fsys iceio.IO, snapshotID int64) {
-	l, ok := fsys.(iceio.ListableIO)
+// metadataDir is the directory of tbl's current metadata file and that
+// file's version; base is -1 when its name has none.
+func metadataDir(tbl *table.Table) (dir string, base int) {
 	loc := tbl.MetadataLocation()
 	slash := strings.LastIndex(loc, "/")
-	base := metadataVersion(loc[slash+1:])
-	if !ok || slash < 0 || base < 0 {
+	if slash < 0 {
+		return "", -1
+	}
+	return loc[:slash], metadataVersion(loc[slash+1:])
+}
+
+// dropLostMetadata deletes the metadata file a SQL catalog wrote in dir
+// for an attempt whose compare-and-swap lost (iceberg-go writes it before
+// the UPDATE or INSERT that fails). Its name is random, but its version
+// is above base, the attempt's (-1 for a create, whose file is version 0),
+// and it is the one metadata file whose current snapshot is the
+// attempt's, which never landed; no other file is touched.
+func (p *Provider) dropLostMetadata(ctx context.Context, tbl *table.Table, fsys iceio.IO, dir string, base int, snapshotID int64) {
+	if base < 0 && tbl.MetadataLocation() != "" {
+		return // a current metadata file whose name has no version
+	}
+	marker := []byte(`"current-snapshot-id":` + strconv.FormatInt(snapshotID, 10))
+	p.dropMetadataMarked(ctx, tbl, fsys, dir, base, marker)
+}
+
+// dropMetadataMarked deletes the first metadata file in dir, of a version
+// above base, that holds marker (not followed by a digit).
+func (p *Provider) dropMetadataMarked(ctx context.Context, tbl *table.Table, fsys iceio.IO, dir string, base int, marker []byte) {
+	l, ok := fsys.(iceio.ListableIO)
+	if !ok || dir == "" {
 		return
 	}
-	dir := loc[:slash]
 	type cand struct {
 		name    string
 		version int
@@ -473,13 +504,12 @@ func (p *Provider) dropLostMetadata(ctx context.Context, tbl *table.Table, fsys 
 		return nil
 	})
 	slices.SortFunc(cands, func(a, b cand) int { return a.version - b.version })
-	marker := []byte(`"current-snapshot-id":` + strconv.FormatInt(snapshotID, 10))
 	for i, c := range cands {
 		if i == maxLostMetadataReads {
 			break
 		}
 		full := dir + "/" + c.name
-		if ok, err := currentSnapshotIs(fsys, full, marker); err == nil && ok {
+		if ok, err := holds(fsys, full, marker); err == nil && ok {
 			if err := removeFile(fsys, full); err != nil {
 				p.log.WarnContext(ctx, "iceberg commit: cannot delete the metadata file of a lost attempt",
 					"table", tbl.Identifier(), "file", full, "error", err)
@@ -510,9 +540,9 @@ func metadataVersion(name string) int {
 	return n
 }
 
-// currentSnapshotIs reports whether the metadata file at path names the
-// snapshot in marker as its current one.
-func currentSnapshotIs(fsys iceio.IO, path string, marker []byte) (bool, error) {
+// holds reports whether the metadata file at path holds marker (the
+// snapshot it names current, the table uuid) not followed by a digit.
+func holds(fsys iceio.IO, path string, marker []byte) (bool, error) {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return false, err

@@ -111,6 +111,10 @@ type schemaChange struct {
 	updates []table.Update
 	// reqs assert the schema the replace was derived from.
 	reqs []table.Requirement
+	// create is set for a staged create (stagedcreate.go): reqs (just
+	// AssertCreate) replace the transaction's own, which assert the table
+	// it was built on, one that does not exist yet.
+	create bool
 }
 
 // planSchema checks rep against the table's partition spec and builds the

@@ -44,7 +44,7 @@ func (p *Provider) PlanStaged(ctx context.Context, t catalogs.TableIdent, req ca
 		seen[f] = true
 	}
 	for _, rm := range rms {
-		if rm.TableUUID != meta.TableUUID().String() {
+		if !fits(rm, meta) {
 			return nil, catalogs.Errorf(catalogs.ErrConflict, "table %s: a staged write was for an earlier table of the same name", t)
 		}
 		if current == nil || rm.SchemaID != current.ID {

@@ -62,9 +62,12 @@ type stream struct {
 	props  ice.Properties // the table's, for conform
 	// replace is set when the stream writes under a new schema.
 	replace *replacement
-	w       *fileWriter
-	in      chan arrow.RecordBatch
-	closed  bool
+	// create is set when the stream writes a staged create's files: the
+	// digest of the table it makes (stagedcreate.go).
+	create string
+	w      *fileWriter
+	in     chan arrow.RecordBatch
+	closed bool
 	// finished is set once the stream's files belong to receipts or are
 	// deleted.
 	finished bool
@@ -130,14 +133,14 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 	out := make([]catalogs.WriteReceipt, 0, len(files))
 	if len(files) == 0 && s.replace != nil {
 		// An empty replace still carries its schema to the commit.
-		r, err := s.w.p.receiptFor(s.ident, s.w.tbl, nil, s.replace)
+		r, err := s.w.p.receiptFor(s.ident, s.w.tbl, nil, s.replace, s.create)
 		if err != nil {
 			return nil, err
 		}
 		return append(out, r), nil
 	}
 	for _, f := range files {
-		r, err := s.w.p.receiptFor(s.ident, s.w.tbl, []ice.DataFile{f}, s.replace)
+		r, err := s.w.p.receiptFor(s.ident, s.w.tbl, []ice.DataFile{f}, s.replace, s.create)
 		if err != nil {
 			s.w.cleanup(context.WithoutCancel(ctx), files)
 			return nil, err

@@ -41,6 +41,10 @@ type receiptMeta struct {
 	// replace with a new schema (replace.go); SchemaID is then the schema
 	// it replaces.
 	Replace *replaceMeta `json:"replace,omitempty"`
+	// Create is set on the receipts of a staged create's stream
+	// (stagedcreate.go): the digest of the table the create makes, which
+	// its commit checks.
+	Create string `json:"create,omitempty"`
 
 	schema *ice.Schema // decoded Replace.Schema
 }
@@ -436,17 +440,18 @@ func removeFile(fsys iceio.IO, path string) error {
 
 // receipt encodes files into one receipt.
 func (p *Provider) receipt(t catalogs.TableIdent, tbl *table.Table, files []ice.DataFile) (catalogs.WriteReceipt, error) {
-	return p.receiptFor(t, tbl, files, nil)
+	return p.receiptFor(t, tbl, files, nil, "")
 }
 
 // receiptFor encodes files written under tbl's current schema into one
-// receipt; rep is set when that schema is a replace's new one.
-func (p *Provider) receiptFor(t catalogs.TableIdent, tbl *table.Table, files []ice.DataFile, rep *replacement) (catalogs.WriteReceipt, error) {
+// receipt; rep is set when that schema is a replace's new one, create
+// when tbl is a staged create's (its digest).
+func (p *Provider) receiptFor(t catalogs.TableIdent, tbl *table.Table, files []ice.DataFile, rep *replacement, create string) (catalogs.WriteReceipt, error) {
 	meta := tbl.Metadata()
 	spec := meta.PartitionSpec()
 	sc := meta.CurrentSchema()
 	rm := receiptMeta{Format: receiptFormat, Table: t.String(), TableUUID: meta.TableUUID().String(),
-		FormatVersion: meta.Version(), SpecID: spec.ID(), SchemaID: sc.ID, Files: []stagedFile{}}
+		FormatVersion: meta.Version(), SpecID: spec.ID(), SchemaID: sc.ID, Files: []stagedFile{}, Create: create}
 	if rep != nil {
 		raw, err := json.Marshal(rep.schema)
 		if err != nil {
@@ -527,7 +532,7 @@ func dataFiles(t catalogs.TableIdent, meta table.Metadata, rms []receiptMeta) ([
 	var out []ice.DataFile
 	seen := map[string]bool{}
 	for _, rm := range rms {
-		if rm.TableUUID != meta.TableUUID().String() {
+		if !fits(rm, meta) {
 			return nil, catalogs.Errorf(catalogs.ErrConflict, "table %s: receipt was written for an earlier table of the same name (uuid %s, now %s)", t, rm.TableUUID, meta.TableUUID())
 		}
 		spec := meta.PartitionSpecByID(rm.SpecID)
