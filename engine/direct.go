@@ -4,6 +4,7 @@ package engine
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -434,6 +436,14 @@ func (d *directScan) read(w int, u directUnit) error {
 				cols[i] = relabeled(cols[i], d.schema.Field(i).Type)
 			}
 		}
+		if err := validUTF8(d.schema, cols); err != nil {
+			for i, re := range u.file.relabel {
+				if re {
+					cols[i].Release()
+				}
+			}
+			return d.errorf(err)
+		}
 		out := array.NewRecordBatch(d.schema, cols, rec.NumRows())
 		for i, re := range u.file.relabel {
 			if re {
@@ -448,6 +458,41 @@ func (d *directScan) read(w int, u directUnit) error {
 		return d.errorf(err)
 	}
 	return nil
+}
+
+// validUTF8 refuses a string column holding a value that is not UTF-8,
+// as DuckDB's reader does on the native path: pqarrow hands the file's
+// bytes on as they are, and an Arrow string must be UTF-8 (clients decode
+// it as such). All-ASCII value bytes are checked in one pass.
+func validUTF8(schema *arrow.Schema, cols []arrow.Array) error {
+	for i, c := range cols {
+		s, ok := c.(*array.String)
+		if !ok || isASCII(s.ValueBytes()) {
+			continue
+		}
+		for r := range s.Len() {
+			if s.IsValid(r) && !utf8.ValidString(s.Value(r)) {
+				return fmt.Errorf("column %s: a value of row %d of the batch is not valid UTF-8", schema.Field(i).Name, r)
+			}
+		}
+	}
+	return nil
+}
+
+// isASCII reports whether b holds only 7-bit bytes.
+func isASCII(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, x := range b {
+		if x >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *directScan) errorf(err error) error {

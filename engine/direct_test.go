@@ -98,6 +98,12 @@ func TestDirectMatchesNative(t *testing.T) {
 // writers do.
 func writeRowGroups(t *testing.T, path string, first, n, rg int) {
 	t.Helper()
+	writeTagged(t, path, first, n, rg, func(i int) string { return strings.Repeat("é", i%20) })
+}
+
+// writeTagged is writeRowGroups with the tag of row i given by tag.
+func writeTagged(t *testing.T, path string, first, n, rg int, tag func(int) string) {
+	t.Helper()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "x", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
@@ -115,7 +121,7 @@ func writeRowGroups(t *testing.T, path string, first, n, rg int) {
 			continue
 		}
 		b.Field(1).(*array.Float64Builder).Append(float64(i) / 3)
-		b.Field(2).(*array.StringBuilder).Append(strings.Repeat("é", i%20))
+		b.Field(2).(*array.StringBuilder).Append(tag(i))
 		b.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(int64(i) * 1_000_003))
 	}
 	rec := b.NewRecordBatch()
@@ -213,4 +219,38 @@ func emptyOf(t *testing.T, path string) arrow.RecordBatch {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
 	return b.NewRecordBatch()
+}
+
+// TestDirectRefusesInvalidUTF8: a string column whose file holds bytes
+// that are not UTF-8 (another writer's file; a Go string may hold any
+// bytes) is refused as DuckDB's native path refuses it, naming the table
+// and the column, never sent on as an Arrow string.
+func TestDirectRefusesInvalidUTF8(t *testing.T) {
+	f := newNativeFixture(t)
+	files := []string{filepath.Join(f.root, "bad", "data", "a.parquet")}
+	// Row 5000's tag is two halves of one "é": each value alone is invalid,
+	// their concatenation valid.
+	writeTagged(t, files[0], 0, 10_000, 4_000, func(i int) string {
+		switch i {
+		case 5000:
+			return "x\xc3"
+		case 5001:
+			return "\xa9y"
+		}
+		return "ok"
+	})
+	f.plain.files["bad"] = files
+	f.scan.tables["bad"] = emptyOf(t, files[0])
+	res, err := f.run(t, f.plain, `SELECT tag, id FROM bad`, nil)
+	if err == nil {
+		t.Fatalf("direct: %d rows of invalid UTF-8 read without an error", len(res.rows))
+	}
+	if !strings.Contains(err.Error(), "tag") || !strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("direct: %v, want an error naming the column and UTF-8", err)
+	}
+	directScans = false
+	defer func() { directScans = true }()
+	if _, err := f.run(t, f.plain, `SELECT tag, id FROM bad`, nil); err == nil {
+		t.Error("native: the invalid UTF-8 read without an error (the direct path's refusal would differ)")
+	}
 }
