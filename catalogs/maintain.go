@@ -22,6 +22,16 @@ const (
 	// of the target size, in one replace commit that loses every race
 	// with a writer; no data file is read or written.
 	TaskRewriteManifests = "rewrite_manifests"
+	// TaskCompact compacts what the table's own options say a writer
+	// would have compacted by now (Paimon: a primary-key bucket's sorted
+	// runs past num-sorted-run.compaction-trigger, an append bucket's
+	// small files), in one compaction commit that keeps every concurrent
+	// writer's files and gives up when a file it rewrote was deleted.
+	TaskCompact = "compact"
+	// TaskFullCompact is TaskCompact whatever the triggers say: every
+	// bucket with more than one file (or a file below the last level) is
+	// rewritten. It runs only when named.
+	TaskFullCompact = "full_compact"
 )
 
 // Maintainer is implemented by backends that can maintain a table

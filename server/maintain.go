@@ -33,7 +33,8 @@ type MaintenanceConfig struct {
 }
 
 // maintenanceTasks are the task names the configuration may give.
-var maintenanceTasks = []string{catalogs.TaskExpireSnapshots, catalogs.TaskRewriteDataFiles, catalogs.TaskRewriteManifests}
+var maintenanceTasks = []string{catalogs.TaskExpireSnapshots, catalogs.TaskRewriteDataFiles, catalogs.TaskRewriteManifests,
+	catalogs.TaskCompact, catalogs.TaskFullCompact}
 
 func (c MaintenanceConfig) check() []error {
 	var errs []error
