@@ -365,3 +365,88 @@ func renderReader(t *testing.T, res *catalogs.ScanResult) []string {
 	slices.Sort(out)
 	return out
 }
+
+// setSchemaOptions sets options in a table's schema-0, as Paimon Java's
+// ALTER would have (the backend does not write these tables itself).
+func setSchemaOptions(t *testing.T, dir string, opts map[string]string) {
+	t.Helper()
+	f := filepath.Join(dir, "schema", "schema-0")
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	o, _ := m["options"].(map[string]any)
+	if o == nil {
+		o = map[string]any{}
+	}
+	for k, v := range opts {
+		o[k] = v
+	}
+	m["options"] = o
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPaimonCompactMergeEngines: a partial-update or aggregation table
+// (its files written as a deduplicate table's, then the engine set, as a
+// Java writer would leave them) compacts into rows its merge engine
+// reads the same, where deduplicate would read others (a later null name
+// does not replace the earlier one); a first-row table is refused naming
+// the merge engine.
+func TestPaimonCompactMergeEngines(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts map[string]string
+		err  string
+	}{
+		{name: "e_partial", opts: map[string]string{"merge-engine": "partial-update"}},
+		{name: "e_agg", opts: map[string]string{"merge-engine": "aggregation", "fields.name.aggregate-function": "first_non_null_value"}},
+		{name: "e_first", opts: map[string]string{"merge-engine": "first-row"}, err: "merge-engine"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, wh, id := compactTable(t, c.name, map[string]string{"primary-key": "id", "bucket": "1"}, 6)
+			// Keys 1 to 3 written again without a name.
+			var nulls []sampleRow
+			for i := range int64(3) {
+				nulls = append(nulls, sampleRow{id: i + 1, p: fmt.Sprintf("p%d", (i+1)%2)})
+			}
+			b := sampleBatch(nulls)
+			r, err := p.WriteBatch(context.Background(), id, b)
+			b.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.CommitOnce(context.Background(), id, "nulls", []catalogs.WriteReceipt{r}); err != nil {
+				t.Fatal(err)
+			}
+			dedup := scanRendered(t, p, id)
+			setSchemaOptions(t, filepath.Join(wh, "default.db", c.name), c.opts)
+			if c.err != "" {
+				_, err := p.Maintain(context.Background(), id, catalogs.MaintainRequest{Tasks: []string{catalogs.TaskCompact}})
+				if catalogs.Kind(err) != catalogs.ErrFailedPrecondition || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("compact: %v, want FailedPrecondition naming %s", err, c.err)
+				}
+				return
+			}
+			want := scanRendered(t, p, id)
+			if slices.Equal(want, dedup) {
+				t.Fatalf("%v reads as deduplicate: the test shows nothing", c.opts)
+			}
+			tr := maintain(t, p, id, catalogs.MaintainRequest{Tasks: []string{catalogs.TaskCompact}})
+			if !tr.Committed {
+				t.Fatalf("compact: %+v", tr)
+			}
+			if n, got := planned(t, p, id, 0); n != 1 || !slices.Equal(got, want) {
+				t.Errorf("after compaction: %d files, rows %v; want 1 file, %v", n, got, want)
+			}
+		})
+	}
+}
