@@ -286,7 +286,6 @@ func (p *Provider) compact(ctx context.Context, t catalogs.TableIdent, req catal
 		return tr, err
 	}
 	tr.Committed, tr.AddedFiles = true, len(c.added)
-	p.log.Info("paimon compaction committed", "table", t.String(), "snapshot", c.out.ID, "rewritten", len(c.inputs), "added", len(c.added))
 	return tr, nil
 }
 

@@ -1,14 +1,16 @@
 // Command maintain benchmarks what table maintenance buys a table written
 // by many small commits (issue 27):
 //
-//	go run ./integration/bench/maintain -bin bin/flightgw [-appends 1000] [-rows 1000]
+//	go run ./integration/bench/maintain -bin bin/flightgw [-catalog iceberg|paimon] [-appends 1000] [-rows 1000]
 //
-// One gateway on a fresh embedded Iceberg lake. Table "appends_off" gets
+// One gateway on a fresh embedded Iceberg lake (or, with -catalog paimon,
+// a Paimon warehouse). Table "appends_off" gets
 // -appends auto-commit appends of -rows rows (ADBC bulk ingest, mode
 // append, one connection, one after the other); table "appends_on" the
-// same, then one MaintainTable (rewrite_data_files, expire_snapshots,
-// rewrite_manifests) with the table's defaults; table "one_commit" the
-// same rows in one ingest. For each it
+// same, then one MaintainTable (Iceberg: rewrite_data_files,
+// expire_snapshots, rewrite_manifests; Paimon: compact, the append
+// table's small files, and expire_snapshots) with the table's defaults;
+// table "one_commit" the same rows in one ingest. For each it
 // times a full-table aggregate (SELECT count(*), sum(k), max(v), the
 // median of 5 runs), and prints its live data files and metadata bytes;
 // then the aggregate's ratio to "one_commit" with maintenance off and on.
@@ -48,20 +50,40 @@ func main() {
 	bin := flag.String("bin", "bin/flightgw", "gateway binary")
 	appends := flag.Int("appends", 1000, "auto-commit appends")
 	rows := flag.Int("rows", 1000, "rows per append")
+	catalog := flag.String("catalog", "iceberg", "the lake: iceberg (embedded) or paimon")
 	flag.Parse()
-	if err := run(*bin, *appends, *rows); err != nil {
+	if err := run(*bin, *catalog, *appends, *rows); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, appends, rows int) error {
+func run(bin, catalog string, appends, rows int) error {
 	dir, err := os.MkdirTemp("", "flightgw-bench-maintain-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	gw, err := benchutil.StartGateway(bin, []string{"FLIGHTGW_DATA_DIR=" + dir})
+	// tableDir is a table's directory, meta its metadata directories.
+	tableDir := func(name string) string { return filepath.Join(dir, "warehouse", "default.db", name) }
+	meta := []string{"metadata"}
+	tasks, lake := []string{"rewrite_data_files", "expire_snapshots", "rewrite_manifests"}, "Iceberg"
+	var gw *benchutil.Gateway
+	switch catalog {
+	case "iceberg":
+		gw, err = benchutil.StartGateway(bin, []string{"FLIGHTGW_DATA_DIR=" + dir})
+	case "paimon":
+		meta, tasks, lake = []string{"snapshot", "manifest"}, []string{"compact", "expire_snapshots"}, "Paimon"
+		cfg := filepath.Join(dir, "flightgw.yaml")
+		yaml := fmt.Sprintf("catalogs:\n  - name: pm\n    type: paimon\n    properties: {warehouse: %q, create-namespaces: default}\ndefault_catalog: pm\n",
+			filepath.Join(dir, "warehouse"))
+		if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+			return err
+		}
+		gw, err = benchutil.StartGateway(bin, nil, "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
+	default:
+		return fmt.Errorf("-catalog %q: iceberg or paimon", catalog)
+	}
 	if err != nil {
 		return err
 	}
@@ -82,7 +104,7 @@ func run(bin string, appends, rows int) error {
 		return err
 	}
 	defer fc.Close()
-	fmt.Printf("%d auto-commit appends x %d rows to one Iceberg table, then a full-table aggregate, one gateway, ADBC over Flight SQL\n", appends, rows)
+	fmt.Printf("%d auto-commit appends x %d rows to one %s table, then a full-table aggregate, one gateway, ADBC over Flight SQL\n", appends, rows, lake)
 
 	var want string
 	report := func(name string, took time.Duration, files int) (time.Duration, error) {
@@ -95,12 +117,16 @@ func run(bin string, appends, rows int) error {
 		} else if got != want {
 			return 0, fmt.Errorf("%s: aggregate %s, want %s", name, got, want)
 		}
-		meta, err := dirBytes(filepath.Join(dir, "warehouse", "default.db", name, "metadata"))
-		if err != nil {
-			return 0, err
+		var mb int64
+		for _, m := range meta {
+			n, err := dirBytes(filepath.Join(tableDir(name), m))
+			if err != nil {
+				return 0, err
+			}
+			mb += n
 		}
 		fmt.Printf("%-34s writes %7.2fs  aggregate %7.1f ms  live data files %5d  metadata %6.1f MB\n",
-			name+":", took.Seconds(), float64(agg.Microseconds())/1000, files, float64(meta)/1e6)
+			name+":", took.Seconds(), float64(agg.Microseconds())/1000, files, float64(mb)/1e6)
 		return agg, nil
 	}
 
@@ -141,19 +167,24 @@ func run(bin string, appends, rows int) error {
 		took, files := time.Since(t0), appends
 		if name == "appends_on" {
 			m0 := time.Now()
-			res, err := client.MaintainTable(ctx, fc, actions.MaintainRequest{TableRef: actions.TableRef{Table: name},
-				Tasks: []string{"rewrite_data_files", "expire_snapshots", "rewrite_manifests"}})
+			res, err := client.MaintainTable(ctx, fc, actions.MaintainRequest{TableRef: actions.TableRef{Table: name}, Tasks: tasks})
 			if err != nil {
 				return fmt.Errorf("MaintainTable: %w", err)
 			}
-			rw := res.Tasks[0]
+			rw := res.Tasks[0] // the rewrite: rewrite_data_files, or compact
 			if !rw.Committed {
 				return errors.New("the rewrite did not commit: " + rw.Abandoned)
 			}
 			files = appends - rw.RewrittenFiles + rw.AddedFiles
-			rm := res.Tasks[2]
-			fmt.Printf("%-34s rewrote %d files into %d, %d manifests into %d, in %.2fs; expired %d snapshots\n", "MaintainTable appends_on:",
-				rw.RewrittenFiles, rw.AddedFiles, rm.RewrittenFiles, rm.AddedFiles, time.Since(m0).Seconds(), len(res.Tasks[1].ExpiredSnapshots))
+			expired := 0
+			for _, tr := range res.Tasks {
+				expired += len(tr.ExpiredSnapshots)
+			}
+			fmt.Printf("%-34s rewrote %d files into %d", "MaintainTable appends_on:", rw.RewrittenFiles, rw.AddedFiles)
+			if len(res.Tasks) > 2 {
+				fmt.Printf(", %d manifests into %d", res.Tasks[2].RewrittenFiles, res.Tasks[2].AddedFiles)
+			}
+			fmt.Printf(", in %.2fs; expired %d snapshots\n", time.Since(m0).Seconds(), expired)
 		}
 		agg, err := report(name, took, files)
 		if err != nil {
