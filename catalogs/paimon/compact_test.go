@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
@@ -448,5 +449,62 @@ func TestPaimonCompactMergeEngines(t *testing.T) {
 				t.Errorf("after compaction: %d files, rows %v; want 1 file, %v", n, got, want)
 			}
 		})
+	}
+}
+
+// TestPaimonCompactCrashLeavesNoOrphan: the warehouse as a kill -9
+// leaves it in the middle of a compaction (its files written, its
+// snapshot not) reads as before after a restart; the orphan reclaimer
+// deletes exactly the compaction's files, and the next compaction lands.
+func TestPaimonCompactCrashLeavesNoOrphan(t *testing.T) {
+	p, wh, id := compactTable(t, "c_crash", map[string]string{"primary-key": "id", "bucket": "2"}, 7)
+	ctx := context.Background()
+	dir := filepath.Join(wh, "default.db", "c_crash")
+	want := scanRendered(t, p, id)
+	before := tableFiles(t, dir)
+	crashed := filepath.Join(t.TempDir(), "wh")
+	paimon.SetBeforeAttempt(p, func() {
+		if err := os.CopyFS(crashed, os.DirFS(wh)); err != nil {
+			t.Error(err)
+		}
+	})
+	maintain(t, p, id, catalogs.MaintainRequest{Tasks: []string{catalogs.TaskCompact}})
+	cdir := filepath.Join(crashed, "default.db", "c_crash")
+	var written []string
+	for _, f := range tableFiles(t, cdir) {
+		if !slices.Contains(before, f) {
+			written = append(written, f)
+		}
+	}
+	if len(written) == 0 {
+		t.Fatal("the crash point holds no file of the compaction")
+	}
+	restarted, err := paimon.Open(ctx, "lake", map[string]string{paimon.PropWarehouse: crashed, paimon.PropCreateNamespaces: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := scanRendered(t, restarted, id); !slices.Equal(got, want) {
+		t.Fatalf("after the crash the table reads %v, want %v", got, want)
+	}
+	backdate(t, cdir, 2*time.Hour)
+	if _, err := restarted.Reclaim(ctx, catalogs.ReclaimOptions{MinAge: time.Hour}); err != nil {
+		t.Fatalf("Reclaim: %v", err)
+	}
+	after := tableFiles(t, cdir)
+	for _, f := range before {
+		if !slices.Contains(after, f) {
+			t.Errorf("the reclaimer deleted %s, a file of the table", f)
+		}
+	}
+	for _, f := range written {
+		if slices.Contains(after, f) {
+			t.Errorf("the crashed compaction's %s is left", f)
+		}
+	}
+	if tr := maintain(t, restarted, id, catalogs.MaintainRequest{Tasks: []string{catalogs.TaskCompact}}); !tr.Committed {
+		t.Errorf("the compaction after the restart: %+v", tr)
+	}
+	if got := scanRendered(t, restarted, id); !slices.Equal(got, want) {
+		t.Errorf("after the compaction the table reads %v, want %v", got, want)
 	}
 }
