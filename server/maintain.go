@@ -189,7 +189,9 @@ func (l *maintainLoop) tasksOf(c handlers.Catalog) []string {
 	}
 	var out []string
 	for _, t := range l.cfg.Tasks {
-		if slices.Contains(own, t) {
+		// full_compact is run only when named, so no backend lists it
+		// among its default tasks: a backend that compacts runs it.
+		if slices.Contains(own, t) || (t == catalogs.TaskFullCompact && slices.Contains(own, catalogs.TaskCompact)) {
 			out = append(out, t)
 		}
 	}

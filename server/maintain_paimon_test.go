@@ -80,4 +80,11 @@ func TestMaintainAfterCommitsCompactsPaimon(t *testing.T) {
 		l.Committed(id, out, nil)
 	}
 	waitFor(t, "a COMPACT snapshot after 6 commits", func() bool { n, k := latest(); return n == 7 && k == "COMPACT" })
+	// A configured full_compact is run on a backend that compacts,
+	// though no backend lists it among the tasks it runs by default.
+	full := newMaintainLoop(MaintenanceConfig{AfterCommits: 1, Tasks: []string{catalogs.TaskFullCompact, catalogs.TaskRewriteManifests}},
+		time.Hour, newMetrics(cats), cats, slog.Default())
+	if got := full.tasksOf(cats[0]); len(got) != 1 || got[0] != catalogs.TaskFullCompact {
+		t.Errorf("configured tasks run on Paimon: %v, want [full_compact]", got)
+	}
 }
