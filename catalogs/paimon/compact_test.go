@@ -508,3 +508,36 @@ func TestPaimonCompactCrashLeavesNoOrphan(t *testing.T) {
 		t.Errorf("after the compaction the table reads %v, want %v", got, want)
 	}
 }
+
+// TestPaimonCompactThenExpire: once the snapshots before a compaction
+// expire, the files it replaced are deleted and the ones it wrote kept;
+// the table reads as before, and pypaimon reads it.
+func TestPaimonCompactThenExpire(t *testing.T) {
+	p, wh, id := compactTable(t, "c_expire", map[string]string{"primary-key": "id", "bucket": "2",
+		"snapshot.num-retained.min": "1", "snapshot.time-retained": "1 ms"}, 7)
+	dir := filepath.Join(wh, "default.db", "c_expire")
+	want := scanRendered(t, p, id)
+	old := dataFiles(t, dir)
+	if tr := maintain(t, p, id, catalogs.MaintainRequest{Tasks: []string{catalogs.TaskCompact}}); !tr.Committed {
+		t.Fatalf("compact: %+v", tr)
+	}
+	var compacted []string
+	for _, f := range dataFiles(t, dir) {
+		if !slices.Contains(old, f) {
+			compacted = append(compacted, f)
+		}
+	}
+	// Past expiry's own floor (twice the commit loop's timeout).
+	paimon.SetNow(p, func() time.Time { return time.Now().Add(10 * time.Minute) })
+	tr := maintain(t, p, id, catalogs.MaintainRequest{Tasks: []string{catalogs.TaskExpireSnapshots}})
+	if !tr.Committed || len(tr.ExpiredSnapshots) != 7 || tr.DataFiles != len(old) {
+		t.Fatalf("expiry after the compaction: %+v, want snapshots 1-7 and the %d replaced files deleted", tr, len(old))
+	}
+	if got := dataFiles(t, dir); !slices.Equal(got, compacted) {
+		t.Errorf("data files after expiry: %v, want the compacted %v", got, compacted)
+	}
+	if got := scanRendered(t, p, id); !slices.Equal(got, want) {
+		t.Errorf("after expiry the table reads %v, want %v", got, want)
+	}
+	pypaimonReads(t, wh, "c_expire", want)
+}
