@@ -116,8 +116,9 @@ paimon-dist-check:
 # each merge engine (partial-update, first-row, aggregation), one with sequence.field, one
 # with a composite string key holding NUL bytes, and an ORC append table (write-features);
 # the backend reads each (or refuses, FailedPrecondition naming the option) and appends to
-# each (or refuses, leaving the table as it was), writing the rows each must then hold
-# (TestJavaFeatureTables); Java (verify-tables) and pypaimon read exactly those.
+# each (or refuses, leaving the table as it was) and compacts each (full_compact, or refuses
+# naming the option), writing the rows each must then hold (TestJavaFeatureTables); Java
+# (verify-tables) and pypaimon read exactly those.
 PAIMON_FEATURES := $(CURDIR)/$(PAIMON_JAVA)/target/features
 
 paimon-features-check: $(PAIMON_VENV)/.installed
