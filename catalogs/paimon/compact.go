@@ -38,6 +38,10 @@ const (
 	defaultPKTargetFileSize     = 128 << 20
 	defaultAppendTargetFileSize = 256 << 20
 
+	// optWriteOnly is Paimon's option for a table whose writers never
+	// compact: a dedicated compaction job does.
+	optWriteOnly = "write-only"
+
 	kindCompact = "COMPACT"
 	// compactRetries bounds the races a compaction's commit loses before
 	// it gives up (a writer's commit never waits for it).
@@ -228,6 +232,13 @@ func (p *Provider) compact(ctx context.Context, t catalogs.TableIdent, req catal
 	live, err := p.liveFiles(ctx, t, st.dir, st.snap)
 	if err != nil {
 		return tr, err
+	}
+	if !full && strings.EqualFold(strings.TrimSpace(st.schema.Options[optWriteOnly]), "true") {
+		// Its dedicated compaction job would fail on a conflict with this
+		// one (Java's COMPACT commit gives up when a file it deletes is
+		// gone): only an operator's full_compact runs.
+		tr.Abandoned = fmt.Sprintf("option %q is true: the table is compacted by its own compaction job, not by its writers", optWriteOnly)
+		return tr, nil
 	}
 	units := planCompaction(st, live, o, full)
 	for _, u := range units {

@@ -331,9 +331,17 @@ func TestPaimonCompactBesideWriters(t *testing.T) {
 	t.Logf("%d compactions landed beside the writers", commits)
 }
 
-// TestPaimonCompactRefused: a first-row table and unknown task options
-// are refused naming the option; an option Paimon would refuse is named.
+// TestPaimonCompactRefused: an option Paimon would refuse is named; a
+// write-only table (compacted by its own job) is left to that job by
+// compact, and compacted by an operator's full_compact.
 func TestPaimonCompactRefused(t *testing.T) {
+	wo, _, woID := compactTable(t, "c_write_only", map[string]string{"primary-key": "id", "bucket": "1", "write-only": "true"}, 7)
+	if tr := maintain(t, wo, woID, catalogs.MaintainRequest{Tasks: []string{catalogs.TaskCompact}}); tr.Committed || !strings.Contains(tr.Abandoned, "write-only") {
+		t.Errorf("compact of a write-only table: %+v, want it left to its compaction job", tr)
+	}
+	if tr := maintain(t, wo, woID, catalogs.MaintainRequest{Tasks: []string{catalogs.TaskFullCompact}}); !tr.Committed {
+		t.Errorf("full_compact of a write-only table: %+v, want it committed", tr)
+	}
 	p, _, id := compactTable(t, "c_bad", map[string]string{"primary-key": "id", "bucket": "1", "num-levels": "1"}, 2)
 	_, err := p.Maintain(context.Background(), id, catalogs.MaintainRequest{Tasks: []string{catalogs.TaskFullCompact}})
 	if catalogs.Kind(err) != catalogs.ErrFailedPrecondition || !strings.Contains(err.Error(), "num-levels") {
