@@ -253,6 +253,7 @@ func (p *Provider) compact(ctx context.Context, t catalogs.TableIdent, req catal
 	}
 	c := &compactCommitter{p: p, t: t, user: "flightgw-compact-" + uuid.NewString(), schemaID: st.schema.ID,
 		pk: len(st.schema.PrimaryKeys) > 0, maxSeq: map[string]int64{}, buckets: map[string]bool{}}
+	c.orderFree = c.pk && !partialUpdate(st.schema) && !aggregation(st.schema)
 	for _, u := range units {
 		if c.pk {
 			err = s.compactPK(ctx, u, o)
@@ -265,6 +266,9 @@ func (p *Provider) compact(ctx context.Context, t catalogs.TableIdent, req catal
 		}
 		c.buckets[u.key()] = true
 		for _, e := range u.files {
+			if e.file.DeleteRowCount == nil || *e.file.DeleteRowCount > 0 {
+				c.orderFree = false // deletions the compaction drops, or maybe
+			}
 			e.kind = fileDelete
 			c.inputs = append(c.inputs, e)
 			c.rows -= e.file.RowCount
@@ -428,7 +432,12 @@ type compactCommitter struct {
 	rows     int64 // the record count the commit adds (negative: merged rows)
 	// maxSeq is the highest sequence number of each compacted bucket's
 	// inputs; buckets holds their keys.
-	maxSeq    map[string]int64
+	maxSeq map[string]int64
+	// orderFree: a file committed meanwhile merges with the compacted
+	// rows as with the rows they replace, whatever its sequence numbers
+	// (deduplicate: a key's highest sequence number wins, and the
+	// compacted row keeps its key's highest; no deletion was dropped).
+	orderFree bool
 	buckets   map[string]bool
 	abandoned string
 	out       *snapshot
@@ -478,8 +487,9 @@ func (c *compactCommitter) Attempt(ctx context.Context, st *tableState) error {
 // rewritten file no longer live (deleted by an overwrite or another
 // compaction), a schema change, or, in a compacted primary-key bucket, a
 // file committed meanwhile whose rows do not all order after the
-// compaction's (its deletions, dropped by the compaction, would no
-// longer hide them).
+// compaction's when the order matters: deletions the compaction dropped
+// would no longer hide its rows, and partial-update and aggregation
+// merge a key's rows in sequence order.
 func (c *compactCommitter) conflict(ctx context.Context, st *tableState) (string, error) {
 	if st.schema.ID != c.schemaID {
 		return fmt.Sprintf("the table's schema changed (%d → %d) while compacting", c.schemaID, st.schema.ID), nil
@@ -503,7 +513,7 @@ func (c *compactCommitter) conflict(ctx context.Context, st *tableState) (string
 		}
 		mine[k] = true
 	}
-	if !c.pk {
+	if !c.pk || c.orderFree {
 		return "", nil
 	}
 	for _, e := range live {

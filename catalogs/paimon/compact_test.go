@@ -262,7 +262,7 @@ func TestPaimonCompactAbandoned(t *testing.T) {
 	}
 }
 
-// TestPaimonCompactBesideWriters: four writers append distinct keys to a
+// TestPaimonCompactBesideWriters: eight writers append distinct keys to a
 // primary-key table while compaction runs in a loop: no writer fails,
 // every row lands once, and the compactions leave one file a bucket.
 func TestPaimonCompactBesideWriters(t *testing.T) {
@@ -270,7 +270,7 @@ func TestPaimonCompactBesideWriters(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
-	for w := range 4 {
+	for w := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -310,8 +310,8 @@ func TestPaimonCompactBesideWriters(t *testing.T) {
 		t.Error(err)
 	}
 	got := scanRendered(t, p, id)
-	if len(got) != 10+4*8*10 {
-		t.Errorf("rows = %d, want %d", len(got), 10+4*8*10)
+	if len(got) != 10+8*8*10 {
+		t.Errorf("rows = %d, want %d", len(got), 10+8*8*10)
 	}
 	seen := map[string]bool{}
 	for _, r := range got {
