@@ -253,7 +253,9 @@ func (p *Provider) compact(ctx context.Context, t catalogs.TableIdent, req catal
 	}
 	c := &compactCommitter{p: p, t: t, user: "flightgw-compact-" + uuid.NewString(), schemaID: st.schema.ID,
 		pk: len(st.schema.PrimaryKeys) > 0, maxSeq: map[string]int64{}, buckets: map[string]bool{}}
-	c.orderFree = c.pk && !partialUpdate(st.schema) && !aggregation(st.schema)
+	// With sequence fields a tie on them falls to the sequence number,
+	// which the compacted row raised to its key's highest.
+	c.orderFree = c.pk && !partialUpdate(st.schema) && !aggregation(st.schema) && strings.TrimSpace(st.schema.Options[optSequenceField]) == ""
 	for _, u := range units {
 		if c.pk {
 			err = s.compactPK(ctx, u, o)
@@ -435,8 +437,9 @@ type compactCommitter struct {
 	maxSeq map[string]int64
 	// orderFree: a file committed meanwhile merges with the compacted
 	// rows as with the rows they replace, whatever its sequence numbers
-	// (deduplicate: a key's highest sequence number wins, and the
-	// compacted row keeps its key's highest; no deletion was dropped).
+	// (deduplicate without sequence fields: a key's highest sequence
+	// number wins, and the compacted row keeps its key's highest; no
+	// deletion was dropped).
 	orderFree bool
 	buckets   map[string]bool
 	abandoned string
