@@ -35,6 +35,16 @@ const (
 	// TaskCheckpoint writes a checkpoint of the table's current version
 	// (Delta), so that readers replay from it.
 	TaskCheckpoint = "checkpoint"
+	// TaskCompact compacts what the table's own options say a writer
+	// would have compacted by now (Paimon: a primary-key bucket's sorted
+	// runs past num-sorted-run.compaction-trigger, an append bucket's
+	// small files), in one compaction commit that keeps every concurrent
+	// writer's files and gives up when a file it rewrote was deleted.
+	TaskCompact = "compact"
+	// TaskFullCompact is TaskCompact whatever the triggers say: every
+	// bucket with more than one file (or a file below the last level) is
+	// rewritten. It runs only when named.
+	TaskFullCompact = "full_compact"
 )
 
 // Maintainer is implemented by backends that can maintain a table

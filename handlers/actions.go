@@ -35,7 +35,7 @@ var commitActions = []*flight.ActionType{
 	{Type: CommitMessagesActionType, Description: `Coordinator: {"commit_id", "tables": [{"catalog", "schema", "table", "payloads"}]}: check, merge and commit each table once; repeatable with the same commit_id.`},
 	{Type: AbortMessagesActionType, Description: `Delete the staged files the payloads name: {"commit_id"?, "tables": [{"catalog", "schema", "table", "payloads"}]}.`},
 	{Type: GetCommitStatusActionType, Description: `Has {"commit_id"} landed on {"catalog", "schema", "table"}?`},
-	{Type: MaintainTableActionType, Description: `Operator: {"catalog", "schema", "table", "tasks": ["expire_snapshots", "rewrite_data_files", "rewrite_manifests"], "dry_run"}: run table maintenance (docs/maintenance.md); no tasks runs them all.`},
+	{Type: MaintainTableActionType, Description: `Operator: {"catalog", "schema", "table", "tasks": ["expire_snapshots", "rewrite_data_files", "rewrite_manifests", "compact", "full_compact"], "dry_run"}: run table maintenance (docs/maintenance.md); no tasks runs them all.`},
 }
 
 // WithActions returns fs answering the distributed-commit actions too;

@@ -49,16 +49,19 @@ paimon-java-check: paimon-go-payloads
 	$(PAIMON_MVN) compile exec:java -Dexec.args="verify $(CURDIR)/$(PAIMON_OUT) $(PAIMON_FIXTURES)"
 
 # catalogs/paimon writes its sample tables (append, fixed bucket, primary key with updates,
-# partitioned, overwritten, and tables of many commits whose manifests the gateway merged)
-# with their expected rows; Paimon Java 1.4.2 reads each and recomputes every row's bucket,
-# compacts their manifests with its own ManifestFileMerger and reads them again, and the
-# backend reads them over Java's merged manifests. Then Java writes its own tables and the
+# partitioned, overwritten, tables of many commits whose manifests the gateway merged, and
+# tables the gateway compacted, with their snapshots before and at the COMPACT one) with
+# their expected rows; Paimon Java 1.4.2 reads each (time travel for table@snapshot) and
+# recomputes every row's bucket, compacts the gateway-compacted primary-key tables again with
+# its own writer (compact-tables: its merge tree restores the gateway's levels), compacts
+# every table's manifests with its own ManifestFileMerger and reads them again, and the
+# backend reads them over Java's compactions. Then Java writes its own tables and the
 # backend reads them.
 paimon-table-check:
 	rm -rf $(PAIMON_TABLES) && mkdir -p $(PAIMON_TABLES)
 	$(GO) test -count=1 -run '^TestWriteSamples$$' ./catalogs/paimon -args -samples-out=$(PAIMON_TABLES)/gateway
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_TABLES)/gateway default"
-	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="compact-manifests $(PAIMON_TABLES)/gateway default"
+	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="compact-tables $(PAIMON_TABLES)/gateway default g_compact + compact-manifests $(PAIMON_TABLES)/gateway default"
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="verify-tables $(PAIMON_TABLES)/gateway default"
 	$(GO) test -count=1 -run '^TestReadSamplesBack$$' ./catalogs/paimon -args -samples-out=$(PAIMON_TABLES)/gateway
 	$(PAIMON_MVN) compile exec:java -pl paimon-1.4 -Dexec.args="write-sample $(PAIMON_TABLES)/java"
@@ -113,8 +116,9 @@ paimon-dist-check:
 # each merge engine (partial-update, first-row, aggregation), one with sequence.field, one
 # with a composite string key holding NUL bytes, and an ORC append table (write-features);
 # the backend reads each (or refuses, FailedPrecondition naming the option) and appends to
-# each (or refuses, leaving the table as it was), writing the rows each must then hold
-# (TestJavaFeatureTables); Java (verify-tables) and pypaimon read exactly those.
+# each (or refuses, leaving the table as it was) and compacts each (full_compact, or refuses
+# naming the option), writing the rows each must then hold (TestJavaFeatureTables); Java
+# (verify-tables) and pypaimon read exactly those.
 PAIMON_FEATURES := $(CURDIR)/$(PAIMON_JAVA)/target/features
 
 paimon-features-check: $(PAIMON_VENV)/.installed

@@ -34,6 +34,7 @@ type MaintenanceConfig struct {
 
 // maintenanceTasks are the task names the configuration may give.
 var maintenanceTasks = []string{catalogs.TaskExpireSnapshots, catalogs.TaskRewriteDataFiles, catalogs.TaskRewriteManifests,
+	catalogs.TaskCompact, catalogs.TaskFullCompact,
 	catalogs.TaskOptimize, catalogs.TaskCheckpoint, catalogs.TaskVacuum}
 
 func (c MaintenanceConfig) check() []error {
@@ -189,7 +190,9 @@ func (l *maintainLoop) tasksOf(c handlers.Catalog) []string {
 	}
 	var out []string
 	for _, t := range l.cfg.Tasks {
-		if slices.Contains(own, t) {
+		// full_compact is run only when named, so no backend lists it
+		// among its default tasks: a backend that compacts runs it.
+		if slices.Contains(own, t) || (t == catalogs.TaskFullCompact && slices.Contains(own, catalogs.TaskCompact)) {
 			out = append(out, t)
 		}
 	}

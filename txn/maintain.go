@@ -73,6 +73,6 @@ func (m *Manager) logMaintain(ctx context.Context, t catalogs.TableIdent, req ca
 			"committed", tr.Committed, "abandoned", tr.Abandoned, "expired_snapshots", len(tr.ExpiredSnapshots),
 			"retained_snapshots", tr.RetainedSnapshots, "files", tr.Deleted(), "bytes", tr.Bytes,
 			"data", tr.DataFiles, "manifests", tr.ManifestFiles, "metadata", tr.MetadataFiles, "kept", tr.Kept,
-			"took", took.Round(time.Millisecond))
+			"rewritten", tr.RewrittenFiles, "added", tr.AddedFiles, "took", took.Round(time.Millisecond))
 	}
 }

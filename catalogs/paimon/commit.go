@@ -347,6 +347,19 @@ func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msg
 			added += f.RowCount
 		}
 	}
+	kind := kindAppend
+	if overwrite {
+		kind = kindOverwrite
+	}
+	return p.commitEntries(ctx, st, user, kind, es, added-deletedRows, overwrite)
+}
+
+// commitEntries writes the manifests of es (this commit's changes, rows
+// the record count they add, deletions subtracted), the manifest lists
+// and snapshot N+1 of kind. It returns the names of the manifest files
+// written (for cleanup) and lake.ErrExists when snapshot N+1 exists
+// already.
+func (p *Provider) commitEntries(ctx context.Context, st *tableState, user, kind string, es []entry, rows int64, overwrite bool) (*snapshot, []string, error) {
 	mo, err := parseManifestOptions(st.schema.Options)
 	if err != nil {
 		return nil, nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: %v", st.ident, err)
@@ -391,16 +404,12 @@ func (p *Provider) attempt(ctx context.Context, st *tableState, user string, msg
 	if st.snap != nil {
 		next = st.snap.ID + 1
 	}
-	kind := kindAppend
-	if overwrite {
-		kind = kindOverwrite
-	}
 	s := &snapshot{Version: snapshotVersion, ID: next, SchemaID: st.schema.ID,
 		BaseManifestList: baseName, BaseManifestListSize: &baseSize,
 		DeltaManifestList: deltaName, DeltaManifestListSize: &deltaSize,
 		CommitUser: user, CommitIdentifier: batchCommitIdentifier, CommitKind: kind,
-		TimeMillis: p.now().UnixMilli(), TotalRecordCount: prevTotal + added - deletedRows,
-		DeltaRecordCount: added - deletedRows}
+		TimeMillis: p.now().UnixMilli(), TotalRecordCount: prevTotal + rows,
+		DeltaRecordCount: rows}
 	if err := p.inherit(ctx, st, s, overwrite); err != nil {
 		return nil, written, err
 	}

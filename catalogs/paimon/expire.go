@@ -33,11 +33,19 @@ const (
 )
 
 // MaintainTasks lists the tasks Maintain runs (catalogs.Maintainer).
-func (p *Provider) MaintainTasks() []string { return []string{catalogs.TaskExpireSnapshots} }
+// full_compact runs only when named. (The files a compaction replaces
+// stay for the snapshots before it; a later expiry deletes them.)
+func (p *Provider) MaintainTasks() []string {
+	return []string{catalogs.TaskExpireSnapshots, catalogs.TaskCompact}
+}
 
 // Maintain runs req's tasks on table t (catalogs.Maintainer).
 func (p *Provider) Maintain(ctx context.Context, t catalogs.TableIdent, req catalogs.MaintainRequest) (catalogs.MaintainReport, error) {
-	tasks, err := catalogs.MaintainTasksOf(t, req, p.MaintainTasks())
+	supported := p.MaintainTasks()
+	if len(req.Tasks) > 0 {
+		supported = append(supported, catalogs.TaskFullCompact)
+	}
+	tasks, err := catalogs.MaintainTasksOf(t, req, supported)
 	if err != nil {
 		return catalogs.MaintainReport{}, err
 	}
@@ -47,6 +55,8 @@ func (p *Provider) Maintain(ctx context.Context, t catalogs.TableIdent, req cata
 		switch task {
 		case catalogs.TaskExpireSnapshots:
 			tr, err = p.expireSnapshots(ctx, t, req)
+		case catalogs.TaskCompact, catalogs.TaskFullCompact:
+			tr, err = p.compact(ctx, t, req, task == catalogs.TaskFullCompact)
 		}
 		if err != nil {
 			return rep, err

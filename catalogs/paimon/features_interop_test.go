@@ -176,33 +176,36 @@ func TestJavaFeatureTables(t *testing.T) {
 		append     [][]string // rows the gateway appends, when it may
 		typed      bool       // append typeAppend instead
 		after      []string   // the rows after the append
+		// compact: after the append, full_compact must land ("ok") and
+		// leave the rows, or be refused naming this option.
+		compact string
 	}{
-		{name: "f_dv", java: kvRows(), writeOpt: "deletion-vectors.enabled"},
-		{name: "f_dyn", java: kvRows(), writeOpt: "bucket"},
-		{name: "f_postpone", java: nil, writeOpt: "bucket"}, // Java reads none: every row waits in bucket-postpone
+		{name: "f_dv", java: kvRows(), writeOpt: "deletion-vectors.enabled", compact: "deletion-vectors.enabled"},
+		{name: "f_dyn", java: kvRows(), writeOpt: "bucket", compact: "bucket"},
+		{name: "f_postpone", java: nil, writeOpt: "bucket", compact: "bucket"}, // Java reads none: every row waits in bucket-postpone
 		{name: "f_partial", java: tenRows(func(i int) string {
 			if i < 5 {
 				return fmt.Sprintf("id=%d,a=a%d,b=b%d", i, i, i)
 			}
 			return fmt.Sprintf("id=%d,a=a%d,b=null", i, i)
-		}), writeOpt: "merge-engine"},
-		{name: "f_first", java: tenRows(func(i int) string { return fmt.Sprintf("id=%d,name=n0-%d,p=p%d", i, i, i%2) }), writeOpt: "merge-engine"},
+		}), writeOpt: "merge-engine", compact: "ok"},
+		{name: "f_first", java: tenRows(func(i int) string { return fmt.Sprintf("id=%d,name=n0-%d,p=p%d", i, i, i%2) }), writeOpt: "merge-engine", compact: "merge-engine"},
 		{name: "f_agg", java: tenRows(func(i int) string {
 			if i < 5 {
 				return fmt.Sprintf("id=%d,v=11,mx=%d,fnn=f%d,lnn=a%d", i, i, i, i)
 			}
 			return fmt.Sprintf("id=%d,v=1,mx=%d,fnn=null,lnn=a%d", i, i, i)
-		}), writeOpt: "merge-engine"},
-		{name: "f_seq", java: idRow("id=%d,name=n0-%d,ts=10"), writeOpt: "sequence.field"},
+		}), writeOpt: "merge-engine", compact: "ok"},
+		{name: "f_seq", java: idRow("id=%d,name=n0-%d,ts=10"), writeOpt: "sequence.field", compact: "ok"},
 		{name: "f_nul", java: []string{"a=x,b=\x00y,v=second", "a=x\x00,b=y,v=first"},
 			schema: []arrow.Field{{Name: "a", Type: arrow.BinaryTypes.String}, {Name: "b", Type: arrow.BinaryTypes.String}, {Name: "v", Type: arrow.BinaryTypes.String, Nullable: true}},
 			append: [][]string{{"x", "\x00y", "gateway"}, {"x\x00", "", "new"}},
-			after:  []string{"a=x,b=\x00y,v=gateway", "a=x\x00,b=,v=new", "a=x\x00,b=y,v=first"}},
-		{name: "f_types_pk", java: typeRows, typed: true,
+			after:  []string{"a=x,b=\x00y,v=gateway", "a=x\x00,b=,v=new", "a=x\x00,b=y,v=first"}, compact: "ok"},
+		{name: "f_types_pk", java: typeRows, typed: true, compact: "ok",
 			after: append(slices.Clone(typeRows[1:]), "id=0,ts9=1969-12-31T23:59:59.999999998,ts7=1969-12-31T23:59:59.999999998,bin=0x0a0b0c0d,ch=xyz")},
-		{name: "f_types", java: typeRows, typed: true,
+		{name: "f_types", java: typeRows, typed: true, compact: "ok",
 			after: append(slices.Clone(typeRows), "id=0,ts9=1969-12-31T23:59:59.999999998,ts7=1969-12-31T23:59:59.999999998,bin=0x0a0b0c0d,ch=xyz")},
-		{name: "f_orc", java: tenRows(func(i int) string { return fmt.Sprintf("id=%d,name=n0-%d,p=p%d", i, i, i%2) }), readOption: "file.format", writeOpt: "file.format"},
+		{name: "f_orc", java: tenRows(func(i int) string { return fmt.Sprintf("id=%d,name=n0-%d,p=p%d", i, i, i%2) }), readOption: "file.format", writeOpt: "file.format", compact: "file.format"},
 	}
 	refused := func(what string, err error, option string, id catalogs.TableIdent) {
 		t.Helper()
@@ -261,6 +264,21 @@ func TestJavaFeatureTables(t *testing.T) {
 			want = c.after
 			if got, err := scanAll(ctx, p, id); err != nil || !slices.Equal(got, want) {
 				t.Errorf("%s after the append: the backend reads %q (%v), want %q", c.name, got, err, want)
+			}
+		}
+		var rep catalogs.MaintainReport
+		if c.compact != "" {
+			rep, err = p.Maintain(ctx, id, catalogs.MaintainRequest{Tasks: []string{catalogs.TaskFullCompact}})
+		}
+		switch {
+		case c.compact == "":
+		case c.compact != "ok":
+			refused("compaction", err, c.compact, id)
+		case err != nil || !rep.Tasks[0].Committed:
+			t.Errorf("%s: full_compact: %+v, %v; want it committed", c.name, rep, err)
+		default:
+			if got, err := scanAll(ctx, p, id); err != nil || !slices.Equal(got, want) {
+				t.Errorf("%s after the compaction: the backend reads %q (%v), want %q", c.name, got, err, want)
 			}
 		}
 		body := fmt.Sprintf("ROWS %d\n", len(want))

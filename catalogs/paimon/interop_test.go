@@ -118,6 +118,12 @@ type sample struct {
 	// created with (manifest compaction options, which a client may not
 	// set).
 	defaults map[string]string
+	// compact, when set, names the maintenance task (compact,
+	// full_compact) run after commit compactAt; its COMPACT snapshot
+	// must land. The snapshot before it and the COMPACT one are written
+	// as expected/<name>@<snapshot>.txt, read by time travel.
+	compact   string
+	compactAt int
 }
 
 // overwrites reports whether commit i of s is an overwrite.
@@ -169,6 +175,16 @@ func samples() []sample {
 		// buffer (spilled level-0 files merged on read).
 		{name: "g_part_long", opts: map[string]string{"partition": "p"}, batch: 20000,
 			commits: [][]sampleRow{longRows(0, 20000, 0, 1, 200)}},
+		// Compaction (compact.go): a primary-key table whose buckets pass
+		// the sorted-run trigger, compacted into the last level, then
+		// written again; a partitioned one fully compacted; an append
+		// table's small files.
+		{name: "g_compact_pk", opts: map[string]string{"primary-key": "id", "bucket": "2"}, compact: "compact", compactAt: 6,
+			commits: append(manyCommits(7, 0, 3, 6), rowsFrom(2, 4, 50))},
+		{name: "g_compact_pk_part", opts: map[string]string{"primary-key": "id,p", "partition": "p", "bucket": "2"}, compact: "full_compact", compactAt: 2,
+			commits: append(manyCommits(3, 0, 4, 9), rowsFrom(0, 3, 51))},
+		{name: "g_compact_append", opts: map[string]string{"partition": "p"}, compact: "compact", compactAt: 5,
+			commits: append(manyCommits(6, 0, 5, 5), rowsFrom(100, 2, 52))},
 		{name: "g_pk_long", opts: map[string]string{"primary-key": "id", "bucket": "2"}, batch: 20000,
 			defaults: map[string]string{"write-buffer-size": "1 mb"},
 			commits:  [][]sampleRow{longRows(0, 100000, 0, 1, 60), longRows(0, 120000, 1, 100, 200)}},
@@ -266,6 +282,12 @@ func fillSample(t *testing.T, p *paimon.Provider, s sample) catalogs.TableIdent 
 		if err != nil {
 			t.Fatalf("%s: commit %d: %v", s.name, i, err)
 		}
+		if s.compact != "" && i == s.compactAt {
+			rep, err := p.Maintain(ctx, id, catalogs.MaintainRequest{Tasks: []string{s.compact}})
+			if err != nil || !rep.Tasks[0].Committed {
+				t.Fatalf("%s: %s after commit %d: %+v, %v", s.name, s.compact, i, rep, err)
+			}
+		}
 	}
 	return id
 }
@@ -332,12 +354,22 @@ func TestWriteSamples(t *testing.T) {
 	if err := os.MkdirAll(exp, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	write := func(name string, want []string) {
+		body := fmt.Sprintf("ROWS %d\n%s\n", len(want), strings.Join(want, "\n"))
+		if err := os.WriteFile(filepath.Join(exp, name+".txt"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, s := range samples() {
 		writeSample(t, *samplesOut, s)
-		want := s.expected()
-		body := fmt.Sprintf("ROWS %d\n%s\n", len(want), strings.Join(want, "\n"))
-		if err := os.WriteFile(filepath.Join(exp, s.name+".txt"), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
+		write(s.name, s.expected())
+		if s.compact != "" {
+			// Snapshot compactAt+1 is the last before the compaction,
+			// compactAt+2 the COMPACT one: both hold those commits' rows.
+			before := s
+			before.commits = s.commits[:s.compactAt+1]
+			write(fmt.Sprintf("%s@%d", s.name, s.compactAt+1), before.expected())
+			write(fmt.Sprintf("%s@%d", s.name, s.compactAt+2), before.expected())
 		}
 	}
 }

@@ -165,7 +165,8 @@ func (s *stream) writePKFiles(ctx context.Context, b *pkBuffer) error {
 		if err != nil {
 			return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: sort rows", s.st.ident))
 		}
-		err = s.writePKChunk(ctx, &w, b.g, sorted, keys, seq)
+		first := seq
+		err = s.writePKChunk(ctx, &w, b.g, sorted, keys, func(i int) int64 { return first + int64(i) })
 		seq += sorted.NumRows()
 		sorted.Release()
 		if err != nil {
@@ -188,10 +189,10 @@ func (s *stream) writePKFiles(ctx context.Context, b *pkBuffer) error {
 	return s.finish(f)
 }
 
-// writePKChunk appends sorted rows (sequence numbers from seq) to *w,
-// opening it first when nil.
-func (s *stream) writePKChunk(ctx context.Context, w **fileWriter, g *group, sorted arrow.RecordBatch, keys []int, seq int64) error {
-	file, err := s.keyValueBatch(sorted, keys, seq)
+// writePKChunk appends sorted rows (row i's sequence number seqAt(i)) to
+// *w, opening it first when nil.
+func (s *stream) writePKChunk(ctx context.Context, w **fileWriter, g *group, sorted arrow.RecordBatch, keys []int, seqAt func(int) int64) error {
+	file, err := s.keyValueBatch(sorted, keys, seqAt)
 	if err != nil {
 		return err
 	}
@@ -202,7 +203,8 @@ func (s *stream) writePKChunk(ctx context.Context, w **fileWriter, g *group, sor
 			return err
 		}
 		*w = f
-		f.seq = seq
+		f.seq = seqAt(0)
+		f.minSeq, f.maxSeq = f.seq, f.seq
 		f.keyStats = make([]colStats, len(keys))
 		for j, c := range keys {
 			f.keyStats[j] = newColStats(s.st.schema.cols[c].arrow)
@@ -213,6 +215,9 @@ func (s *stream) writePKChunk(ctx context.Context, w **fileWriter, g *group, sor
 	}
 	for j, c := range keys {
 		f.keyStats[j].add(sorted.Column(c))
+	}
+	for i := range int(sorted.NumRows()) {
+		f.minSeq, f.maxSeq = min(f.minSeq, seqAt(i)), max(f.maxSeq, seqAt(i))
 	}
 	if f.maxKey, err = s.keyRow(sorted, keys, int(sorted.NumRows())-1); err != nil {
 		return err
@@ -297,8 +302,9 @@ func columnComparator(col arrow.Array) func(a, b int) int {
 
 // keyValueBatch lays sorted rows out as Paimon's KeyValue files do:
 // _KEY_<k> for each key column, _SEQUENCE_NUMBER, _VALUE_KIND (0:
-// insert), then every column of the table.
-func (s *stream) keyValueBatch(rec arrow.RecordBatch, keys []int, seq int64) (arrow.RecordBatch, error) {
+// insert), then every column of the table; row i's sequence number is
+// seqAt(i).
+func (s *stream) keyValueBatch(rec arrow.RecordBatch, keys []int, seqAt func(int) int64) (arrow.RecordBatch, error) {
 	var fields []arrow.Field
 	var cols []arrow.Array
 	for _, c := range keys {
@@ -312,7 +318,7 @@ func (s *stream) keyValueBatch(rec arrow.RecordBatch, keys []int, seq int64) (ar
 	kb := array.NewInt8Builder(memory.DefaultAllocator)
 	defer kb.Release()
 	for i := range n {
-		sb.Append(seq + int64(i))
+		sb.Append(seqAt(i))
 		kb.Append(0)
 	}
 	sa, ka := sb.NewArray(), kb.NewArray()

@@ -180,7 +180,7 @@ func (r *fileReader) Next() bool {
 		var err error
 		switch {
 		case r.buckets != nil && len(r.buckets) > 0:
-			rec, err = r.p.mergeBucket(r.ctx, r.st, r.buckets[0], r.schema)
+			rec, err = r.p.mergeBucket(r.ctx, r.st, r.buckets[0], r.schema, nil)
 			r.buckets = r.buckets[1:]
 		case r.buckets == nil && len(r.files) > 0:
 			rec, err = r.p.readFile(r.ctx, r.st, r.files[0], r.schema, nil)
@@ -384,8 +384,10 @@ func readInt96(pr *file.Reader, leaf int) (arrow.Array, error) {
 // mergeBucket merges the key-value files of one bucket of a primary-key
 // table: for each key the row with the highest sequence number wins (the
 // lowest with merge-engine first-row), and is dropped when it is a
-// deletion (UPDATE_BEFORE or DELETE).
-func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, want *arrow.Schema) (arrow.RecordBatch, error) {
+// deletion (UPDATE_BEFORE or DELETE). When maxSeq is not nil it receives
+// each key's highest sequence number (by keyString of its key values),
+// the sequence number a compaction gives the merged row.
+func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, want *arrow.Schema, maxSeq map[string]int64) (arrow.RecordBatch, error) {
 	keys := st.schema.layout().trimmedPrimary()
 	read := want
 	full := st.schema.arrowSchema()
@@ -459,17 +461,14 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 	type best struct {
 		row int
 	}
-	keyOf := func(i int) string {
-		// Each key value length-prefixed: a separator alone would make
-		// ("x\x00", "y") and ("x", "\x00y") one key.
-		var kb []byte
-		for _, c := range keyCols {
-			v := fmt.Sprint(value(c, i))
-			kb = strconv.AppendInt(kb, int64(len(v)), 10)
-			kb = append(kb, ':')
-			kb = append(kb, v...)
+	keyOf := keyString(keyCols)
+	if maxSeq != nil {
+		for i := range int(all.NumRows()) {
+			k := keyOf(i)
+			if v, ok := maxSeq[k]; !ok || seqs.Value(i) > v {
+				maxSeq[k] = seqs.Value(i)
+			}
 		}
-		return string(kb)
 	}
 	if partialUpdate(st.schema) || aggregation(st.schema) {
 		merge := p.mergePartial
@@ -518,6 +517,22 @@ func (p *Provider) mergeBucket(ctx context.Context, st *tableState, es []entry, 
 		cols[i] = picked.Column(2 + read.FieldIndices(f.Name)[0])
 	}
 	return array.NewRecordBatch(want, cols, picked.NumRows()), nil
+}
+
+// keyString is the merge's identity of row i's key in cols (the key
+// columns, in order). Each key value is length-prefixed: a separator
+// alone would make ("x\x00", "y") and ("x", "\x00y") one key.
+func keyString(cols []arrow.Array) func(i int) string {
+	return func(i int) string {
+		var kb []byte
+		for _, c := range cols {
+			v := fmt.Sprint(value(c, i))
+			kb = strconv.AppendInt(kb, int64(len(v)), 10)
+			kb = append(kb, ':')
+			kb = append(kb, v...)
+		}
+		return string(kb)
+	}
 }
 
 // fileFormat is the format a data file's name says (its extension, before

@@ -88,6 +88,13 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stre
 	if err := p.checkWritableState(ctx, st); err != nil {
 		return nil, err
 	}
+	return p.newStream(st)
+}
+
+// newStream is a write stream on the table as st reads it, whose
+// writability the caller checked.
+func (p *Provider) newStream(st *tableState) (*stream, error) {
+	t := st.ident
 	s := &stream{p: p, st: st, target: st.schema.arrowSchema(), lay: st.schema.layout(), open: map[string]*fileWriter{},
 		nextSeq: map[string]int64{}, pk: map[string]*pkBuffer{}, id: uuid.NewString(), mem: pqwrite.NewAlloc(),
 		bufLimit: p.cfg.writeBuffer, maxOpen: p.cfg.maxOpenFiles}
@@ -308,8 +315,13 @@ type fileWriter struct {
 	bucket    int32
 	pf        *lake.ParquetFile
 	stats     statsObserver // the value stats, observed by pf
-	// seq is the first sequence number of the file.
-	seq int64
+	// seq is the first sequence number of the file; a primary-key file
+	// holds minSeq..maxSeq (a compaction's rows keep their keys' own).
+	seq, minSeq, maxSeq int64
+	// level is the LSM level of the file (0 but for a compaction's), and
+	// source its FileSource.
+	level  int32
+	source pcodec.FileSource
 	// keys holds a primary-key file's key stats, min and max key.
 	keyStats       []colStats
 	minKey, maxKey pcodec.Row
@@ -398,13 +410,14 @@ func (s *stream) finish(w *fileWriter) error {
 		return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: stats of %s", s.st.ident, w.rel))
 	}
 	now := s.p.now().UnixMilli()
-	src := pcodec.FileSourceAppend
+	src := w.source
 	zero := int64(0)
 	f := pcodec.DataFile{FileName: w.name, FileSize: w.pf.Bytes(), RowCount: w.pf.Rows(),
 		MinKey: pcodec.EmptyRow, MaxKey: pcodec.EmptyRow, KeyStats: pcodec.EmptyStats, ValueStats: vs,
 		MinSequenceNumber: w.seq, MaxSequenceNumber: w.seq + w.pf.Rows() - 1, SchemaID: s.st.schema.ID,
-		ExtraFiles: []string{}, CreationTime: &now, DeleteRowCount: &zero, FileSource: &src}
+		Level: w.level, ExtraFiles: []string{}, CreationTime: &now, DeleteRowCount: &zero, FileSource: &src}
 	if w.keyStats != nil {
+		f.MinSequenceNumber, f.MaxSequenceNumber = w.minSeq, w.maxSeq
 		ks, err := statsRow(s.typesOf(s.lay.trimmedPrimary()), w.keyStats)
 		if err != nil {
 			return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: key stats of %s", s.st.ident, w.rel))

@@ -4,7 +4,8 @@ Tables.render spells them). PAIMON_SAMPLES names the warehouse: a local director
 s3:// warehouse on integration/s3server (make paimon-s3-check), which hands its endpoint and
 test credentials to its command in S3_ENDPOINT, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
 AWS_REGION; the expected rows of an s3:// warehouse are in the local directory
-PAIMON_EXPECTED (which, when set, names them for a local warehouse too). PAIMON_DB names the database (default: default)."""
+PAIMON_EXPECTED (which, when set, names them for a local warehouse too). PAIMON_DB names the database (default: default).
+An expected/<table>@<n>.txt holds the rows of snapshot n, read by time travel (scan.snapshot-id)."""
 
 import os
 import re
@@ -82,7 +83,10 @@ def render(row):
 @pytest.mark.parametrize("table", TABLES)
 def test_pypaimon_reads_gateway_table(table):
     catalog = CatalogFactory.create(catalog_options())
-    t = catalog.get_table(f"{DB}.{table}")
+    name, _, snapshot = table.partition("@")
+    t = catalog.get_table(f"{DB}.{name}")
+    if snapshot:
+        t = t.copy({"scan.snapshot-id": snapshot})
     rb = t.new_read_builder()
     got = sorted(render(r) for r in rb.new_read().to_arrow(rb.new_scan().plan().splits()).to_pylist())
     lines = (EXPECTED / f"{table}.txt").read_text().splitlines()

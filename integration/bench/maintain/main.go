@@ -1,19 +1,20 @@
 // Command maintain benchmarks what table maintenance buys a table written
 // by many small commits (issue 27):
 //
-//	go run ./integration/bench/maintain -bin bin/flightgw [-catalog iceberg|delta] [-appends 1000] [-rows 1000]
+//	go run ./integration/bench/maintain -bin bin/flightgw [-catalog iceberg|delta|paimon] [-appends 1000] [-rows 1000]
 //
-// One gateway on a fresh embedded Iceberg lake, or with -catalog delta on
-// a Delta catalog of local files. Table "appends_off" gets -appends
+// One gateway on a fresh embedded Iceberg lake, or with -catalog delta or
+// paimon on a Delta or Paimon catalog of local files. Table "appends_off" gets -appends
 // auto-commit appends of -rows rows (ADBC bulk ingest, mode append, one
 // connection, one after the other); table "appends_on" the same, then one
 // MaintainTable with the table's defaults (Iceberg: rewrite_data_files,
-// expire_snapshots, rewrite_manifests; Delta: optimize, checkpoint); table
+// expire_snapshots, rewrite_manifests; Delta: optimize, checkpoint;
+// Paimon: compact, the append table's small files, expire_snapshots); table
 // "one_commit" the same rows in one ingest. For each it
 // times a full-table aggregate (SELECT count(*), sum(k), max(v), the
 // median of 5 rounds over the three tables, after every table is
 // written), and prints its live data files and metadata bytes (Delta:
-// its _delta_log's); then the aggregate's ratio to
+// its _delta_log's; Paimon: its snapshot and manifest directories); then the aggregate's ratio to
 // "one_commit" with maintenance off and on.
 package main
 
@@ -51,10 +52,10 @@ func main() {
 	bin := flag.String("bin", "bin/flightgw", "gateway binary")
 	appends := flag.Int("appends", 1000, "auto-commit appends")
 	rows := flag.Int("rows", 1000, "rows per append")
-	catalog := flag.String("catalog", "iceberg", "iceberg (the embedded lake) or delta")
+	catalog := flag.String("catalog", "iceberg", "iceberg (the embedded lake), delta or paimon")
 	flag.Parse()
-	if *catalog != "iceberg" && *catalog != "delta" {
-		fmt.Fprintf(os.Stderr, "bench: -catalog %q: iceberg or delta\n", *catalog)
+	if _, ok := formats[*catalog]; !ok {
+		fmt.Fprintf(os.Stderr, "bench: -catalog %q: iceberg, delta or paimon\n", *catalog)
 		os.Exit(2)
 	}
 	if err := run(*bin, *catalog, *appends, *rows); err != nil {
@@ -67,17 +68,25 @@ func main() {
 // configuration, where a table's metadata lives, the maintenance run.
 var formats = map[string]struct {
 	config string // a config file's text; "" for the embedded lake
-	meta   func(dir, table string) string
+	meta   func(dir, table string) []string
 	tasks  []string
 }{
 	"iceberg": {
-		meta:  func(dir, t string) string { return filepath.Join(dir, "warehouse", "default.db", t, "metadata") },
+		meta:  func(dir, t string) []string { return []string{filepath.Join(dir, "warehouse", "default.db", t, "metadata")} },
 		tasks: []string{"rewrite_data_files", "expire_snapshots", "rewrite_manifests"},
 	},
 	"delta": {
 		config: "catalogs:\n  - name: dl\n    type: delta\n    properties: {warehouse: %q, create-namespaces: default}\ndefault_catalog: dl\n",
-		meta:   func(dir, t string) string { return filepath.Join(dir, "delta", "default", t, "_delta_log") },
+		meta:   func(dir, t string) []string { return []string{filepath.Join(dir, "delta", "default", t, "_delta_log")} },
 		tasks:  []string{"optimize", "checkpoint"},
+	},
+	"paimon": {
+		config: "catalogs:\n  - name: pm\n    type: paimon\n    properties: {warehouse: %q, create-namespaces: default}\ndefault_catalog: pm\n",
+		meta: func(dir, t string) []string {
+			d := filepath.Join(dir, "paimon", "default.db", t)
+			return []string{filepath.Join(d, "snapshot"), filepath.Join(d, "manifest")}
+		},
+		tasks: []string{"compact", "expire_snapshots"},
 	},
 }
 
@@ -91,10 +100,10 @@ func run(bin, catalog string, appends, rows int) error {
 	var args []string
 	if f.config != "" {
 		cfg := filepath.Join(dir, "flightgw.yaml")
-		if err := os.WriteFile(cfg, fmt.Appendf(nil, f.config, filepath.Join(dir, "delta")), 0o644); err != nil {
+		if err := os.WriteFile(cfg, fmt.Appendf(nil, f.config, filepath.Join(dir, catalog)), 0o644); err != nil {
 			return err
 		}
-		if err := os.MkdirAll(filepath.Join(dir, "delta"), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, catalog), 0o755); err != nil {
 			return err
 		}
 		args = []string{"--config", cfg}
@@ -177,6 +186,9 @@ func run(bin, catalog string, appends, rows int) error {
 			if catalog == "delta" {
 				fmt.Printf("%-34s optimize rewrote %d files into %d in %.2fs; checkpoint task wrote one: %v (OPTIMIZE's version may be a checkpoint's)\n", "MaintainTable appends_on:",
 					rw.RewrittenFiles, rw.AddedFiles, time.Since(m0).Seconds(), res.Tasks[1].Committed)
+			} else if catalog == "paimon" {
+				fmt.Printf("%-34s compact rewrote %d files into %d in %.2fs; expired %d snapshots\n", "MaintainTable appends_on:",
+					rw.RewrittenFiles, rw.AddedFiles, time.Since(m0).Seconds(), len(res.Tasks[1].ExpiredSnapshots))
 			} else {
 				rm := res.Tasks[2]
 				fmt.Printf("%-34s rewrote %d files into %d, %d manifests into %d, in %.2fs; expired %d snapshots\n", "MaintainTable appends_on:",
@@ -206,9 +218,13 @@ func run(bin, catalog string, appends, rows int) error {
 	for k, tb := range tables {
 		slices.Sort(times[k])
 		agg[k] = times[k][len(times[k])/2]
-		meta, err := dirBytes(f.meta(dir, tb.name))
-		if err != nil {
-			return err
+		var meta int64
+		for _, m := range f.meta(dir, tb.name) {
+			n, err := dirBytes(m)
+			if err != nil {
+				return err
+			}
+			meta += n
 		}
 		fmt.Printf("%-34s writes %7.2fs  aggregate %7.1f ms  live data files %5d  metadata %6.1f MB\n",
 			tb.name+":", tb.took.Seconds(), float64(agg[k].Microseconds())/1000, tb.files, float64(meta)/1e6)

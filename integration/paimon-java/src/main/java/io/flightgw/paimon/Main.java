@@ -38,6 +38,8 @@ import java.util.stream.Stream;
  *                         (see {@link Tables})
  *   compact-manifests WH DB   fully compact the manifests of those tables with Paimon's own
  *                         merger (see {@link Tables})
+ *   compact-tables WH DB PREFIX  fully compact, with Paimon's own writer, every bucket of
+ *                         those primary-key tables whose name starts with PREFIX (see {@link Tables})
  *   write-sample WH       write sample tables for the gateway to read (see {@link Tables})
  *   write-features WH     write tables with deletion vectors, dynamic buckets, merge engines,
  *                         a sequence field, NUL bytes in a composite key, ORC (see {@link Features})
@@ -86,6 +88,9 @@ public final class Main {
                 break;
             case "compact-manifests":
                 Tables.compactManifests(args[1], args[2]);
+                break;
+            case "compact-tables":
+                Tables.compactTables(args[1], args[2], args[3]);
                 break;
             case "write-sample":
                 Tables.writeSample(args[1]);
