@@ -72,7 +72,9 @@ var formats = map[string]struct {
 	tasks  []string
 }{
 	"iceberg": {
-		meta:  func(dir, t string) []string { return []string{filepath.Join(dir, "warehouse", "default.db", t, "metadata")} },
+		meta: func(dir, t string) []string {
+			return []string{filepath.Join(dir, "warehouse", "default.db", t, "metadata")}
+		},
 		tasks: []string{"rewrite_data_files", "expire_snapshots", "rewrite_manifests"},
 	},
 	"delta": {
