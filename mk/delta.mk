@@ -1,6 +1,7 @@
 # Delta Lake: independent readers read, value by value, the tables the gateway writes
 # (TestDeltaThroughTheGateway, TestDeltaReaders, on S3 TestDeltaReadersS3), and the gateway reads what delta-rs and
-# DuckDB wrote (TestDeltaGatewayReadsOthers; docs/delta.md):
+# DuckDB wrote (TestDeltaGatewayReadsOthers) and what Spark wrote, which delta-rs and Delta Kernel read
+# again after the gateway appended to it (catalogs/delta TestSparkFixtures; docs/delta.md):
 #   delta-rs (deltalake 1.6.6, .venv-delta), DuckDB 1.5.5 with its delta extension
 #   (.venv-delta-duckdb: the extension loads only into its own DuckDB release), and
 #   Delta Kernel Java 4.4.0 (needs java 17+ and mvn; the jars come from Maven Central,
@@ -30,6 +31,9 @@ delta-check: delta-readers
 	FLIGHTGW_DELTA_DUCKDB=$(CURDIR)/$(DELTA_DUCKDB_VENV)/bin/python \
 	FLIGHTGW_DELTA_KERNEL=$(CURDIR)/$(DELTA_KERNEL_CP) \
 	  $(GO) test -count=1 -run '^(TestDeltaThroughTheGateway|TestDeltaReaders|TestDeltaReadersS3|TestDeltaGatewayReadsOthers|TestDeltaInterleavedWriters)$$' ./integration
+	FLIGHTGW_DELTALAKE=$(CURDIR)/$(DELTA_VENV)/bin/python \
+	FLIGHTGW_DELTA_KERNEL=$(CURDIR)/$(DELTA_KERNEL_CP) \
+	  $(GO) test -count=1 -run '^TestSparkFixtures$$' ./catalogs/delta
 
 TEST_TARGETS += delta-check
 

@@ -97,7 +97,7 @@ type scanReader struct {
 	pr      *file.Reader
 	fr      *pqarrow.FileReader
 	add     *dcodec.AddFile
-	idx     []int // leaf columns of the data columns, in r.cols order (-1: partition)
+	idx     []int // the data columns' fields in the file, in r.cols order (or colPartition, colMissing)
 	rg      int   // next row group
 	offset  int64 // the row index of row group rg in the file
 	deleted []uint64
@@ -208,10 +208,18 @@ func (r *scanReader) openFile() error {
 	r.idx = r.idx[:0]
 	for _, c := range r.cols {
 		if c.part {
-			r.idx = append(r.idx, -1)
+			r.idx = append(r.idx, colPartition)
 			continue
 		}
 		is := fsch.FieldIndices(c.phys)
+		if len(is) == 0 {
+			// A column added after the file was written (ALTER TABLE ADD
+			// COLUMNS, or one dropped and added again under column
+			// mapping, a new physical name): null in every row of it, as
+			// every Delta reader reads it.
+			r.idx = append(r.idx, colMissing)
+			continue
+		}
 		if len(is) != 1 {
 			r.closeFile()
 			return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: data file %s has no column %q", r.st.ident, rel, c.phys)
@@ -221,6 +229,12 @@ func (r *scanReader) openFile() error {
 	r.rg, r.offset = 0, 0
 	return nil
 }
+
+// Marks in scanReader.idx for columns not read from the file.
+const (
+	colPartition = -1 // from the add's partition values
+	colMissing   = -2 // not in the file: null
+)
 
 // readRowGroup reads row group r.rg of the open file as one batch of the
 // scan's schema, without the rows its deletion vector deletes.
@@ -255,9 +269,12 @@ func (r *scanReader) readRowGroup() (arrow.RecordBatch, error) {
 	for j, c := range r.cols {
 		var a arrow.Array
 		var err error
-		if r.idx[j] < 0 {
+		switch r.idx[j] {
+		case colPartition:
 			a, err = r.partitionColumn(c, int(n))
-		} else {
+		case colMissing:
+			a = array.MakeArrayOfNull(memory.DefaultAllocator, c.field.Type, int(n))
+		default:
 			is := tbl.Schema().FieldIndices(c.phys)
 			if len(is) != 1 {
 				return nil, r.fileErr(fmt.Errorf("column %q not read", c.phys), "read")
