@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/flightgw/flightgw/catalogs"
+	dcodec "github.com/flightgw/flightgw/codec/delta"
 )
 
 // sparkFixtures are the tables Delta Spark wrote
@@ -311,3 +313,130 @@ func checkRowIDs(t *testing.T, dir string, v int64) {
 		t.Errorf("the high-water mark after the gateway's append is %d, want %d", got, next-1)
 	}
 }
+
+// TestSparkV2CheckpointWritten: on Spark's v2Checkpoint tables
+// (delta.checkpointInterval 4, Spark's UUID-named checkpoint at 4) the
+// gateway's appends at 7 and 8 leave at 8 a UUID-named V2 checkpoint of
+// its own: a Parquet top-level file with one checkpointMetadata and one
+// sidecar action, the adds and removes in that sidecar, _last_checkpoint
+// at 8. With every commit before 8 and Spark's checkpoint deleted, the
+// gateway (a fresh provider), delta-rs and Delta Kernel read every row
+// from it.
+func TestSparkV2CheckpointWritten(t *testing.T) {
+	for _, name := range []string{"v2checkpoint_json", "v2checkpoint_parquet"} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			wh := t.TempDir()
+			dir := filepath.Join(wh, "spark", name)
+			if err := os.CopyFS(dir, os.DirFS(filepath.Join(sparkFixtures, name))); err != nil {
+				t.Fatal(err)
+			}
+			var want sparkExpected
+			if err := json.Unmarshal(mustRead(t, filepath.Join(dir, "expected.json")), &want); err != nil {
+				t.Fatal(err)
+			}
+			if want.Version != 6 {
+				t.Fatalf("the fixture is at version %d; the test wants Spark's 6 (checkpoint interval 4)", want.Version)
+			}
+			p := openLocal(t, wh)
+			id := ident("spark", name)
+			bs, _, err := scanAll(t, p, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for v := int64(7); v <= 8; v++ {
+				var rs []catalogs.WriteReceipt
+				for _, b := range bs {
+					r, err := p.WriteBatch(ctx, id, b)
+					if err != nil {
+						t.Fatal(err)
+					}
+					rs = append(rs, r)
+				}
+				if out, err := p.Commit(ctx, id, rs); err != nil || out.SnapshotID != v {
+					t.Fatalf("append: %+v, %v; want version %d", out, err, v)
+				}
+			}
+			if err := p.Close(); err != nil { // waits for the checkpoint
+				t.Fatal(err)
+			}
+			logDir := filepath.Join(dir, "_delta_log")
+			var top string
+			ents, err := os.ReadDir(logDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), dcodec.CommitName(8)[:20]+".checkpoint.") {
+					if top != "" {
+						t.Fatalf("two checkpoints at 8: %s, %s", top, e.Name())
+					}
+					top = e.Name()
+				}
+			}
+			if !uuidCheckpoint.MatchString(top) {
+				t.Fatalf("checkpoint at 8: %q, want a UUID-named Parquet one", top)
+			}
+			acts, err := dcodec.ParseCheckpointParquet(ctx, top, mustRead(t, filepath.Join(logDir, top)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sidecars []string
+			var metas, files int
+			for _, a := range acts {
+				switch {
+				case a.Sidecar != nil:
+					sidecars = append(sidecars, a.Sidecar.Path)
+				case a.CheckpointMetadata != nil && a.CheckpointMetadata.Version == 8:
+					metas++
+				case a.Add != nil || a.Remove != nil:
+					files++
+				}
+			}
+			if len(sidecars) != 1 || metas != 1 || files != 0 {
+				t.Fatalf("top-level file: sidecars %v, %d checkpointMetadata at 8, %d file actions; want one, one, none", sidecars, metas, files)
+			}
+			side, err := dcodec.ParseCheckpointParquet(ctx, sidecars[0], mustRead(t, filepath.Join(logDir, dcodec.SidecarDir, sidecars[0])))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var adds int
+			for _, a := range side {
+				if a.Add != nil {
+					adds++
+				}
+			}
+			lc, err := dcodec.ParseLastCheckpoint(mustRead(t, filepath.Join(logDir, dcodec.LastCheckpointName)))
+			if err != nil || lc.Version != 8 || *lc.NumOfAddFiles != int64(adds) {
+				t.Fatalf("_last_checkpoint %+v, %v; want version 8 with the sidecar's %d adds", lc, err, adds)
+			}
+			// Only the gateway's checkpoint and the commit at 8 are left.
+			for _, e := range ents {
+				n := e.Name()
+				if (strings.HasSuffix(n, ".json") || strings.HasSuffix(n, ".crc") || strings.Contains(n, ".checkpoint.")) && n != top && n != dcodec.CommitName(8) {
+					if err := os.Remove(filepath.Join(logDir, n)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			thrice := sparkExpected{Version: 8, Columns: want.Columns}
+			for _, r := range want.Rows {
+				thrice.Rows = append(thrice.Rows, r, r, r)
+			}
+			bs3, _, err := scanAll(t, openLocal(t, wh), id)
+			if err != nil {
+				t.Fatalf("scan from the gateway's checkpoint: %v", err)
+			}
+			compareRendered(t, "the gateway's read from its checkpoint", renderSpark(t, bs3, want.Columns), thrice)
+			for _, r := range sparkReaders(t) {
+				got := r.read(t, dir)
+				if got.Version != 8 {
+					t.Errorf("%s reads version %d, want 8", r.name, got.Version)
+				}
+				compareRendered(t, r.name+"'s read from the gateway's checkpoint", got.Rows, projected(t, r.name, got.Columns, thrice))
+			}
+		})
+	}
+}
+
+var uuidCheckpoint = regexp.MustCompile(`^\d{20}\.checkpoint\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.parquet$`)
