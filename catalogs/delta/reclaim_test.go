@@ -427,7 +427,7 @@ func TestVacuumSidecars(t *testing.T) {
 		t.Fatalf("scan after the cleanup: %d rows, %v; want %d", n, err, 3*rows)
 	}
 	if py := deltaPython(t); py != "" {
-		dr := sparkReader{name: "deltalake", argv: []string{py, "../../integration/delta/read_table.py"}}.read(t, dir)
+		dr := sparkReader{name: "deltalake", argv: []string{py, "../../integration/delta/read_table.py"}}.read(t, dir)[0]
 		if dr.Version != 8 || int64(len(dr.Rows)) != 3*rows {
 			t.Fatalf("deltalake after the cleanup: version %d, %d rows; want 8, %d", dr.Version, len(dr.Rows), 3*rows)
 		}

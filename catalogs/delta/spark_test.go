@@ -109,12 +109,42 @@ func TestSparkFixtures(t *testing.T) {
 				t.Fatalf("scan after the append: %v", err)
 			}
 			compareRendered(t, "the gateway's read after its append", renderSpark(t, bs2, want.Columns), twice)
-			for _, r := range readers {
-				got := r.read(t, filepath.Join(wh, "spark", name))
-				if got.Version != twice.Version {
-					t.Errorf("%s reads version %d, want %d", r.name, got.Version, twice.Version)
+
+			// Then a replace with Spark's rows: every file goes (with its
+			// deletion vector, row ids and physical names), the rows are
+			// there once.
+			var rs2 []catalogs.WriteReceipt
+			for _, b := range bs {
+				r, err := p.WriteBatch(context.Background(), id, b)
+				if err != nil {
+					t.Fatal(err)
 				}
-				compareRendered(t, r.name+"'s read after the gateway's append", got.Rows, projected(t, r.name, got.Columns, twice))
+				rs2 = append(rs2, r)
+			}
+			if out, err := p.CommitOverwrite(context.Background(), id, "", rs2); err != nil || out.SnapshotID != want.Version+2 {
+				t.Fatalf("overwrite: %+v, %v; want version %d", out, err, want.Version+2)
+			}
+			if name == "rowtracking" {
+				checkRowIDs(t, filepath.Join(wh, "spark", name), want.Version+1)
+			}
+			once := sparkExpected{Version: want.Version + 2, Columns: want.Columns, Rows: want.Rows}
+			bs3, _, err := scanAll(t, p, id)
+			if err != nil {
+				t.Fatalf("scan after the overwrite: %v", err)
+			}
+			compareRendered(t, "the gateway's read after its overwrite", renderSpark(t, bs3, want.Columns), once)
+			dir := filepath.Join(wh, "spark", name)
+			for _, r := range readers {
+				for k, got := range r.read(t, fmt.Sprintf("%s@%d", dir, want.Version+1), dir) {
+					w, what := twice, "append"
+					if k == 1 {
+						w, what = once, "overwrite"
+					}
+					if got.Version != w.Version {
+						t.Errorf("%s reads version %d, want %d", r.name, got.Version, w.Version)
+					}
+					compareRendered(t, r.name+"'s read after the gateway's "+what, got.Rows, projected(t, r.name, got.Columns, w))
+				}
 			}
 		})
 	}
@@ -228,9 +258,11 @@ type sparkReader struct {
 	argv []string
 }
 
-func (r sparkReader) read(t *testing.T, dir string) readerOut {
+// read reads each spec (a table directory, with @version for time
+// travel), one answer each.
+func (r sparkReader) read(t *testing.T, specs ...string) []readerOut {
 	t.Helper()
-	cmd := exec.Command(r.argv[0], append(r.argv[1:], dir)...)
+	cmd := exec.Command(r.argv[0], append(r.argv[1:], specs...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -239,14 +271,18 @@ func (r sparkReader) read(t *testing.T, dir string) readerOut {
 	}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 16<<20)
-	var o readerOut
-	if !sc.Scan() {
-		t.Fatalf("%s printed nothing\n%s", r.name, stderr.String())
+	var outs []readerOut
+	for sc.Scan() {
+		var o readerOut
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			t.Fatalf("%s: %v: %s", r.name, err, sc.Bytes())
+		}
+		outs = append(outs, o)
 	}
-	if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
-		t.Fatalf("%s: %v: %s", r.name, err, sc.Bytes())
+	if len(outs) != len(specs) {
+		t.Fatalf("%s: %d answers for %d tables\n%s", r.name, len(outs), len(specs), stderr.String())
 	}
-	return o
+	return outs
 }
 
 // sparkReaders are delta-rs (FLIGHTGW_DELTALAKE or the worktree's
@@ -429,7 +465,7 @@ func TestSparkV2CheckpointWritten(t *testing.T) {
 			}
 			compareRendered(t, "the gateway's read from its checkpoint", renderSpark(t, bs3, want.Columns), thrice)
 			for _, r := range sparkReaders(t) {
-				got := r.read(t, dir)
+				got := r.read(t, dir)[0]
 				if got.Version != 8 {
 					t.Errorf("%s reads version %d, want 8", r.name, got.Version)
 				}
