@@ -47,11 +47,13 @@ type readerOut struct {
 // TestSparkFixtures: the gateway reads each table Delta Spark 4.0 wrote
 // (deletion vectors on disk, V2 checkpoints with sidecars in JSON and in
 // Parquet, column mapping name and id with renamed and dropped columns,
-// row tracking with materialized row ids, timestamp_ntz partitions)
-// exactly as Spark read it, appends the same rows to it, and reads every
-// row twice; delta-rs (FLIGHTGW_DELTALAKE or .venv-delta) and Delta Kernel
-// Java (FLIGHTGW_DELTA_KERNEL, as make delta-check sets it) read the
-// result the same.
+// row tracking with materialized row ids, timestamp_ntz partitions,
+// in-commit timestamps turned on after the create with vacuumProtocolCheck)
+// exactly as Spark read it, appends the same rows to it and reads every
+// row twice, then replaces the table with them and reads each once;
+// delta-rs (FLIGHTGW_DELTALAKE or .venv-delta) and Delta Kernel Java
+// (FLIGHTGW_DELTA_KERNEL, as make delta-check sets it) read both
+// versions the same.
 func TestSparkFixtures(t *testing.T) {
 	wh := t.TempDir()
 	if err := os.CopyFS(filepath.Join(wh, "spark"), os.DirFS(sparkFixtures)); err != nil {
@@ -59,7 +61,7 @@ func TestSparkFixtures(t *testing.T) {
 	}
 	p := openLocal(t, wh)
 	readers := sparkReaders(t)
-	tables := []string{"dv", "v2checkpoint_json", "v2checkpoint_parquet", "colmap_name", "colmap_id", "rowtracking", "ntz_partitioned"}
+	tables := []string{"dv", "v2checkpoint_json", "v2checkpoint_parquet", "colmap_name", "colmap_id", "rowtracking", "ntz_partitioned", "ict"}
 	for _, name := range tables {
 		t.Run(name, func(t *testing.T) {
 			var want sparkExpected
@@ -97,8 +99,11 @@ func TestSparkFixtures(t *testing.T) {
 			if out.SnapshotID != want.Version+1 {
 				t.Errorf("the append landed as version %d, want %d", out.SnapshotID, want.Version+1)
 			}
-			if name == "rowtracking" {
+			switch name {
+			case "rowtracking":
 				checkRowIDs(t, filepath.Join(wh, "spark", name), want.Version)
+			case "ict":
+				checkInCommitTimestamp(t, filepath.Join(wh, "spark", name), want.Version)
 			}
 			twice := sparkExpected{Version: want.Version + 1, Columns: want.Columns}
 			for _, r := range want.Rows {
@@ -124,8 +129,11 @@ func TestSparkFixtures(t *testing.T) {
 			if out, err := p.CommitOverwrite(context.Background(), id, "", rs2); err != nil || out.SnapshotID != want.Version+2 {
 				t.Fatalf("overwrite: %+v, %v; want version %d", out, err, want.Version+2)
 			}
-			if name == "rowtracking" {
+			switch name {
+			case "rowtracking":
 				checkRowIDs(t, filepath.Join(wh, "spark", name), want.Version+1)
+			case "ict":
+				checkInCommitTimestamp(t, filepath.Join(wh, "spark", name), want.Version+1)
 			}
 			once := sparkExpected{Version: want.Version + 2, Columns: want.Columns, Rows: want.Rows}
 			bs3, _, err := scanAll(t, p, id)
@@ -135,6 +143,12 @@ func TestSparkFixtures(t *testing.T) {
 			compareRendered(t, "the gateway's read after its overwrite", renderSpark(t, bs3, want.Columns), once)
 			dir := filepath.Join(wh, "spark", name)
 			for _, r := range readers {
+				if r.name == "deltalake" && name == "ict" {
+					// deltalake 1.6.6: "Unsupported table features required:
+					// [VacuumProtocolCheck]" (its reads refuse the feature).
+					t.Log("deltalake cannot read a table with vacuumProtocolCheck: not checked")
+					continue
+				}
 				for k, got := range r.read(t, fmt.Sprintf("%s@%d", dir, want.Version+1), dir) {
 					w, what := twice, "append"
 					if k == 1 {
@@ -143,16 +157,16 @@ func TestSparkFixtures(t *testing.T) {
 					if got.Version != w.Version {
 						t.Errorf("%s reads version %d, want %d", r.name, got.Version, w.Version)
 					}
-					compareRendered(t, r.name+"'s read after the gateway's "+what, got.Rows, projected(t, r.name, got.Columns, w))
+					compareRendered(t, r.name+"'s read after the gateway's "+what, got.Rows, sameColumns(t, r.name, got.Columns, w))
 				}
 			}
 		})
 	}
 }
 
-// projected is want in the column order a reader answered, which must be
-// the table's columns.
-func projected(t *testing.T, reader string, cols []string, want sparkExpected) sparkExpected {
+// sameColumns is want, once a reader's columns are checked to be the
+// table's, in its order.
+func sameColumns(t *testing.T, reader string, cols []string, want sparkExpected) sparkExpected {
 	t.Helper()
 	if !slices.Equal(cols, want.Columns) {
 		t.Fatalf("%s reads columns %v, want %v", reader, cols, want.Columns)
@@ -469,10 +483,31 @@ func TestSparkV2CheckpointWritten(t *testing.T) {
 				if got.Version != 8 {
 					t.Errorf("%s reads version %d, want 8", r.name, got.Version)
 				}
-				compareRendered(t, r.name+"'s read from the gateway's checkpoint", got.Rows, projected(t, r.name, got.Columns, thrice))
+				compareRendered(t, r.name+"'s read from the gateway's checkpoint", got.Rows, sameColumns(t, r.name, got.Columns, thrice))
 			}
 		})
 	}
 }
 
 var uuidCheckpoint = regexp.MustCompile(`^\d{20}\.checkpoint\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.parquet$`)
+
+// checkInCommitTimestamp: the gateway's commit after Spark's version v of
+// a table with in-commit timestamps has commitInfo first, with an
+// inCommitTimestamp past version v's (and timestamp equal to it).
+func checkInCommitTimestamp(t *testing.T, dir string, v int64) {
+	t.Helper()
+	ict := func(v int64) (int64, int64) {
+		lines := logLines(t, dir, v)
+		var ci struct{ InCommitTimestamp, Timestamp *int64 }
+		raw, ok := lines[0]["commitInfo"]
+		if !ok || json.Unmarshal(raw, &ci) != nil || ci.InCommitTimestamp == nil || ci.Timestamp == nil {
+			t.Fatalf("version %d: first action %v, want commitInfo with inCommitTimestamp", v, lines[0])
+		}
+		return *ci.InCommitTimestamp, *ci.Timestamp
+	}
+	prev, _ := ict(v)
+	got, ts := ict(v + 1)
+	if got <= prev || ts != got {
+		t.Errorf("version %d: inCommitTimestamp %d (timestamp %d), want past version %d's %d and timestamp equal", v+1, got, ts, v, prev)
+	}
+}

@@ -140,6 +140,18 @@ def ntz(spark, out):
     write_expected(spark, p, "partitioned by timestamp_ntz and date")
 
 
+def ict(spark, out):
+    """In-commit timestamps turned on after two commits (so the table has the enablement
+    version and timestamp properties) together with vacuumProtocolCheck, then a commit."""
+    p = os.path.join(out, "ict")
+    sql(spark, f"CREATE TABLE delta.`{p}` (id BIGINT, s STRING) USING delta")
+    sql(spark, f"INSERT INTO delta.`{p}` VALUES (1, 'a'), (2, 'b')")
+    sql(spark, f"""ALTER TABLE delta.`{p}` SET TBLPROPERTIES ('delta.enableInCommitTimestamps' = 'true',
+        'delta.feature.vacuumProtocolCheck' = 'supported')""")
+    sql(spark, f"INSERT INTO delta.`{p}` VALUES (3, 'c')")
+    write_expected(spark, p, "in-commit timestamps enabled at version 2, vacuumProtocolCheck")
+
+
 def tidy(out):
     # Spark's checksum side files and .crc files are not part of the protocol's tables.
     for f in glob.glob(os.path.join(out, "**", ".*.crc"), recursive=True):
@@ -159,6 +171,7 @@ def main():
     colmap(spark, out, "id")
     rowtracking(spark, out)
     ntz(spark, out)
+    ict(spark, out)
     version = spark.version
     spark.stop()
     tidy(out)
