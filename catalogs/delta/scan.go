@@ -336,6 +336,20 @@ func (r *scanReader) dataColumn(c scanCol, chunks []arrow.Array) (arrow.Array, e
 		return a, nil
 	}
 	defer a.Release()
+	want := c.field.Type
+	if c.physType != nil {
+		want = c.physType
+	}
+	// Struct fields added after the file was written (ALTER TABLE ADD
+	// COLUMNS (s.f …)) are null in it, as for a top-level column.
+	if filled := fillStructFields(a, want); filled != nil {
+		defer filled.Release()
+		if arrow.TypeEqual(filled.DataType(), c.field.Type) {
+			filled.Retain()
+			return filled, nil
+		}
+		a = filled
+	}
 	if c.physType != nil {
 		if !arrow.TypeEqual(a.DataType(), c.physType) {
 			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: data file %s: column %q is %s, the table's physical type %s (feature %q)", r.st.ident, r.add.Path, c.field.Name, a.DataType(), c.physType, dcodec.FeatureColumnMapping)
@@ -347,6 +361,65 @@ func (r *scanReader) dataColumn(c scanCol, chunks []arrow.Array) (arrow.Array, e
 		return nil, catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s: data file %s: column %q is %s, the table's type %s", r.st.ident, r.add.Path, c.field.Name, a.DataType(), c.field.Type))
 	}
 	return out, nil
+}
+
+// fillStructFields returns a with the fields of want's structs it lacks
+// added as nulls, nested structs too, in want's order (fields matched by
+// name: physical names under column mapping), or nil when a is not a
+// struct that differs so. Lists and maps of structs are left alone (their
+// cast fails).
+func fillStructFields(a arrow.Array, want arrow.DataType) arrow.Array {
+	d := fillStructData(a.Data(), want)
+	if d == nil {
+		return nil
+	}
+	defer d.Release()
+	return array.MakeFromData(d)
+}
+
+func fillStructData(d arrow.ArrayData, want arrow.DataType) arrow.ArrayData {
+	have, ok := d.DataType().(*arrow.StructType)
+	wst, ok2 := want.(*arrow.StructType)
+	if !ok || !ok2 {
+		return nil
+	}
+	changed := false
+	fields := make([]arrow.Field, 0, wst.NumFields())
+	children := make([]arrow.ArrayData, 0, wst.NumFields())
+	defer func() {
+		for _, c := range children {
+			c.Release()
+		}
+	}()
+	for j, wf := range wst.Fields() {
+		i, found := have.FieldIdx(wf.Name)
+		changed = changed || (found && i != j) // reordered (ALTER COLUMN … AFTER)
+		if !found {
+			// The parent's offset applies to its children: the nulls
+			// cover it too.
+			n := array.MakeArrayOfNull(memory.DefaultAllocator, wf.Type, d.Offset()+d.Len())
+			children = append(children, n.Data())
+			n.Data().Retain()
+			n.Release()
+			fields = append(fields, wf)
+			changed = true
+			continue
+		}
+		c := d.Children()[i]
+		if fc := fillStructData(c, wf.Type); fc != nil {
+			children = append(children, fc)
+			fields = append(fields, arrow.Field{Name: have.Field(i).Name, Type: fc.DataType(), Nullable: have.Field(i).Nullable, Metadata: have.Field(i).Metadata})
+			changed = true
+			continue
+		}
+		c.Retain()
+		children = append(children, c)
+		fields = append(fields, have.Field(i))
+	}
+	if !changed && have.NumFields() == len(fields) {
+		return nil // (more fields than want's: a dropped one, left out here)
+	}
+	return array.NewData(arrow.StructOf(fields...), d.Len(), d.Buffers()[:1], children, d.NullN(), d.Offset())
 }
 
 // partitionColumn is n copies of the add's partition value of c.

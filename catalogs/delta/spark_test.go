@@ -48,7 +48,8 @@ type readerOut struct {
 // (deletion vectors on disk, V2 checkpoints with sidecars in JSON and in
 // Parquet, column mapping name and id with renamed and dropped columns,
 // row tracking with materialized row ids, timestamp_ntz partitions,
-// in-commit timestamps turned on after the create with vacuumProtocolCheck)
+// in-commit timestamps turned on after the create with vacuumProtocolCheck,
+// a column and struct fields added after the first files)
 // exactly as Spark read it, appends the same rows to it and reads every
 // row twice, then replaces the table with them and reads each once;
 // delta-rs (FLIGHTGW_DELTALAKE or .venv-delta) and Delta Kernel Java
@@ -61,7 +62,7 @@ func TestSparkFixtures(t *testing.T) {
 	}
 	p := openLocal(t, wh)
 	readers := sparkReaders(t)
-	tables := []string{"dv", "v2checkpoint_json", "v2checkpoint_parquet", "colmap_name", "colmap_id", "rowtracking", "ntz_partitioned", "ict"}
+	tables := []string{"dv", "v2checkpoint_json", "v2checkpoint_parquet", "colmap_name", "colmap_id", "rowtracking", "ntz_partitioned", "ict", "evolved"}
 	for _, name := range tables {
 		t.Run(name, func(t *testing.T) {
 			var want sparkExpected

@@ -109,10 +109,10 @@ def colmap(spark, out, mode):
     sql(spark, f"ALTER TABLE delta.`{p}` RENAME COLUMN old_name TO new_name")
     sql(spark, f"ALTER TABLE delta.`{p}` RENAME COLUMN st.b TO bee")
     sql(spark, f"ALTER TABLE delta.`{p}` DROP COLUMN gone")
-    sql(spark, f"ALTER TABLE delta.`{p}` ADD COLUMNS (gone INT)")
-    sql(spark, f"""INSERT INTO delta.`{p}` VALUES (4, 'y4', named_struct('a', 4, 'bee', 'b4'), 'p', 44),
+    sql(spark, f"ALTER TABLE delta.`{p}` ADD COLUMNS (gone INT, st.c INT)")
+    sql(spark, f"""INSERT INTO delta.`{p}` VALUES (4, 'y4', named_struct('a', 4, 'bee', 'b4', 'c', 40), 'p', 44),
         (5, 'y5', NULL, 'r', NULL)""")
-    write_expected(spark, p, f"column mapping {mode}: renamed column and struct field, a column dropped and one of its name added")
+    write_expected(spark, p, f"column mapping {mode}: renamed column and struct field, a column dropped and one of its name added, a struct field added")
 
 
 def rowtracking(spark, out):
@@ -152,6 +152,17 @@ def ict(spark, out):
     write_expected(spark, p, "in-commit timestamps enabled at version 2, vacuumProtocolCheck")
 
 
+def evolved(spark, out):
+    """Without column mapping: a column and a struct field added after the first commit,
+    so the older file lacks both."""
+    p = os.path.join(out, "evolved")
+    sql(spark, f"CREATE TABLE delta.`{p}` (id BIGINT, st STRUCT<a: INT>) USING delta")
+    sql(spark, f"INSERT INTO delta.`{p}` VALUES (1, named_struct('a', 1)), (2, NULL)")
+    sql(spark, f"ALTER TABLE delta.`{p}` ADD COLUMNS (st.b STRING, top INT)")
+    sql(spark, f"INSERT INTO delta.`{p}` VALUES (3, named_struct('a', 3, 'b', 'b3'), 30)")
+    write_expected(spark, p, "a column and a struct field added after the first commit")
+
+
 def tidy(out):
     # Spark's checksum side files and .crc files are not part of the protocol's tables.
     for f in glob.glob(os.path.join(out, "**", ".*.crc"), recursive=True):
@@ -172,6 +183,7 @@ def main():
     rowtracking(spark, out)
     ntz(spark, out)
     ict(spark, out)
+    evolved(spark, out)
     version = spark.version
     spark.stop()
     tidy(out)
