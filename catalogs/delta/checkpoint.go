@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/uuid"
+
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/lake"
 	dcodec "github.com/flightgw/flightgw/codec/delta"
@@ -16,7 +18,7 @@ func checkpointDue(md *dcodec.Metadata, v int64) bool {
 	return v > 0 && v%md.CheckpointInterval() == 0
 }
 
-// checkpointAfter writes the classic checkpoint of version v and
+// checkpointAfter writes the checkpoint of version v and
 // _last_checkpoint once the commit of v has landed. A checkpoint only
 // speeds replay up, so a failure is logged and the commit still stands.
 func (p *Provider) checkpointAfter(ctx context.Context, t catalogs.TableIdent, v int64) {
@@ -25,20 +27,45 @@ func (p *Provider) checkpointAfter(ctx context.Context, t catalogs.TableIdent, v
 	}
 }
 
+// checkpoint writes a classic checkpoint, or on a table with v2Checkpoint
+// a UUID-named V2 one with its sidecar (as Delta Spark writes them with
+// delta.checkpointPolicy v2), then _last_checkpoint.
 func (p *Provider) checkpoint(ctx context.Context, t catalogs.TableIdent, v int64) error {
 	st, err := p.load(ctx, t, v)
 	if err != nil {
 		return err
 	}
-	cp, err := dcodec.EncodeCheckpoint(st.snap, p.now())
-	if err != nil {
-		return err
-	}
 	log := st.dir + "/_delta_log/"
-	// Two writers of one classic checkpoint write the same state: the
-	// protocol lets the later one win, so a plain atomic put is right.
-	if err := p.fs.Put(ctx, log+dcodec.ClassicCheckpointName(v), cp.Parquet); err != nil {
-		return lake.MapErr(err, fmt.Sprintf("table %s: write checkpoint %d", t, v))
+	var last []byte
+	if st.snap.Protocol.Supports(dcodec.FeatureV2Checkpoint) {
+		cp, err := dcodec.EncodeV2Checkpoint(st.snap, p.now(), uuid.NewString(), uuid.NewString())
+		if err != nil {
+			return err
+		}
+		// The sidecar first: the top-level file makes the checkpoint
+		// visible, and must never name a sidecar not there yet. A sidecar
+		// whose top-level file never landed is an orphan metadata cleanup
+		// deletes after a day.
+		if cp.SidecarName != "" {
+			if err := p.fs.Put(ctx, log+dcodec.SidecarDir+"/"+cp.SidecarName, cp.Sidecar); err != nil {
+				return lake.MapErr(err, fmt.Sprintf("table %s: write checkpoint %d: sidecar", t, v))
+			}
+		}
+		if err := p.fs.Put(ctx, log+cp.Name, cp.Parquet); err != nil {
+			return lake.MapErr(err, fmt.Sprintf("table %s: write checkpoint %d", t, v))
+		}
+		last = cp.Last
+	} else {
+		cp, err := dcodec.EncodeCheckpoint(st.snap, p.now())
+		if err != nil {
+			return err
+		}
+		// Two writers of one classic checkpoint write the same state: the
+		// protocol lets the later one win, so a plain atomic put is right.
+		if err := p.fs.Put(ctx, log+dcodec.ClassicCheckpointName(v), cp.Parquet); err != nil {
+			return lake.MapErr(err, fmt.Sprintf("table %s: write checkpoint %d", t, v))
+		}
+		last = cp.Last
 	}
 	// _last_checkpoint is a hint readers start listing from: never move
 	// it back past a newer checkpoint another writer made meanwhile.
@@ -47,7 +74,7 @@ func (p *Provider) checkpoint(ctx context.Context, t catalogs.TableIdent, v int6
 			return nil
 		}
 	}
-	if err := p.fs.Put(ctx, log+dcodec.LastCheckpointName, cp.Last); err != nil {
+	if err := p.fs.Put(ctx, log+dcodec.LastCheckpointName, last); err != nil {
 		return lake.MapErr(err, fmt.Sprintf("table %s: write %s", t, dcodec.LastCheckpointName))
 	}
 	return nil

@@ -121,20 +121,28 @@ type storeLog struct {
 }
 
 // checkpoints keeps the decoded actions of the newest checkpoint file
-// read of each table (dcodec.CheckpointCache): every commit and scan
-// replays from it, and decoding it is most of a replay.
+// read of each table, and of the sidecars read with it
+// (dcodec.CheckpointCache): every commit and scan replays from it, and
+// decoding it is most of a replay (of a V2 checkpoint with sidecars,
+// nearly all of it is the sidecars').
 type checkpoints struct {
 	mu sync.Mutex
 	m  map[string]cachedCheckpoint // by table directory
 }
 
 type cachedCheckpoint struct {
-	name string
-	acts []dcodec.Action
+	name     string
+	acts     []dcodec.Action
+	sidecars map[string][]dcodec.Action // by name in _delta_log ("_sidecars/…")
 }
 
-// maxCachedTables bounds the tables whose checkpoint is kept.
-const maxCachedTables = 64
+// maxCachedTables bounds the tables whose checkpoint is kept;
+// maxCachedSidecars the sidecars kept with one (a sidecar read for an
+// older checkpoint, by time travel, joins the newest one's until then).
+const (
+	maxCachedTables   = 64
+	maxCachedSidecars = 16
+)
 
 func (l storeLog) CheckpointActions(name string) ([]dcodec.Action, bool) {
 	if l.cache == nil {
@@ -143,29 +151,48 @@ func (l storeLog) CheckpointActions(name string) ([]dcodec.Action, bool) {
 	l.cache.mu.Lock()
 	defer l.cache.mu.Unlock()
 	c, ok := l.cache.m[l.dir]
-	return c.acts, ok && c.name == name
+	if !ok {
+		return nil, false
+	}
+	if isSidecar(name) {
+		acts, ok := c.sidecars[name]
+		return acts, ok
+	}
+	return c.acts, c.name == name
 }
 
 func (l storeLog) KeepCheckpointActions(name string, acts []dcodec.Action) {
-	if l.cache == nil || strings.Contains(name, "/") {
-		return // a sidecar: its checkpoint's entry would be displaced
+	if l.cache == nil {
+		return
 	}
 	l.cache.mu.Lock()
 	defer l.cache.mu.Unlock()
 	if l.cache.m == nil {
 		l.cache.m = map[string]cachedCheckpoint{}
 	}
-	if c, ok := l.cache.m[l.dir]; ok && c.name > name {
-		return // a newer one is kept (names sort by version)
+	c, ok := l.cache.m[l.dir]
+	if isSidecar(name) {
+		// A sidecar never changes (its name is a UUID): kept beside the
+		// checkpoint entry read before it, never displacing it.
+		if ok && len(c.sidecars) < maxCachedSidecars {
+			c.sidecars[name] = acts
+		}
+		return
 	}
-	if _, ok := l.cache.m[l.dir]; !ok && len(l.cache.m) >= maxCachedTables {
+	if ok && c.name >= name {
+		return // this one or a newer one is kept (names sort by version)
+	}
+	if !ok && len(l.cache.m) >= maxCachedTables {
 		for k := range l.cache.m { // any one: tables beyond the bound take turns
 			delete(l.cache.m, k)
 			break
 		}
 	}
-	l.cache.m[l.dir] = cachedCheckpoint{name: name, acts: acts}
+	l.cache.m[l.dir] = cachedCheckpoint{name: name, acts: acts, sidecars: map[string][]dcodec.Action{}}
 }
+
+// isSidecar tells a sidecar's name (in _delta_log) from a checkpoint's.
+func isSidecar(name string) bool { return strings.Contains(name, "/") }
 
 func (l storeLog) List(ctx context.Context) ([]string, error) {
 	return l.fs.List(ctx, l.dir+"/_delta_log")

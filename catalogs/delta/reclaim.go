@@ -35,8 +35,10 @@ var _ catalogs.Reclaimer = (*Provider)(nil)
 // protocol's metadata cleanup: only below the newest checkpoint not newer
 // than the newest commit older than midnight UTC of now minus
 // delta.logRetentionDuration (30 days when unset), never when
-// delta.enableExpiredLogCleanup is false. Interrupted atomic writes
-// (.*.tmp) in _delta_log are orphans too.
+// delta.enableExpiredLogCleanup is false; the sidecars of
+// _delta_log/_sidecars that no kept checkpoint references, a day after
+// they were written. Interrupted atomic writes (.*.tmp) in _delta_log are
+// orphans too.
 func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (catalogs.ReclaimReport, error) {
 	var tables []catalogs.TableIdent
 	if opts.MinAge > 0 {
@@ -203,7 +205,11 @@ func (v *vacuum) Candidates(ctx context.Context, fn func(lake.Candidate) error) 
 		c := lake.Candidate{Path: v.dir + "/" + rel, Ref: rel, Size: size, Mod: mod}
 		if name, ok := strings.CutPrefix(rel, "_delta_log/"); ok {
 			if strings.Contains(name, "/") {
-				return nil // _sidecars, _staged_commits: kept
+				// Of the directories, only sidecars: _staged_commits and
+				// anything deeper are kept.
+				if sc, ok := strings.CutPrefix(name, dcodec.SidecarDir+"/"); !ok || strings.Contains(sc, "/") {
+					return nil
+				}
 			}
 			// Referenced decides: only what metadata cleanup expires, and
 			// temporary files, are unreferenced.
@@ -227,12 +233,15 @@ func tempFile(name string) bool {
 }
 
 // expiredLog lists _delta_log and returns the entries metadata cleanup
-// expires now. Tables with in-commit timestamps are left alone: their
-// commit times are in the commits, not in the file times used here.
+// expires now (sidecars as "_sidecars/<name>"). Tables with in-commit
+// timestamps keep their commits and checkpoints: their commit times are
+// in the commits, not in the file times used here; their unreferenced
+// sidecars still go.
 func (v *vacuum) expiredLog(ctx context.Context, st *tableState) (map[string]bool, error) {
+	out := map[string]bool{}
 	cfg := st.snap.Metadata.Configuration
-	if strings.EqualFold(cfg["delta.enableExpiredLogCleanup"], "false") || strings.EqualFold(cfg["delta.enableInCommitTimestamps"], "true") {
-		return map[string]bool{}, nil
+	if strings.EqualFold(cfg["delta.enableExpiredLogCleanup"], "false") {
+		return out, nil
 	}
 	retention, err := st.snap.Metadata.LogRetention()
 	if err != nil {
@@ -244,9 +253,11 @@ func (v *vacuum) expiredLog(ctx context.Context, st *tableState) (map[string]boo
 	// total timeout: nothing younger than twice that is cleaned, whatever
 	// the table's retention (as Paimon's expiry).
 	retention = max(retention, 2*v.p.cfg.commit.TotalTimeout)
-	var entries []dcodec.LogEntry
+	var entries, sidecars []dcodec.LogEntry
 	err = v.p.fs.Walk(ctx, v.dir+"/_delta_log", func(rel string, _ int64, mod time.Time) error {
-		if !strings.Contains(rel, "/") {
+		if sc, ok := strings.CutPrefix(rel, dcodec.SidecarDir+"/"); ok && !strings.Contains(sc, "/") {
+			sidecars = append(sidecars, dcodec.LogEntry{Name: sc, Mod: mod})
+		} else if !strings.Contains(rel, "/") {
 			entries = append(entries, dcodec.LogEntry{Name: rel, Mod: mod})
 		}
 		return nil
@@ -254,9 +265,31 @@ func (v *vacuum) expiredLog(ctx context.Context, st *tableState) (map[string]boo
 	if err != nil {
 		return nil, lake.MapErr(err, fmt.Sprintf("table %s: reclaim: list _delta_log", v.t))
 	}
-	out := map[string]bool{}
-	for _, n := range dcodec.ExpiredLogFiles(entries, dcodec.LogCleanupCutoff(v.p.now(), retention)) {
-		out[n] = true
+	if !strings.EqualFold(cfg["delta.enableInCommitTimestamps"], "true") {
+		for _, n := range dcodec.ExpiredLogFiles(entries, dcodec.LogCleanupCutoff(v.p.now(), retention)) {
+			out[n] = true
+		}
+	}
+	if len(sidecars) == 0 {
+		return out, nil
+	}
+	// The sidecars the checkpoints kept reference stay (and, a day, any
+	// other: a checkpoint may be under way, its top-level file not yet
+	// written).
+	var kept []string
+	for _, e := range entries {
+		if !out[e.Name] {
+			kept = append(kept, e.Name)
+		}
+	}
+	refs, err := dcodec.ReferencedSidecars(ctx, storeLog{fs: v.p.fs, dir: v.dir, cache: &v.p.checkpoints}, kept)
+	if err != nil {
+		// Its sidecars unknown, none is deleted; the rest of VACUUM goes on.
+		v.p.log.WarnContext(ctx, "delta vacuum: sidecars kept, a checkpoint is unreadable", "table", v.t.String(), "error", err)
+		return out, nil
+	}
+	for _, n := range dcodec.ExpiredSidecars(sidecars, refs, v.p.now()) {
+		out[dcodec.SidecarDir+"/"+n] = true
 	}
 	return out, nil
 }

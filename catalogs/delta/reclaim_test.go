@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -333,5 +334,102 @@ func TestVacuumRecheck(t *testing.T) {
 	}
 	if _, n, err := scanAll(t, p, id); err != nil || n != 2 {
 		t.Fatalf("scan: %d rows, %v; want 2", n, err)
+	}
+}
+
+// TestVacuumSidecars: metadata cleanup on a V2-checkpoint table (Spark's,
+// with the gateway's UUID-named checkpoint at 8 after two appends), every
+// file 40 days old: the commits, checksums and Spark's checkpoint below 8
+// go, and so do the sidecar of Spark's checkpoint (no kept checkpoint
+// references it any more) and an old orphan sidecar; the gateway's
+// checkpoint's sidecar and an orphan younger than a day (a checkpoint
+// under way) stay; the table reads every row after, and delta-rs too.
+func TestVacuumSidecars(t *testing.T) {
+	const name = "v2checkpoint_parquet"
+	ctx := context.Background()
+	wh := t.TempDir()
+	dir := filepath.Join(wh, "spark", name)
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(sparkFixtures, name))); err != nil {
+		t.Fatal(err)
+	}
+	scDir := filepath.Join(dir, "_delta_log", dcodec.SidecarDir)
+	sparks, err := os.ReadDir(scDir)
+	if err != nil || len(sparks) != 1 {
+		t.Fatalf("the fixture's sidecars: %v, %v; want Spark's one", sparks, err)
+	}
+	p := openLocal(t, wh)
+	id := ident("spark", name)
+	bs, rows, err := scanAll(t, p, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		var rs []catalogs.WriteReceipt
+		for _, b := range bs {
+			r, err := p.WriteBatch(ctx, id, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r)
+		}
+		if _, err := p.Commit(ctx, id, rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(); err != nil { // the checkpoint at 8
+		t.Fatal(err)
+	}
+	for _, n := range []string{"0b5e2f7a-1c3d-4e5f-8a9b-7c6d5e4f3a21.parquet", "young.parquet"} {
+		if err := os.WriteFile(filepath.Join(scDir, n), []byte("orphan"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ageAll(t, dir, 40*24*time.Hour)
+	if err := os.Chtimes(filepath.Join(scDir, "young.parquet"), time.Now(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	before := tableFiles(t, dir)
+	var want []string
+	for _, f := range before {
+		n, ok := strings.CutPrefix(f, "_delta_log/")
+		if !ok {
+			continue
+		}
+		if v, err := strconv.ParseInt(strings.SplitN(n, ".", 2)[0], 10, 64); err == nil && v < 8 {
+			want = append(want, f) // commits, checksums and the checkpoint below 8
+		}
+	}
+	want = append(want, "_delta_log/_sidecars/"+sparks[0].Name(), "_delta_log/_sidecars/0b5e2f7a-1c3d-4e5f-8a9b-7c6d5e4f3a21.parquet")
+	slices.Sort(want)
+	if _, err := p.Reclaim(ctx, catalogs.ReclaimOptions{MinAge: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	after := tableFiles(t, dir)
+	var deleted []string
+	for _, f := range before {
+		if !slices.Contains(after, f) && strings.HasPrefix(f, "_delta_log/") {
+			deleted = append(deleted, f)
+		}
+	}
+	if !slices.Equal(deleted, want) {
+		t.Fatalf("deleted from _delta_log %v\nwant %v", deleted, want)
+	}
+	var kept int
+	for _, f := range after {
+		if strings.HasPrefix(f, "_delta_log/_sidecars/") {
+			kept++
+		}
+	}
+	if kept != 2 {
+		t.Fatalf("sidecars left %v, want the gateway's checkpoint's and the young orphan", after)
+	}
+	if _, n, err := scanAll(t, openLocal(t, wh), id); err != nil || n != 3*rows {
+		t.Fatalf("scan after the cleanup: %d rows, %v; want %d", n, err, 3*rows)
+	}
+	if py := deltaPython(t); py != "" {
+		dr := sparkReader{name: "deltalake", argv: []string{py, "../../integration/delta/read_table.py"}}.read(t, dir)[0]
+		if dr.Version != 8 || int64(len(dr.Rows)) != 3*rows {
+			t.Fatalf("deltalake after the cleanup: version %d, %d rows; want 8, %d", dr.Version, len(dr.Rows), 3*rows)
+		}
 	}
 }

@@ -1,9 +1,13 @@
 package delta_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +21,7 @@ import (
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
 	"github.com/flightgw/flightgw/catalogs/delta"
 	"github.com/flightgw/flightgw/catalogs/lake"
+	dcodec "github.com/flightgw/flightgw/codec/delta"
 )
 
 const bucket = "delta"
@@ -154,5 +159,119 @@ func TestCheckpointAndVacuumS3(t *testing.T) {
 	}
 	if _, n, err := scanAll(t, fresh, id); err != nil || n != 9 {
 		t.Fatalf("after VACUUM: %d rows, %v; want 9", n, err)
+	}
+}
+
+// TestV2CheckpointS3: Spark's v2Checkpoint table (delta.checkpointInterval
+// 4) uploaded to S3: the gateway reads it (Spark's UUID-named checkpoint
+// and its sidecar), its appends at 7 and 8 put its own UUID-named
+// checkpoint and sidecar at 8 on S3, a fresh provider reads every row
+// from them; forty days on, VACUUM deletes Spark's checkpoint and its
+// sidecar and keeps the gateway's, and the table still reads.
+func TestV2CheckpointS3(t *testing.T) {
+	const name = "v2checkpoint_parquet"
+	be := s3mem.New()
+	if err := be.CreateBucket(bucket); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(be).Server())
+	t.Cleanup(srv.Close)
+	prefix := "wh/spark/" + name + "/"
+	src := filepath.Join(sparkFixtures, name)
+	var sparkSidecar string
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if strings.HasPrefix(filepath.ToSlash(rel), "_delta_log/_sidecars/") {
+			sparkSidecar = filepath.ToSlash(rel)
+		}
+		_, err = be.PutObject(bucket, prefix+filepath.ToSlash(rel), map[string]string{}, bytes.NewReader(b), int64(len(b)), nil)
+		return err
+	})
+	if err != nil || sparkSidecar == "" {
+		t.Fatalf("upload: %v (Spark's sidecar %q)", err, sparkSidecar)
+	}
+	props := map[string]string{
+		delta.PropWarehouse: "s3://" + bucket + "/wh", delta.PropCreateNamespaces: "spark",
+		lake.PropS3Endpoint: srv.URL, lake.PropS3Region: "us-east-1",
+		lake.PropS3AccessKeyID: "test-access-key-id", lake.PropS3SecretAccessKey: "test-secret-access-key",
+		lake.PropS3ForceVirtualAddressing: "false",
+	}
+	ctx := context.Background()
+	p, err := delta.Open(ctx, "lake", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func() map[string]bool {
+		res, err := be.ListBucket(bucket, &gofakes3.Prefix{HasPrefix: true, Prefix: prefix}, gofakes3.ListBucketPage{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, c := range res.Contents {
+			out[strings.TrimPrefix(c.Key, prefix)] = true
+		}
+		return out
+	}
+	id := ident("spark", name)
+	bs, rows, err := scanAll(t, p, id)
+	if err != nil || rows == 0 {
+		t.Fatalf("scan of Spark's table on S3: %d rows, %v", rows, err)
+	}
+	for range 2 {
+		var rs []catalogs.WriteReceipt
+		for _, b := range bs {
+			r, err := p.WriteBatch(ctx, id, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r)
+		}
+		if _, err := p.Commit(ctx, id, rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(); err != nil { // the checkpoint at 8
+		t.Fatal(err)
+	}
+	var top, side []string
+	for k := range keys() {
+		if uuidCheckpoint.MatchString(strings.TrimPrefix(k, "_delta_log/")) && strings.HasPrefix(k, "_delta_log/"+dcodec.CommitName(8)[:20]) {
+			top = append(top, k)
+		}
+		if strings.HasPrefix(k, "_delta_log/_sidecars/") && k != sparkSidecar {
+			side = append(side, k)
+		}
+	}
+	if len(top) != 1 || len(side) != 1 {
+		t.Fatalf("the gateway's checkpoint at 8 on S3: %v, sidecars %v; want one of each", top, side)
+	}
+	fresh, err := delta.Open(ctx, "lake", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n, err := scanAll(t, fresh, id); err != nil || n != 3*rows {
+		t.Fatalf("a fresh provider scans %d rows, %v; want %d", n, err, 3*rows)
+	}
+	delta.SetNow(p, func() time.Time { return time.Now().Add(40 * 24 * time.Hour) })
+	if _, err := p.Reclaim(ctx, catalogs.ReclaimOptions{MinAge: time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	k := keys()
+	if k[sparkSidecar] || !k[side[0]] || !k[top[0]] || k["_delta_log/"+dcodec.CommitName(7)] {
+		t.Fatalf("after VACUUM 40 days on: %v; want Spark's sidecar and the commits below 8 gone, the gateway's checkpoint and sidecar kept", k)
+	}
+	again, err := delta.Open(ctx, "lake", props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n, err := scanAll(t, again, id); err != nil || n != 3*rows {
+		t.Fatalf("after VACUUM: %d rows, %v; want %d", n, err, 3*rows)
 	}
 }

@@ -112,7 +112,7 @@ type scanReader struct {
 	pr      *file.Reader
 	fr      *pqarrow.FileReader
 	add     *dcodec.AddFile
-	idx     []int // leaf columns of the data columns, in r.cols order (-1: partition)
+	idx     []int // the data columns' fields in the file, in r.cols order (or colPartition, colMissing)
 	rg      int   // next row group
 	offset  int64 // the row index of row group rg in the file
 	deleted []uint64
@@ -223,10 +223,18 @@ func (r *scanReader) openFile() error {
 	r.idx = r.idx[:0]
 	for _, c := range r.cols {
 		if c.part {
-			r.idx = append(r.idx, -1)
+			r.idx = append(r.idx, colPartition)
 			continue
 		}
 		is := fsch.FieldIndices(c.phys)
+		if len(is) == 0 {
+			// A column added after the file was written (ALTER TABLE ADD
+			// COLUMNS, or one dropped and added again under column
+			// mapping, a new physical name): null in every row of it, as
+			// every Delta reader reads it.
+			r.idx = append(r.idx, colMissing)
+			continue
+		}
 		if len(is) != 1 {
 			r.closeFile()
 			return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: data file %s has no column %q", r.st.ident, rel, c.phys)
@@ -236,6 +244,12 @@ func (r *scanReader) openFile() error {
 	r.rg, r.offset = 0, 0
 	return nil
 }
+
+// Marks in scanReader.idx for columns not read from the file.
+const (
+	colPartition = -1 // from the add's partition values
+	colMissing   = -2 // not in the file: null
+)
 
 // readRowGroup reads row group r.rg of the open file as one batch of the
 // scan's schema, without the rows its deletion vector deletes.
@@ -270,9 +284,12 @@ func (r *scanReader) readRowGroup() (arrow.RecordBatch, error) {
 	for j, c := range r.cols {
 		var a arrow.Array
 		var err error
-		if r.idx[j] < 0 {
+		switch r.idx[j] {
+		case colPartition:
 			a, err = r.partitionColumn(c, int(n))
-		} else {
+		case colMissing:
+			a = array.MakeArrayOfNull(memory.DefaultAllocator, c.field.Type, int(n))
+		default:
 			is := tbl.Schema().FieldIndices(c.phys)
 			if len(is) != 1 {
 				return nil, r.fileErr(fmt.Errorf("column %q not read", c.phys), "read")
@@ -334,6 +351,20 @@ func (r *scanReader) dataColumn(c scanCol, chunks []arrow.Array) (arrow.Array, e
 		return a, nil
 	}
 	defer a.Release()
+	want := c.field.Type
+	if c.physType != nil {
+		want = c.physType
+	}
+	// Struct fields added after the file was written (ALTER TABLE ADD
+	// COLUMNS (s.f …)) are null in it, as for a top-level column.
+	if filled := fillStructFields(a, want); filled != nil {
+		defer filled.Release()
+		if arrow.TypeEqual(filled.DataType(), c.field.Type) {
+			filled.Retain()
+			return filled, nil
+		}
+		a = filled
+	}
 	if c.physType != nil {
 		if !arrow.TypeEqual(a.DataType(), c.physType) {
 			return nil, catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: data file %s: column %q is %s, the table's physical type %s (feature %q)", r.st.ident, r.add.Path, c.field.Name, a.DataType(), c.physType, dcodec.FeatureColumnMapping)
@@ -345,6 +376,65 @@ func (r *scanReader) dataColumn(c scanCol, chunks []arrow.Array) (arrow.Array, e
 		return nil, catalogs.Wrap(catalogs.ErrFailedPrecondition, err, fmt.Sprintf("table %s: data file %s: column %q is %s, the table's type %s", r.st.ident, r.add.Path, c.field.Name, a.DataType(), c.field.Type))
 	}
 	return out, nil
+}
+
+// fillStructFields returns a with the fields of want's structs it lacks
+// added as nulls, nested structs too, in want's order (fields matched by
+// name: physical names under column mapping), or nil when a is not a
+// struct that differs so. Lists and maps of structs are left alone (their
+// cast fails).
+func fillStructFields(a arrow.Array, want arrow.DataType) arrow.Array {
+	d := fillStructData(a.Data(), want)
+	if d == nil {
+		return nil
+	}
+	defer d.Release()
+	return array.MakeFromData(d)
+}
+
+func fillStructData(d arrow.ArrayData, want arrow.DataType) arrow.ArrayData {
+	have, ok := d.DataType().(*arrow.StructType)
+	wst, ok2 := want.(*arrow.StructType)
+	if !ok || !ok2 {
+		return nil
+	}
+	changed := false
+	fields := make([]arrow.Field, 0, wst.NumFields())
+	children := make([]arrow.ArrayData, 0, wst.NumFields())
+	defer func() {
+		for _, c := range children {
+			c.Release()
+		}
+	}()
+	for j, wf := range wst.Fields() {
+		i, found := have.FieldIdx(wf.Name)
+		changed = changed || (found && i != j) // reordered (ALTER COLUMN … AFTER)
+		if !found {
+			// The parent's offset applies to its children: the nulls
+			// cover it too.
+			n := array.MakeArrayOfNull(memory.DefaultAllocator, wf.Type, d.Offset()+d.Len())
+			children = append(children, n.Data())
+			n.Data().Retain()
+			n.Release()
+			fields = append(fields, wf)
+			changed = true
+			continue
+		}
+		c := d.Children()[i]
+		if fc := fillStructData(c, wf.Type); fc != nil {
+			children = append(children, fc)
+			fields = append(fields, arrow.Field{Name: have.Field(i).Name, Type: fc.DataType(), Nullable: have.Field(i).Nullable, Metadata: have.Field(i).Metadata})
+			changed = true
+			continue
+		}
+		c.Retain()
+		children = append(children, c)
+		fields = append(fields, have.Field(i))
+	}
+	if !changed && have.NumFields() == len(fields) {
+		return nil // (more fields than want's: a dropped one, left out here)
+	}
+	return array.NewData(arrow.StructOf(fields...), d.Len(), d.Buffers()[:1], children, d.NullN(), d.Offset())
 }
 
 // partitionColumn is n copies of the add's partition value of c.

@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -136,4 +137,102 @@ func TestEncodeCheckpointStatsOptions(t *testing.T) {
 	if _, err := EncodeCheckpoint(s, time.Now()); err == nil || !strings.Contains(err.Error(), "writeStatsAsStruct") {
 		t.Fatalf("writeStatsAsStruct: %v, want a refusal naming it", err)
 	}
+}
+
+// TestEncodeV2Checkpoint: on a table with v2Checkpoint the UUID-named checkpoint is a
+// top-level file of the non-file actions, one checkpointMetadata at its version and one
+// sidecar action naming a sidecar of the adds and removes alone; the two replay to the
+// snapshot; a snapshot without files has no sidecar; a table without the feature is refused.
+func TestEncodeV2Checkpoint(t *testing.T) {
+	ctx := context.Background()
+	v2 := Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{FeatureV2Checkpoint}, WriterFeatures: []string{FeatureV2Checkpoint}}
+	const id, sid = "6f1c3c1e-8a4e-4b0e-9a55-0c6f3b7f2a10", "0b5e2f7a-1c3d-4e5f-8a9b-7c6d5e4f3a21"
+	for _, table := range []string{"appends", "replace", "partitioned", "colmap"} {
+		t.Run(table, func(t *testing.T) {
+			want, err := Load(ctx, loadDirLog(t, table), -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want.Protocol = v2
+			now := time.Now()
+			cp, err := EncodeV2Checkpoint(want, now, id, sid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp.Name != fmt.Sprintf("%020d.checkpoint.%s.parquet", want.Version, id) || cp.SidecarName != sid+".parquet" {
+				t.Fatalf("names %s, %s", cp.Name, cp.SidecarName)
+			}
+			top, err := ParseCheckpointParquet(ctx, cp.Name, cp.Parquet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var metas, sidecars, files int
+			for _, a := range top {
+				switch {
+				case a.CheckpointMetadata != nil:
+					metas++
+					if a.CheckpointMetadata.Version != want.Version {
+						t.Errorf("checkpointMetadata version %d, want %d", a.CheckpointMetadata.Version, want.Version)
+					}
+				case a.Sidecar != nil:
+					sidecars++
+					if a.Sidecar.Path != cp.SidecarName || a.Sidecar.SizeInBytes != int64(len(cp.Sidecar)) || a.Sidecar.ModificationTime != now.UnixMilli() {
+						t.Errorf("sidecar action %+v, want %s of %d bytes", a.Sidecar, cp.SidecarName, len(cp.Sidecar))
+					}
+				case a.Add != nil || a.Remove != nil:
+					files++
+				}
+			}
+			if metas != 1 || sidecars != 1 || files != 0 {
+				t.Fatalf("top-level file: %d checkpointMetadata, %d sidecars, %d file actions; want 1, 1, 0", metas, sidecars, files)
+			}
+			side, err := ParseCheckpointParquet(ctx, cp.SidecarName, cp.Sidecar)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int64(len(top)+len(side)) != cp.Actions {
+				t.Errorf("%d actions counted, the files hold %d", cp.Actions, len(top)+len(side))
+			}
+			lc, err := ParseLastCheckpoint(cp.Last)
+			if err != nil || lc.Version != want.Version || lc.Size != cp.Actions || *lc.NumOfAddFiles != int64(len(want.Files)) {
+				t.Fatalf("_last_checkpoint %s: %v", cp.Last, err)
+			}
+			got, err := Load(ctx, memLog{cp.Name: cp.Parquet, "_sidecars/" + cp.SidecarName: cp.Sidecar, LastCheckpointName: cp.Last}, -1)
+			if err != nil {
+				t.Fatalf("replay from the checkpoint: %v", err)
+			}
+			if got.Checkpoint != cp.Name || !reflect.DeepEqual(got.Protocol, want.Protocol) || !reflect.DeepEqual(got.Metadata, want.Metadata) {
+				t.Fatalf("replayed from %q: %+v %+v", got.Checkpoint, got.Protocol, got.Metadata)
+			}
+			if !reflect.DeepEqual(got.Files, want.Files) || len(got.Tombstones) != len(want.Tombstones) {
+				t.Fatalf("files or tombstones differ: %d/%d files, %d/%d tombstones", len(got.Files), len(want.Files), len(got.Tombstones), len(want.Tombstones))
+			}
+			if !reflect.DeepEqual(got.Txns, want.Txns) || !reflect.DeepEqual(got.Domains, want.Domains) {
+				t.Fatalf("txns %v domains %v, want %v %v", got.Txns, got.Domains, want.Txns, want.Domains)
+			}
+		})
+	}
+	t.Run("no files", func(t *testing.T) {
+		s, err := Load(ctx, loadDirLog(t, "appends"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Protocol, s.Files, s.Tombstones = v2, nil, nil
+		cp, err := EncodeV2Checkpoint(s, time.Now(), id, sid)
+		if err != nil || cp.SidecarName != "" || cp.Sidecar != nil {
+			t.Fatalf("%v: sidecar %q", err, cp.SidecarName)
+		}
+		if _, err := Load(ctx, memLog{cp.Name: cp.Parquet}, -1); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("without the feature", func(t *testing.T) {
+		s, err := Load(ctx, loadDirLog(t, "appends"), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := EncodeV2Checkpoint(s, time.Now(), id, sid); err == nil || !strings.Contains(err.Error(), FeatureV2Checkpoint) {
+			t.Fatalf("%v, want a refusal naming %s", err, FeatureV2Checkpoint)
+		}
+	})
 }

@@ -1,6 +1,8 @@
 package delta
 
 import (
+	"context"
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -31,7 +33,7 @@ func LogCleanupCutoff(now time.Time, retention time.Duration) time.Time {
 // complete checkpoint not after it. Expired are the commits, checkpoints and checksums
 // before the cutoff checkpoint's version and the log compactions starting at or before
 // it; the checkpoint and the commit at its version are kept. Without a cutoff checkpoint
-// nothing expires. Sidecars are not considered (they stay).
+// nothing expires. Sidecars are ExpiredSidecars' (steps 4 and 5).
 func ExpiredLogFiles(entries []LogEntry, cutoff time.Time) []string {
 	type commit struct {
 		v   int64
@@ -91,6 +93,56 @@ func ExpiredLogFiles(entries []LogEntry, cutoff time.Time) []string {
 			if v, err := strconv.ParseInt(m[1], 10, 64); err == nil && v <= cp {
 				out = append(out, e.Name)
 			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SidecarMinAge is how long an unreferenced sidecar is kept (PROTOCOL.md "Metadata
+// Cleanup", step 5: a day, as of midnight UTC), so that a checkpoint being written, its
+// sidecars landed and its top-level file not yet, keeps them.
+const SidecarMinAge = 24 * time.Hour
+
+// ReferencedSidecars reads the checkpoints among names (files of _delta_log: classic and
+// UUID-named ones; multi-part checkpoints are V1 and have none) and returns the sidecar
+// names (in _delta_log/_sidecars) they reference: metadata cleanup's step 4, over the
+// checkpoints it keeps. A checkpoint that cannot be read is an error: its sidecars are
+// unknown, so none may be deleted.
+func ReferencedSidecars(ctx context.Context, log Log, names []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, n := range names {
+		f, ok := parseLogName(n)
+		if !ok || (f.kind != kindClassicCheckpoint && f.kind != kindUUIDCheckpoint) {
+			continue
+		}
+		acts, err := readCheckpointFile(ctx, log, f.name, f.json)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range acts {
+			if a.Sidecar == nil {
+				continue
+			}
+			name, err := sidecarName(a.Sidecar.Path)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f.name, err)
+			}
+			out[name] = true
+		}
+	}
+	return out, nil
+}
+
+// ExpiredSidecars is metadata cleanup's step 5 over a listing of _delta_log/_sidecars:
+// the sidecars no kept checkpoint references (referenced, from ReferencedSidecars) and
+// not modified after midnight UTC of the day SidecarMinAge before now.
+func ExpiredSidecars(sidecars []LogEntry, referenced map[string]bool, now time.Time) []string {
+	cutoff := LogCleanupCutoff(now, SidecarMinAge)
+	var out []string
+	for _, e := range sidecars {
+		if !referenced[e.Name] && !e.Mod.After(cutoff) {
+			out = append(out, e.Name)
 		}
 	}
 	sort.Strings(out)

@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -62,5 +63,45 @@ func TestExpiredLogFiles(t *testing.T) {
 	}
 	if got := LogCleanupCutoff(time.Date(2026, 3, 31, 15, 4, 0, 0, time.UTC), 30*day); !got.Equal(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("cutoff %v, want midnight UTC of 2026-03-01", got)
+	}
+}
+
+// TestExpiredSidecars: metadata cleanup's steps 4 and 5. The sidecars the kept
+// checkpoints reference (a UUID-named one here; a classic V1 one references none) stay;
+// an unreferenced one goes once it is not newer than midnight UTC of the day before now;
+// a checkpoint that cannot be read is an error (no sidecar may go).
+func TestExpiredSidecars(t *testing.T) {
+	ctx := context.Background()
+	s, err := Load(ctx, loadDirLog(t, "appends"), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classic, err := EncodeCheckpoint(s, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Protocol = Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{FeatureV2Checkpoint}, WriterFeatures: []string{FeatureV2Checkpoint}}
+	v2, err := EncodeV2Checkpoint(s, time.Now(), "6f1c3c1e-8a4e-4b0e-9a55-0c6f3b7f2a10", "0b5e2f7a-1c3d-4e5f-8a9b-7c6d5e4f3a21")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := memLog{ClassicCheckpointName(1): classic.Parquet, v2.Name: v2.Parquet}
+	refs, err := ReferencedSidecars(ctx, log, []string{CommitName(1), ClassicCheckpointName(1), v2.Name, LastCheckpointName})
+	if err != nil || len(refs) != 1 || !refs[v2.SidecarName] {
+		t.Fatalf("referenced %v, %v; want only %s", refs, err, v2.SidecarName)
+	}
+	if _, err := ReferencedSidecars(ctx, log, []string{ClassicCheckpointName(2)}); err == nil {
+		t.Fatal("a missing checkpoint: no error")
+	}
+	now := time.Date(2026, 3, 10, 15, 0, 0, 0, time.UTC)
+	cut := time.Date(2026, 3, 9, 0, 0, 0, 0, time.UTC)
+	got := ExpiredSidecars([]LogEntry{
+		{Name: v2.SidecarName, Mod: cut.Add(-48 * time.Hour)},   // referenced: kept
+		{Name: "old.parquet", Mod: cut.Add(-time.Hour)},         // unreferenced, old: expired
+		{Name: "at-cutoff.parquet", Mod: cut},                   // not newer than the cutoff: expired
+		{Name: "young.parquet", Mod: cut.Add(time.Millisecond)}, // a checkpoint under way: kept
+	}, refs, now)
+	if want := []string{"at-cutoff.parquet", "old.parquet"}; !slices.Equal(got, want) {
+		t.Fatalf("expired %v, want %v", got, want)
 	}
 }

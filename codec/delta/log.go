@@ -120,6 +120,19 @@ func ClassicCheckpointName(version int64) string {
 	return fmt.Sprintf("%020d.checkpoint.parquet", version)
 }
 
+// UUIDCheckpointName is the file name of a UUID-named (V2) checkpoint of a version, in
+// JSON or Parquet.
+func UUIDCheckpointName(version int64, id string, isJSON bool) string {
+	ext := "parquet"
+	if isJSON {
+		ext = "json"
+	}
+	return fmt.Sprintf("%020d.checkpoint.%s.%s", version, id, ext)
+}
+
+// SidecarDir is the directory of V2 checkpoints' sidecars, in _delta_log.
+const SidecarDir = "_sidecars"
+
 // LastCheckpointName is the name of the last-checkpoint hint in _delta_log.
 const LastCheckpointName = "_last_checkpoint"
 

@@ -349,7 +349,7 @@ func (st *state) loadCheckpoint(ctx context.Context, log Log, files []logFile) e
 		if err != nil {
 			return fmt.Errorf("%s: %w", files[0].name, err)
 		}
-		acts, err := readCheckpointFile(ctx, log, "_sidecars/"+name, false)
+		acts, err := readCheckpointFile(ctx, log, SidecarDir+"/"+name, false)
 		if err != nil {
 			return err
 		}

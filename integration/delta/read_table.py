@@ -22,13 +22,19 @@ from render import render, render_map
 def read(spec):
     path, _, version = spec.rpartition("@") if "@" in spec else (spec, "", "")
     dt = DeltaTable(path, version=int(version)) if version else DeltaTable(path)
-    try:
-        tbl = dt.to_pyarrow_table()
-    except DeltaProtocolError as e:
-        # deltalake 1.6.6's pyarrow dataset refuses the reader feature columnMapping
-        # ("not yet supported by the deltalake reader"); its DataFusion reader takes it.
-        if "columnMapping" not in str(e):
-            raise
+    # deltalake 1.6.6's pyarrow dataset refuses the reader features columnMapping,
+    # deletionVectors and v2Checkpoint ("not yet supported by the deltalake reader"), and
+    # reads a column-mapped table on reader version 2 (Delta Spark's, without reader
+    # features) as nulls; its DataFusion reader reads them all right.
+    mapped = dt.metadata().configuration.get("delta.columnMapping.mode", "none") != "none"
+    tbl = None
+    if not mapped:
+        try:
+            tbl = dt.to_pyarrow_table()
+        except DeltaProtocolError as e:
+            if "not yet supported by the deltalake reader" not in str(e):
+                raise
+    if tbl is None:
         qb = QueryBuilder().register("t", dt)
         tbl = pa.RecordBatchReader.from_stream(qb.execute("SELECT * FROM t")).read_all()
     names = tbl.column_names
