@@ -1,9 +1,11 @@
 """Reads Iceberg tables with DuckDB's iceberg extension (iceberg_scan over a metadata file). Run by
 TestOtherReadersReadTableOptions in the venv of integration/delta/duckdb-requirements.txt:
-    python duckdb_iceberg.py < [{"metadata": "<metadata.json>", "where": ["<sql>", ...]}, ...]
+    python duckdb_iceberg.py < [{"metadata": "<metadata.json>", "where": ["<sql>", ...], "snapshots": [<id>, ...]}, ...]
 The extension loads only into the DuckDB release it was built for: it is LOADed from the file its
 wheel ships, with autoinstall and autoload off (nothing is fetched, no other build is picked).
-Prints one JSON array, an object for each table: {"rows": [...], "filters": [[...], ...]}, or
+Prints one JSON array, an object for each table: {"rows": [...], "filters": [[...], ...], "at": {"<id>": [...]},
+"snapshots": [<id>, ...]} (the rows read by time travel to each snapshot asked for, snapshot_from_id, and the
+snapshots iceberg_snapshots lists; TestOtherReadersReadMaintainedTable asks), or
 {"error": "<DuckDB's message>"} when DuckDB refuses the table. Values are spelled as Read.java
 spells them: instants in UTC as Python's isoformat with nanoseconds when there are any, dates ISO."""
 import datetime
@@ -68,7 +70,12 @@ def main():
     for t in json.load(sys.stdin):
         scan = "iceberg_scan('" + t["metadata"].replace("'", "''") + "')"
         try:
-            view = {"rows": select(con, scan, None), "filters": [select(con, scan, w) for w in t["where"]]}
+            view = {"rows": select(con, scan, None), "filters": [select(con, scan, w) for w in t.get("where", [])]}
+            meta = "'" + t["metadata"].replace("'", "''") + "'"
+            if t.get("snapshots"):
+                view["at"] = {str(s): select(con, f"iceberg_scan({meta}, snapshot_from_id => {int(s)})", None)
+                              for s in t["snapshots"]}
+                view["snapshots"] = [r[0] for r in con.execute(f"SELECT snapshot_id FROM iceberg_snapshots({meta})").fetchall()]
         except duckdb.Error as e:
             view = {"error": f"{type(e).__name__}: {e}"}
         out.append(view)

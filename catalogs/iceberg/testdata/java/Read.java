@@ -12,6 +12,10 @@
 //     java -cp $(mvn dependency:build-classpath) Read.java <metadata.json>[@<filter>]...
 // A filter is col>=v, col<v, col=v or col^=v (starts with); a v of digits
 // is a long, anything else a string Iceberg converts to the column's type.
+// An argument <metadata.json>#<snapshot-id> is time travel instead: it
+// prints {"snapshot": id, "rows": [...] read at that snapshot (useSnapshot),
+// "snapshots": [every snapshot id the metadata keeps]} (javaAt, run by
+// TestOtherReadersReadMaintainedTable).
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
 import java.time.LocalDate;
@@ -61,12 +65,29 @@ import org.apache.iceberg.util.DateTimeUtil;
 public class Read {
   public static void main(String[] args) throws Exception {
     for (String arg : args) {
+      int hash = arg.lastIndexOf('#');
+      if (hash > 0) {
+        Table table = new BaseTable(new StaticTableOperations(arg.substring(0, hash), new HadoopFileIO(new Configuration())), "t");
+        System.out.println(at(table, Long.parseLong(arg.substring(hash + 1))));
+        continue;
+      }
       String[] parts = arg.split("@");
       Table table = new BaseTable(new StaticTableOperations(parts[0], new HadoopFileIO(new Configuration())), "t");
       List<Expression> filters = new ArrayList<>();
       for (int i = 1; i < parts.length; i++) filters.add(filter(parts[i]));
       System.out.println(inspect(table, filters));
     }
+  }
+
+  // at reads the table as of snapshot id, as a time-travel query does.
+  static String at(Table table, long id) throws Exception {
+    Map<String, Object> out = new LinkedHashMap<>();
+    out.put("snapshot", id);
+    out.put("rows", new Raw(rows(IcebergGenerics.read(table).useSnapshot(id).build())));
+    List<Object> snaps = new ArrayList<>();
+    for (Snapshot s : table.snapshots()) snaps.add(s.snapshotId());
+    out.put("snapshots", snaps);
+    return json(out);
   }
 
   static Expression filter(String f) {
