@@ -1,7 +1,8 @@
 # Delta Lake: independent readers read, value by value, the tables the gateway writes
 # (TestDeltaThroughTheGateway, TestDeltaReaders, on S3 TestDeltaReadersS3), and the gateway reads what delta-rs and
 # DuckDB wrote (TestDeltaGatewayReadsOthers), every version of tables OPTIMIZE compacted
-# (TestDeltaReadersAfterOptimize), and what Spark wrote, which delta-rs and Delta Kernel read
+# (TestDeltaReadersAfterOptimize) and of a table eight clients appended to while OPTIMIZE ran in a loop
+# (TestDeltaOptimizeBesideEightWriters), and what Spark wrote, which delta-rs and Delta Kernel read
 # again after the gateway appended to it, replaced it and wrote V2 checkpoints (catalogs/delta
 # TestSparkFixtures, TestSparkV2CheckpointWritten, TestVacuumSidecars; docs/delta.md):
 #   delta-rs (deltalake 1.6.6, .venv-delta), DuckDB 1.5.5 with its delta extension
@@ -33,7 +34,7 @@ delta-check: delta-readers
 	FLIGHTGW_DELTALAKE=$(CURDIR)/$(DELTA_VENV)/bin/python \
 	FLIGHTGW_DELTA_DUCKDB=$(CURDIR)/$(DELTA_DUCKDB_VENV)/bin/python \
 	FLIGHTGW_DELTA_KERNEL=$(CURDIR)/$(DELTA_KERNEL_CP) \
-	  $(GO) test -count=1 -run '^(TestDeltaThroughTheGateway|TestDeltaReaders|TestDeltaReadersS3|TestDeltaGatewayReadsOthers|TestDeltaInterleavedWriters|TestDeltaReadersAfterOptimize)$$' ./integration
+	  $(GO) test -count=1 -run '^(TestDeltaThroughTheGateway|TestDeltaReaders|TestDeltaReadersS3|TestDeltaGatewayReadsOthers|TestDeltaInterleavedWriters|TestDeltaReadersAfterOptimize|TestDeltaOptimizeBesideEightWriters)$$' ./integration
 	FLIGHTGW_DELTALAKE=$(CURDIR)/$(DELTA_VENV)/bin/python \
 	FLIGHTGW_DELTA_KERNEL=$(CURDIR)/$(DELTA_KERNEL_CP) \
 	  $(GO) test -count=1 -run '^(TestSparkFixtures|TestSparkV2CheckpointWritten|TestVacuumSidecars)$$' ./catalogs/delta
