@@ -2,17 +2,20 @@ package integration
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	icetable "github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 
 	"github.com/flightgw/flightgw/client"
 	"github.com/flightgw/flightgw/codec/actions"
@@ -246,6 +249,180 @@ func TestMaintenanceKilled(t *testing.T) {
 			}
 			t.Logf("killed %s: %d orphans left by the kill; the %s again: committed %v",
 				kp.at, len(left), kp.task, res.Tasks[0].Committed)
+		})
+	}
+}
+
+// backdate rewrites table t of the Iceberg catalog "lake" so that its
+// history is a day older (every timestamp of its metadata shifted) with
+// history.expire.max-snapshot-age-ms 1: expiry through a gateway keeps
+// every snapshot younger than the commit messages' TTL plus five minutes of
+// clock skew. The new metadata file lists the old one in its log, and the
+// catalog's row points at it (no gateway runs meanwhile).
+func backdate(t *testing.T, g *gatewayProc) {
+	t.Helper()
+	tbl := g.loadTable(t, "t")
+	old := strings.TrimPrefix(tbl.MetadataLocation(), "file://")
+	b, err := os.ReadFile(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	const day = float64(24 * time.Hour / time.Millisecond) // past the default TTL of 12 h
+	shift := func(list any) {
+		for _, e := range list.([]any) {
+			e.(map[string]any)["timestamp-ms"] = e.(map[string]any)["timestamp-ms"].(float64) - day
+		}
+	}
+	last := m["last-updated-ms"].(float64) - day
+	m["last-updated-ms"] = last
+	shift(m["snapshots"])
+	shift(m["snapshot-log"])
+	log, _ := m["metadata-log"].([]any)
+	shift(log)
+	m["metadata-log"] = append(log, map[string]any{"metadata-file": tbl.MetadataLocation(), "timestamp-ms": last})
+	m["properties"].(map[string]any)["history.expire.max-snapshot-age-ms"] = "1"
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	// As iceberg-go names a metadata file: the next version, a UUID.
+	version, _, _ := strings.Cut(filepath.Base(old), "-")
+	n, err := strconv.Atoi(version)
+	if err != nil {
+		t.Fatalf("metadata file %s: %v", old, err)
+	}
+	loc := filepath.Join(filepath.Dir(old), fmt.Sprintf("%05d-%s.metadata.json", n+1, uuid.NewString()))
+	if err := os.WriteFile(loc, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqliteshim", "file:"+filepath.Join(g.dataDir, "catalog.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Exec(`UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? WHERE table_namespace = 'default' AND table_name = 't'`,
+		"file://"+loc, tbl.MetadataLocation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("backdate: %d catalog rows updated, want 1", n)
+	}
+}
+
+// TestExpiryKilled: a gateway process is killed with SIGKILL in an
+// Iceberg expire_snapshots through MaintainTable on a table of forty
+// appends whose history is a day old: once the expiry's metadata.json is
+// on disk (before the catalog points at it), and once the expiry landed
+// (before or while it deletes what only the expired snapshots reached).
+// The gateway started again with a tiny reclaim.min_age deletes every
+// file no snapshot references, the current snapshot reads every row once,
+// and expiry runs again.
+func TestExpiryKilled(t *testing.T) {
+	requireEngine(t)
+	if testing.Short() {
+		t.Skip("starts three gateway processes per kill point")
+	}
+	const appends, per = 40, 100
+	for _, at := range []string{"metadata", "committed"} {
+		t.Run(at, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx := context.Background()
+			p0 := startMaintainProc(t, dir, "24h")
+			c := p0.flightClient(t)
+			for k := range appends {
+				o := modeAppend("t")
+				if k == 0 {
+					o = modeCreate("t")
+				}
+				o.Catalog = ptr("lake")
+				if _, err := c.ExecuteIngest(ctx, reader(t, people(t, k*per, per)), o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p0.kill(t)
+			backdate(t, p0)
+			p1 := startMaintainProc(t, dir, "24h")
+			tableDir := filepath.Join(dir, "warehouse", "default.db", "t")
+			cat := p1.catalog(t)
+			snaps := func() int {
+				tbl, err := cat.LoadTable(ctx, icetable.Identifier{"default", "t"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(tbl.Metadata().Snapshots())
+			}
+			metas := func() int {
+				m, _ := filepath.Glob(filepath.Join(tableDir, "metadata", "*.metadata.json"))
+				return len(m)
+			}
+			snapsBefore, metasBefore := snaps(), metas()
+			if snapsBefore != appends {
+				t.Fatalf("%d snapshots before the expiry, want %d", snapsBefore, appends)
+			}
+			landed := func() bool { return snaps() < snapsBefore }
+			cond := map[string]func() bool{"metadata": func() bool { return metas() > metasBefore }, "committed": landed}[at]
+			req := actions.MaintainRequest{TableRef: actions.TableRef{Catalog: "lake", Schema: "default", Table: "t"}, Tasks: []string{"expire_snapshots"}}
+			done := make(chan error, 1)
+			go func() {
+				_, err := client.MaintainTable(ctx, p1.flightClient(t), req)
+				done <- err
+			}()
+			replied := false
+			for deadline := time.Now().Add(60 * time.Second); !cond(); {
+				if time.Now().After(deadline) {
+					t.Fatalf("timed out waiting for the expiry to reach the kill point; log:\n%s", p1.logs.String())
+				}
+				select {
+				case err := <-done:
+					if !cond() {
+						t.Fatalf("the expiry ended (%v) before the kill point; log:\n%s", err, p1.logs.String())
+					}
+					replied = true
+				default:
+				}
+			}
+			p1.kill(t)
+			if !replied {
+				replied = <-done == nil
+			}
+			if got := landed(); got != (at == "committed") {
+				t.Logf("killed at %s, the expiry landed: %v", at, got)
+			}
+			left := p1.unreferenced(t)
+			if at == "metadata" && !landed() && len(left) == 0 {
+				t.Fatal("the expiry killed before its commit landed left no orphan: the test shows nothing")
+			}
+
+			p2 := startMaintainProc(t, dir, "1ms")
+			waitUntil(t, "the start-up reclaim of both catalogs finished", func() bool { return strings.Count(p2.logs.String(), "reclaim finished") >= 2 }, p2.logs)
+			if strings.Contains(p2.logs.String(), "reclaim finished with errors") {
+				t.Fatalf("reclaim failed:\n%s", p2.logs.String())
+			}
+			if after := p2.unreferenced(t); len(after) != 0 {
+				t.Errorf("after the restart's reclaim %d of the %d orphans the kill left remain: %v", len(after), len(left), after)
+			}
+			count := func() string {
+				return queryOne(t, p2.gateway, "SELECT count(*), count(DISTINCT id) FROM lake.default.t")
+			}
+			want := fmt.Sprintf("%d|%d", appends*per, appends*per)
+			if got := count(); got != want {
+				t.Errorf("after the kill: count, distinct = %s, want %s", got, want)
+			}
+			res, err := client.MaintainTable(ctx, p2.flightClient(t), req)
+			if err != nil || res.Tasks[0].Abandoned != "" {
+				t.Fatalf("expiry after the restart: %+v, %v", res, err)
+			}
+			if n := snaps(); n != 1 {
+				t.Errorf("%d snapshots after the expiry on the restarted gateway, want 1", n)
+			}
+			if got := count(); got != want {
+				t.Errorf("after the expiry on the restarted gateway: count, distinct = %s, want %s", got, want)
+			}
+			t.Logf("killed at %s (replied %v): %d orphans left by the kill; expiry again: %d expired", at, replied, len(left), len(res.Tasks[0].ExpiredSnapshots))
 		})
 	}
 }
