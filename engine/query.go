@@ -218,12 +218,21 @@ func (c *conn) plan(query string, resolve Resolver, pol *policy) (*plan, string,
 }
 
 // parse is DuckDB's parse tree of query, or why it refuses it.
+// A tree is decoded afresh from the cached JSON for every plan, which
+// rewrites it in place.
 func (c *conn) parse(query string) (map[string]any, error) {
+	if js, ok := c.parses.get(query); ok {
+		return decodeParse(query, js)
+	}
 	js, err := c.queryString("SELECT json_serialize_sql($1::VARCHAR)::VARCHAR", query)
 	if err != nil {
 		return nil, err
 	}
-	return decodeParse(query, js)
+	tree, err := decodeParse(query, js)
+	if err == nil {
+		c.parses.put(query, js)
+	}
+	return tree, err
 }
 
 // Query runs a query and streams its result. params holds the parameter
