@@ -29,6 +29,7 @@ type Engine struct {
 	// name (names.go).
 	keywords map[string]bool
 	pol      *policy // what queries may not name or must bound (policy.go)
+	parses   *parseCache
 }
 
 // setting is one DuckDB configuration option.
@@ -86,7 +87,7 @@ func New(opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("engine: temp_dir %s: %w", opts.TempDir, err)
 		}
 	}
-	e := &Engine{opts: opts, pool: newBufferPool(defaultPoolBytes)}
+	e := &Engine{opts: opts, pool: newBufferPool(defaultPoolBytes), parses: newParseCache(maxParseBytes, maxParseEntry)}
 	if err := open(&e.db, lockdown(opts)); err != nil {
 		return nil, err
 	}
@@ -201,10 +202,18 @@ func (e *Engine) Close() error {
 
 // conn is one DuckDB connection, owned by one query.
 type conn struct {
-	c duck.Connection
+	c      duck.Connection
+	parses *parseCache // the engine's; nil on a native reader's connection
 }
 
-func (e *Engine) connect() (*conn, error) { return connect(e.db) }
+func (e *Engine) connect() (*conn, error) {
+	c, err := connect(e.db)
+	if err != nil {
+		return nil, err
+	}
+	c.parses = e.parses
+	return c, nil
+}
 
 func connect(db duck.Database) (*conn, error) {
 	var c duck.Connection

@@ -63,7 +63,7 @@ func (m *memScanner) Scan(_ context.Context, t catalogs.TableIdent, req catalogs
 	return &catalogs.ScanResult{Reader: rdr, FilesPlanned: 1, FilesTotal: 1}, nil
 }
 
-func batch(t *testing.T, schema *arrow.Schema, js string) arrow.RecordBatch {
+func batch(t testing.TB, schema *arrow.Schema, js string) arrow.RecordBatch {
 	t.Helper()
 	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema, strings.NewReader(js))
 	if err != nil {
@@ -78,7 +78,7 @@ type fixture struct {
 	resolve Resolver
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	eng, err := New(Options{MemoryLimit: "512MB", Threads: 2})
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"errors"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightgw/flightgw/catalogs"
 )
 
 // Built reports whether this binary has the SQL engine; it is false in a
@@ -64,6 +66,11 @@ func (e *Engine) Split(context.Context, string, arrow.RecordBatch, Resolver, Spl
 // QueryPart reports ErrNoEngine.
 func (e *Engine) QueryPart(context.Context, string, arrow.RecordBatch, Resolver, Part) (*Rows, error) {
 	return nil, ErrNoEngine
+}
+
+// QueryPushed reports ErrNoEngine.
+func (e *Engine) QueryPushed(context.Context, catalogs.PushedQuery, []Origin, Resolver) (*Rows, bool, error) {
+	return nil, false, ErrNoEngine
 }
 
 // DescribeSplit reports ErrNoEngine.

@@ -5,6 +5,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	duck "github.com/duckdb/duckdb-go-bindings"
@@ -59,6 +60,55 @@ func (r *Rows) startPushed(ctx context.Context, query string, p *plan, sql strin
 		r.scans = append(r.scans, ScanStats{Table: t, Pushed: true})
 	}
 	return true, nil
+}
+
+// QueryPushed runs q, a query DescribeSplit found its tables' backend
+// runs whole (Description.Pushed), without DuckDB: no parse, no empty
+// streams, no prepare, the result typed as q.Schema (what the describe
+// told the client), with the given origins. Each table is resolved again
+// for the caller, so its realm and rights are checked as for any query.
+// ok is false when the query is no longer the backend's to run whole (a
+// table now resolves elsewhere or is not a QueryPusher's, the caller's
+// transaction has writes staged to it) or the backend refuses its SQL
+// as startPushed's fallback does: the caller then runs it by Query.
+func (e *Engine) QueryPushed(ctx context.Context, q catalogs.PushedQuery, origins []Origin, resolve Resolver) (*Rows, bool, error) {
+	if len(q.Tables) == 0 || len(q.Fragments) != len(q.Tables)+1 || q.Schema == nil {
+		return nil, false, nil
+	}
+	var pusher catalogs.QueryPusher
+	for _, id := range q.Tables {
+		if len(id.Namespace) != 1 {
+			return nil, false, nil
+		}
+		t, err := resolve(id.Catalog, id.Namespace[0], id.Name)
+		if err != nil {
+			return nil, false, err
+		}
+		qp, ok := t.Scanner.(catalogs.QueryPusher)
+		if !ok || t.Staged != nil || !sameTable(t.Ident, id) || t.Ident.Catalog != q.Tables[0].Catalog {
+			return nil, false, nil
+		}
+		if pusher == nil {
+			pusher = qp
+		}
+	}
+	rdr, err := pusher.PushQuery(ctx, q)
+	switch {
+	case errors.Is(err, catalogs.ErrInvalidArgument), errors.Is(err, catalogs.ErrFailedPrecondition):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	r := &Rows{eng: e, pushed: rdr, origins: origins}
+	for _, t := range q.Tables {
+		r.scans = append(r.scans, ScanStats{Table: t, Pushed: true})
+	}
+	return r, true, nil
+}
+
+// sameTable reports whether a and b name the same table.
+func sameTable(a, b catalogs.TableIdent) bool {
+	return a.Catalog == b.Catalog && a.Name == b.Name && slices.Equal(a.Namespace, b.Namespace)
 }
 
 // nextPushed advances the backend's result.

@@ -4,6 +4,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -103,5 +104,84 @@ func TestPushQuery(t *testing.T) {
 	ps.fail = catalogs.Errorf(catalogs.ErrUnavailable, "starrocks: connection refused")
 	if _, err := (&fixture{eng: f.eng, resolve: resolve}).rows(t, `SELECT count(*) FROM sales`, nil); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("push to a backend that is down: %v", err)
+	}
+}
+
+// TestQueryPushed: a described query that goes whole to its backend runs
+// again from its Description.Pushed as Query would push it, its tables
+// resolved again for the caller; ok is false when it is no longer the
+// backend's to run.
+func TestQueryPushed(t *testing.T) {
+	f := newFixture(t)
+	ps := &pushScanner{memScanner: f.scan}
+	var staged bool
+	resolve := func(cat, sch, name string) (Table, error) {
+		tb, err := f.resolve(cat, sch, name)
+		tb.Scanner = ps
+		if staged {
+			tb.Staged = &Staged{}
+		}
+		return tb, err
+	}
+	const q = `SELECT region, count(*) AS n FROM sales WHERE amount > 1 GROUP BY region`
+	d, _, err := f.eng.DescribeSplit(context.Background(), q, resolve, SplitOptions{MaxParts: 4})
+	if err != nil || d.Pushed == nil {
+		t.Fatalf("describe %s: pushed %v, %v", q, d, err)
+	}
+	if !d.Pushed.Schema.Equal(d.Schema) {
+		t.Fatalf("pushed schema %s, described %s", d.Pushed.Schema, d.Schema)
+	}
+	if d, err := f.eng.Describe(context.Background(), `SELECT id FROM sales ORDER BY id`, resolve); err != nil || d.Pushed != nil {
+		t.Fatalf("a query with ORDER BY described as pushed: %+v %v", d, err)
+	}
+	run := func() (bool, error) {
+		ps.pushed = nil
+		r, ok, err := f.eng.QueryPushed(context.Background(), *d.Pushed, d.Origins, resolve)
+		if !ok || err != nil {
+			return ok, err
+		}
+		defer r.Close()
+		for r.Next() {
+		}
+		if !r.Schema().Equal(d.Schema) || len(r.Scans()) != 1 || !r.Scans()[0].Pushed {
+			t.Errorf("QueryPushed: schema %s scans %+v", r.Schema(), r.Scans())
+		}
+		return ok, r.Err()
+	}
+	if ok, err := run(); !ok || err != nil || len(ps.pushed) != 1 ||
+		ps.pushed[0] != `SELECT region, count(*) AS n FROM remote.sales WHERE amount > 1 GROUP BY region` {
+		t.Fatalf("QueryPushed: %v %v, pushed %q", ok, err, ps.pushed)
+	}
+	staged = true
+	if ok, err := run(); ok || err != nil || len(ps.pushed) != 0 {
+		t.Errorf("QueryPushed of a table with staged writes: %v %v, pushed %q; want the engine's", ok, err, ps.pushed)
+	}
+	staged = false
+	ps.fail = catalogs.Errorf(catalogs.ErrFailedPrecondition, "starrocks: syntax error")
+	if ok, err := run(); ok || err != nil {
+		t.Errorf("QueryPushed refused by the backend: %v %v; want the engine's", ok, err)
+	}
+	ps.fail = nil
+	hidden := func(cat, sch, name string) (Table, error) {
+		return Table{}, catalogs.Errorf(catalogs.ErrNotFound, "table %s not found", name)
+	}
+	if _, ok, err := f.eng.QueryPushed(context.Background(), *d.Pushed, d.Origins, hidden); ok || !errors.Is(err, catalogs.ErrNotFound) {
+		t.Errorf("QueryPushed of a table the caller cannot see: %v %v", ok, err)
+	}
+}
+
+// BenchmarkDescribePushed is GetFlightInfo's describe of a pushed query.
+func BenchmarkDescribePushed(b *testing.B) {
+	f := newFixture(b)
+	ps := &pushScanner{memScanner: f.scan}
+	resolve := func(cat, sch, name string) (Table, error) {
+		tb, err := f.resolve(cat, sch, name)
+		tb.Scanner = ps
+		return tb, err
+	}
+	for b.Loop() {
+		if _, _, err := f.eng.DescribeSplit(context.Background(), `SELECT count(*), sum(qty) FROM sales WHERE amount > 1`, resolve, SplitOptions{MaxParts: 4}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

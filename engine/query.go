@@ -68,6 +68,12 @@ func (e *Engine) describeSplit(ctx context.Context, query string, resolve Resolv
 	}
 	d.Schema = e.publicNames(p, d.Schema)
 	d.Origins = resultOrigins(p, d.Schema)
+	if d.Params.NumFields() == 0 {
+		if _, q, ok := pushable(p.text, p); ok {
+			q.Schema = d.Schema
+			d.Pushed = &q
+		}
+	}
 	if opts.MaxParts < 2 || d.Params.NumFields() > 0 {
 		return d, nil, nil
 	}
@@ -212,12 +218,21 @@ func (c *conn) plan(query string, resolve Resolver, pol *policy) (*plan, string,
 }
 
 // parse is DuckDB's parse tree of query, or why it refuses it.
+// A tree is decoded afresh from the cached JSON for every plan, which
+// rewrites it in place.
 func (c *conn) parse(query string) (map[string]any, error) {
+	if js, ok := c.parses.get(query); ok {
+		return decodeParse(query, js)
+	}
 	js, err := c.queryString("SELECT json_serialize_sql($1::VARCHAR)::VARCHAR", query)
 	if err != nil {
 		return nil, err
 	}
-	return decodeParse(query, js)
+	tree, err := decodeParse(query, js)
+	if err == nil {
+		c.parses.put(query, js)
+	}
+	return tree, err
 }
 
 // Query runs a query and streams its result. params holds the parameter
@@ -256,6 +271,7 @@ type Rows struct {
 	pushed   array.RecordReader // the backend's result, when it ran the query whole (pushquery.go)
 	direct   *directScan        // the files' reader, on the direct path (direct.go)
 	views    []string           // the views of conn to drop then
+	origins  []Origin           // the result's origins when there is no plan (QueryPushed)
 	once     sync.Once
 }
 
@@ -378,7 +394,12 @@ func (r *Rows) Schema() *arrow.Schema {
 }
 
 // Origins are the origins of the result's columns (Description.Origins).
-func (r *Rows) Origins() []Origin { return resultOrigins(r.plan, r.Schema()) }
+func (r *Rows) Origins() []Origin {
+	if r.plan == nil {
+		return r.origins // QueryPushed's: there is no plan
+	}
+	return resultOrigins(r.plan, r.Schema())
+}
 
 // resultOrigins are p's origins when they match s's columns, else nil.
 func resultOrigins(p *plan, s *arrow.Schema) []Origin {
@@ -560,7 +581,9 @@ func (r *Rows) Close() {
 			r.native.put(r.conn, r.views)
 			return
 		}
-		r.conn.close()
+		if r.conn != nil { // QueryPushed's Rows have none
+			r.conn.close()
+		}
 	})
 }
 

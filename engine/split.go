@@ -58,6 +58,14 @@ func (c *conn) split(ctx context.Context, p *plan, sql string, params arrow.Reco
 	if opts.MaxParts < 2 || len(p.refs) != 1 {
 		return nil, nil
 	}
+	if ref := p.refs[0]; ref.table.Staged == nil {
+		// A table that is not read from files has no parts (filePlans
+		// would say so): spare the EXPLAIN below, a second prepare and
+		// run of the query in every GetFlightInfo of a pushed query.
+		if _, ok := ref.table.Scanner.(catalogs.FilePlanner); !ok || !p.fileSafe {
+			return nil, nil
+		}
+	}
 	ok, err := c.rowLocal(sql, params)
 	if err != nil || !ok {
 		return nil, err

@@ -31,6 +31,12 @@ type Description struct {
 	// Origins are the origins of Schema's columns, one per column; nil
 	// when the query's text does not tell them (origins.go).
 	Origins []Origin
+	// Pushed, when set, is the query as its tables' backend runs it whole
+	// (pushquery.go), its Schema the result schema above: what
+	// Engine.QueryPushed needs to run it again without parsing, binding
+	// or preparing it. Nil for a query the engine runs, and for one with
+	// parameters.
+	Pushed *catalogs.PushedQuery
 }
 
 // Origin is the table column a result column shows as it is stored: the

@@ -258,7 +258,11 @@ func (h *Handler) GetFlightInfoStatement(ctx context.Context, cmd flightsql.Stat
 	if d.Params.NumFields() > 0 {
 		return nil, status.Errorf(codes.InvalidArgument, "the query has %d parameter(s): use a prepared statement", d.Params.NumFields())
 	}
-	return h.queryInfo(desc, columnSchema(d.Schema, d.Origins), ticket{SQL: cmd.GetQuery(), Catalog: cat, Schema: schema, Owner: p.ID(), TxnID: txnID(tx)}, parts)
+	t := ticket{SQL: cmd.GetQuery(), Catalog: cat, Schema: schema, Owner: p.ID(), TxnID: txnID(tx)}
+	if len(parts) <= 1 {
+		t.Push = newPushTicket(d, h.Alloc)
+	}
+	return h.queryInfo(desc, columnSchema(d.Schema, d.Origins), t, parts)
 }
 
 // GetSchemaStatement answers GetSchema for CommandStatementQuery.
@@ -330,15 +334,22 @@ func (h *Handler) DoGetStatement(ctx context.Context, tkt flightsql.StatementQue
 		part = &engine.Part{Index: t.Part, Count: t.Parts, Snapshot: t.Snapshot}
 	}
 	ctx = h.ticketTxn(ctx, p, t.TxnID)
-	return h.runQuery(ctx, p, t.ID, part, t.SQL, params, t.Catalog, t.Schema)
+	if part != nil || params != nil {
+		t.Push = nil
+	}
+	return h.runQuery(ctx, p, t.ID, part, t.SQL, params, t.Catalog, t.Schema, t.Push)
 }
 
 // runQuery starts a query and streams it batch by batch: a batch is only
 // produced when the previous one has been handed to gRPC, so memory stays
 // bounded whatever the result's size. The query stops when the client
 // goes away or CancelFlightInfo names it.
+//
+// push, when set, is the query as GetFlightInfo found it pushed whole: it
+// goes to its backend without the engine (engine.QueryPushed), unless
+// that finds it no longer is the backend's to run.
 func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, part *engine.Part, query string, params arrow.RecordBatch,
-	cat, schema string) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	cat, schema string, push *pushTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	eng, err := h.sqlEngine()
 	if err != nil {
 		return nil, nil, err
@@ -356,9 +367,15 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 		return nil, nil, err
 	}
 	var rows *engine.Rows
-	if part != nil {
+	pushed := false
+	if push != nil {
+		rows, pushed, err = h.queryPushed(ctx, eng, p, push, cat, schema)
+	}
+	switch {
+	case pushed || err != nil:
+	case part != nil:
 		rows, err = eng.QueryPart(ctx, query, params, h.resolver(ctx, p, cat, schema), *part)
-	} else {
+	default:
 		rows, err = eng.Query(ctx, query, params, h.resolver(ctx, p, cat, schema))
 	}
 	if err != nil {
@@ -370,6 +387,9 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 		release()
 		h.log.Info("query failed", "query_id", id, "principal", p.Name, "err", err)
 		return nil, nil, queryStatus(err)
+	}
+	if pushed {
+		h.log.Debug("query sent to its backend as its ticket carries it, without the engine", "query_id", id)
 	}
 	for _, s := range rows.Scans() {
 		h.log.Debug("query scan", "query_id", id, "table", s.Table.String(), "columns", len(s.Columns),
@@ -420,6 +440,16 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 		}
 	}()
 	return out, ch, nil
+}
+
+// queryPushed runs a ticket's pushed query on its backend (ok false: the
+// engine is to run the query instead).
+func (h *Handler) queryPushed(ctx context.Context, eng *engine.Engine, p auth.Principal, push *pushTicket, cat, schema string) (*engine.Rows, bool, error) {
+	q, err := push.query(h.Alloc)
+	if err != nil {
+		return nil, false, err
+	}
+	return eng.QueryPushed(ctx, q, push.Origins, h.resolver(ctx, p, cat, schema))
 }
 
 // querySlot waits for a slot among limits.max_concurrent_queries, at

@@ -7,13 +7,18 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/engine"
 )
 
 // DefaultTicketTTL is how long a query ticket stays valid when Options
@@ -49,6 +54,53 @@ type ticket struct {
 	// TxnID is the transaction the query was issued in: while it is open
 	// the query reads its uncommitted writes too.
 	TxnID string `json:"txn,omitempty"`
+	// Push, when set, is the query as GetFlightInfo found it goes whole
+	// to its tables' backend: DoGet hands it to the backend without the
+	// engine parsing, binding and preparing it again.
+	Push *pushTicket `json:"push,omitempty"`
+}
+
+// pushTicket is an engine.Description.Pushed in a ticket. It carries no
+// authority: DoGet resolves its tables for the caller again, as the
+// engine would (engine.QueryPushed), and the signature only keeps the
+// text and schema the gateway described.
+type pushTicket struct {
+	Fragments []string              `json:"frag"`
+	Tables    []catalogs.TableIdent `json:"tables"`
+	// Schema is the result's Arrow IPC schema (flight.SerializeSchema).
+	Schema  []byte          `json:"schema"`
+	Origins []engine.Origin `json:"origins,omitempty"`
+}
+
+// maxPushTicket bounds a pushTicket's encoding: a wider result (its
+// schema grows with every column) is described again by DoGet instead,
+// so that a ticket stays small enough for any client to hold and send.
+const maxPushTicket = 4 << 10
+
+// newPushTicket is d's pushed query for a ticket; nil when d is not
+// pushed whole or would make the ticket too large.
+func newPushTicket(d *engine.Description, mem memory.Allocator) *pushTicket {
+	if d.Pushed == nil {
+		return nil
+	}
+	pt := &pushTicket{Fragments: d.Pushed.Fragments, Tables: d.Pushed.Tables,
+		Schema: flight.SerializeSchema(d.Pushed.Schema, mem)}
+	if slices.ContainsFunc(d.Origins, engine.Origin.Known) {
+		pt.Origins = d.Origins // else none: no column is a table's
+	}
+	if b, err := json.Marshal(pt); err != nil || len(b) > maxPushTicket {
+		return nil
+	}
+	return pt
+}
+
+// query is the pushed query a ticket carries.
+func (pt *pushTicket) query(mem memory.Allocator) (catalogs.PushedQuery, error) {
+	schema, err := flight.DeserializeSchema(pt.Schema, mem)
+	if err != nil {
+		return catalogs.PushedQuery{}, status.Errorf(codes.InvalidArgument, "ticket: pushed query schema: %v", err)
+	}
+	return catalogs.PushedQuery{Fragments: pt.Fragments, Tables: pt.Tables, Schema: schema}, nil
 }
 
 // ticketKey returns the signing key: the configured one, else a random key
