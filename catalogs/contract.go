@@ -52,7 +52,7 @@ var Contract = []Capability{
 	{"Maintainer", false, "txn/maintain.go: the MaintainTable action (handlers/maintain.go)",
 		"MaintainTable is FailedPrecondition: nothing expires or is rewritten", "Maintainer"},
 	{"StagedCreator", false, "txn/write.go: a write that creates its table (auto-commit or in a transaction), in preference to TableManager.CreateTable",
-		"the table is created before the data and a failed create is undone with Uncreator", "none yet (backend tests: Delta and Iceberg TestStagedCreate; txn TestStagedCreate)"},
+		"the table is created before the data and a failed create is undone with Uncreator", "none yet (backend tests: Delta, Iceberg and Paimon TestStagedCreate; txn TestStagedCreate)"},
 	{"CreateScanner", false, "engine: a transaction reads a table it is creating (a staged create)",
 		"the table a transaction creates reads as not found inside it until COMMIT", "none yet (integration TestQueryReadsOwnTransaction on Iceberg)"},
 	{"BreakerReporter", false, "server/metrics.go: flightgw_breaker_state",
