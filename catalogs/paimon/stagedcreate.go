@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
+	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -220,4 +223,41 @@ func (p *Provider) dropCreated(ctx context.Context, t catalogs.TableIdent, dir s
 		}
 	}
 	return true, nil
+}
+
+// dropEmptyCreate removes, on a local warehouse, the directories a
+// discarded staged create left empty (its bucket and partition
+// directories, then the table's) while no table of the name exists:
+// pypaimon's list_tables (2.1) names every directory of a database, table
+// or not. A directory that is not empty (another create's files) stays,
+// and an object store has no directories.
+func (p *Provider) dropEmptyCreate(ctx context.Context, t catalogs.TableIdent, dir string, metas []receiptMeta) {
+	if p.s3 != nil {
+		return
+	}
+	if ok, err := p.fs.Exists(ctx, dir+"/schema"); err != nil || ok {
+		return
+	}
+	seen := map[string]bool{}
+	var dirs []string
+	for _, m := range metas {
+		for _, rel := range m.Files {
+			for d := path.Dir(rel); d != "." && d != "/" && !seen[d]; d = path.Dir(d) {
+				seen[d] = true
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	// Deepest first, so that a partition's directory is empty once its
+	// buckets' are gone.
+	slices.SortFunc(dirs, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+	for _, d := range append(dirs, "") {
+		f := dir
+		if d != "" {
+			f += "/" + d
+		}
+		if err := p.fs.Remove(ctx, f); err != nil {
+			p.log.Debug("discard staged create: left", "table", t.String(), "path", f, "err", err)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -63,7 +64,8 @@ func stagedDataFiles(t *testing.T, wh string, id catalogs.TableIdent) []string {
 // what makes a directory a table for Paimon's FileSystemCatalog);
 // CommitCreate writes schema-0 and snapshot-1, and repeated after a lost
 // reply answers the same snapshot; a second create of the name is
-// AlreadyExists and publishes nothing; an empty create is schema-0 alone.
+// AlreadyExists and publishes nothing; an empty create is schema-0 alone;
+// a discarded create leaves no directory.
 func TestStagedCreate(t *testing.T) {
 	p, wh := openLocal(t, nil)
 	ctx := context.Background()
@@ -107,6 +109,14 @@ func TestStagedCreate(t *testing.T) {
 	}
 	if spec, err := p.GetTableSpec(ctx, empty); err != nil || spec.CurrentSnapshotID != nil {
 		t.Fatalf("empty table: %+v %v", spec, err)
+	}
+	// A discarded create leaves no directory (pypaimon would list it).
+	gone := lakeIdent("discarded")
+	if err := p.Discard(ctx, gone, stageCreate(t, p, gone, catalogtest.Schema, map[string]string{"partition": catalogtest.Schema.Field(1).Name}, 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(wh, "default.db", gone.Name)); !os.IsNotExist(err) {
+		t.Fatalf("directory of the discarded create: %v, want none", err)
 	}
 	// Receipts of another schema are refused.
 	narrow := arrow.NewSchema(catalogtest.Schema.Fields()[:1], nil)
@@ -254,5 +264,74 @@ func TestStagedCreateFirstCommitFails(t *testing.T) {
 	}
 	if rows, err := scanAll(ctx, p, id); err != nil || len(rows) != 3 {
 		t.Fatalf("rows %d (%v), want 3", len(rows), err)
+	}
+}
+
+// TestStagedCreatePypaimon: before its commit a staged create's table is
+// not one pypaimon loads (its directory holds data files, no schema); made
+// (two streams, partitioned), pypaimon reads it as the gateway reads it.
+func TestStagedCreatePypaimon(t *testing.T) {
+	p, wh := openLocal(t, nil)
+	ctx := context.Background()
+	id := lakeIdent("staged_py")
+	opts := map[string]string{"partition": "p"}
+	var rs []catalogs.WriteReceipt
+	for _, rows := range [][]sampleRow{rowsFrom(0, 5, 0), rowsFrom(5, 4, 1)} {
+		ws, err := p.OpenCreateStream(ctx, id, sampleSchema, opts, catalogs.WriteTxn{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := sampleBatch(rows)
+		err = ws.Write(ctx, b)
+		b.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ws.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, got...)
+	}
+	pypaimonSeesNoTable(t, wh, id.Name)
+	if _, err := p.CommitCreate(ctx, id, sampleSchema, opts, "c-py", rs); err != nil {
+		t.Fatal(err)
+	}
+	want := scanRendered(t, p, id)
+	if len(want) != 9 {
+		t.Fatalf("the gateway reads %d rows, want 9", len(want))
+	}
+	pypaimonReads(t, wh, id.Name, want)
+}
+
+// pypaimonSeesNoTable checks that pypaimon's filesystem catalog on the
+// warehouse wh does not load default.<table> (its list_tables, 2.1,
+// names every directory of the database, table or not), skipped as
+// pypaimonReads is without a python that has pypaimon.
+func pypaimonSeesNoTable(t *testing.T, wh, table string) {
+	t.Helper()
+	py := os.Getenv("FLIGHTGW_PYPAIMON")
+	if py == "" {
+		py = filepath.Join("..", "..", ".venv-paimon", "bin", "python")
+	}
+	if err := exec.Command(py, "-c", "import pypaimon").Run(); err != nil {
+		t.Logf("pypaimon not checked: no python with pypaimon at %s: %v", py, err)
+		return
+	}
+	script := `
+import sys
+from pypaimon import CatalogFactory
+c = CatalogFactory.create({"warehouse": sys.argv[1]})
+try:
+    c.get_table("default." + sys.argv[2])
+except Exception as e:
+    assert type(e).__name__ == "TableNotExistException", repr(e)
+else:
+    raise AssertionError("pypaimon loads the table")
+print("NO TABLE")
+`
+	out, err := exec.Command(py, "-c", script, wh, table).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "NO TABLE") {
+		t.Fatalf("pypaimon on the staged create of %s: %v\n%s", table, err, out)
 	}
 }

@@ -571,12 +571,17 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 	if err != nil {
 		return err
 	}
+	created := false
 	for _, m := range metas {
 		for _, rel := range m.Files {
 			if err := p.fs.Remove(ctx, dir+"/"+rel); err != nil {
 				return lake.MapErr(err, fmt.Sprintf("table %s: delete staged file %s", t, rel))
 			}
 		}
+		created = created || m.Create != ""
+	}
+	if created {
+		p.dropEmptyCreate(ctx, t, dir, metas)
 	}
 	return nil
 }
