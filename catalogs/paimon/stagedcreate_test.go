@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -333,5 +334,81 @@ print("NO TABLE")
 	out, err := exec.Command(py, "-c", script, wh, table).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "NO TABLE") {
 		t.Fatalf("pypaimon on the staged create of %s: %v\n%s", table, err, out)
+	}
+}
+
+// TestStagedCreateS3: on S3 a staged create's data files are objects under
+// the table's prefix and no schema object exists before the commit; of 4
+// creates at once one lands (put-if-absent of schema-0 by If-None-Match),
+// the others are AlreadyExists, and once they discard, the table's data
+// objects are the winner's only.
+func TestStagedCreateS3(t *testing.T) {
+	s3 := newFakeS3(t)
+	p, prefix := s3.open(t, nil)
+	ctx := context.Background()
+	id := lakeIdent("s3staged")
+	const n = 4
+	rs := make([][]catalogs.WriteReceipt, n)
+	for i := range n {
+		rs[i] = stageCreate(t, p, id, catalogtest.Schema, nil, 100*i, i+1)
+	}
+	objects := func(kind string) []string {
+		t.Helper()
+		all, err := s3.list(prefix + "default.db/" + id.Name + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, o := range all {
+			if strings.HasPrefix(path.Base(o), kind) {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	if got := objects("data-"); len(got) < n {
+		t.Fatalf("data objects before the commit: %v, want %d streams' files", got, n)
+	}
+	if got := objects("schema-"); len(got) != 0 {
+		t.Fatalf("schema objects before the commit: %v", got)
+	}
+	if _, err := p.GetTableSpec(ctx, id); !errors.Is(err, catalogs.ErrNotFound) {
+		t.Fatalf("table before its commit: %v, want not found", err)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = p.CommitCreate(ctx, id, catalogtest.Schema, nil, fmt.Sprintf("c-%d", i), rs[i])
+		})
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won >= 0:
+			t.Fatalf("creates %d and %d both landed", won, i)
+		case err == nil:
+			won = i
+		case !errors.Is(err, catalogs.ErrAlreadyExists):
+			t.Errorf("create %d: %v, want AlreadyExists", i, err)
+		default:
+			if err := p.Discard(ctx, id, rs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if won < 0 {
+		t.Fatal("no create landed")
+	}
+	if rows, err := scanAll(ctx, p, id); err != nil || len(rows) != won+1 {
+		t.Fatalf("rows %d (%v), want the winner's %d", len(rows), err, won+1)
+	}
+	var want int
+	for _, m := range receiptFiles(t, rs[won]) {
+		want += len(m.Data.NewFiles)
+	}
+	if got := objects("data-"); len(got) != want {
+		t.Fatalf("data objects %v, want the winner's %d only", got, want)
 	}
 }
