@@ -412,3 +412,17 @@ func TestStagedCreateS3(t *testing.T) {
 		t.Fatalf("data objects %v, want the winner's %d only", got, want)
 	}
 }
+
+// TestStagedCreateNotOnJDBC: a JDBC catalog's create is made up front
+// (its table is also a metastore row), so it is not staged, and a create
+// stream is refused.
+func TestStagedCreateNotOnJDBC(t *testing.T) {
+	p, _, _ := openSQLite(t, nil)
+	if p.StagesCreate(nil) {
+		t.Fatal("a JDBC catalog stages creates")
+	}
+	_, err := p.OpenCreateStream(context.Background(), lakeIdent("jdbc"), catalogtest.Schema, nil, catalogs.WriteTxn{})
+	if !errors.Is(err, catalogs.ErrInvalidArgument) {
+		t.Fatalf("create stream on a JDBC catalog: %v, want InvalidArgument", err)
+	}
+}
