@@ -426,3 +426,35 @@ func TestStagedCreateNotOnJDBC(t *testing.T) {
 		t.Fatalf("create stream on a JDBC catalog: %v, want InvalidArgument", err)
 	}
 }
+
+// TestStagedCreateAppenderFirst: a writer that sees schema-0 the moment
+// it lands and commits snapshot-1 before the create does costs the create
+// nothing: the create retries and lands as snapshot-2, with every row.
+func TestStagedCreateAppenderFirst(t *testing.T) {
+	p, wh := openLocal(t, nil)
+	other := openReplica(t, wh)
+	ctx := context.Background()
+	id := lakeIdent("contended")
+	var once sync.Once
+	paimon.SetBeforeAttempt(p, func() {
+		once.Do(func() {
+			b := catalogtest.Batch(1000, 2)
+			defer b.Release()
+			r, err := other.WriteBatch(ctx, id, b)
+			if err == nil {
+				_, err = other.CommitOnce(ctx, id, "appender", []catalogs.WriteReceipt{r})
+			}
+			if err != nil {
+				t.Errorf("the appender: %v", err)
+			}
+		})
+	})
+	rs := stageCreate(t, p, id, catalogtest.Schema, nil, 0, 3)
+	out, err := p.CommitCreate(ctx, id, catalogtest.Schema, nil, "c-1", rs)
+	if err != nil || out.SnapshotID != 2 || out.Retried != 1 {
+		t.Fatalf("CommitCreate: %+v %v, want snapshot 2 after one lost race", out, err)
+	}
+	if rows, err := scanAll(ctx, p, id); err != nil || len(rows) != 5 {
+		t.Fatalf("rows %d (%v), want the appender's 2 and the create's 3", len(rows), err)
+	}
+}
