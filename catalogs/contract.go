@@ -54,7 +54,7 @@ var Contract = []Capability{
 	{"StagedCreator", false, "txn/write.go: a write that creates its table (auto-commit or in a transaction), in preference to TableManager.CreateTable",
 		"the table is created before the data and a failed create is undone with Uncreator", "none yet (backend tests: Delta, Iceberg and Paimon TestStagedCreate; txn TestStagedCreate)"},
 	{"CreateScanner", false, "engine: a transaction reads a table it is creating (a staged create)",
-		"the table a transaction creates reads as not found inside it until COMMIT", "none yet (integration TestQueryReadsOwnTransaction on Iceberg)"},
+		"the table a transaction creates reads as not found inside it until COMMIT", "none yet (integration TestQueryReadsOwnTransaction on Iceberg, TestPaimonReadsOwnTransaction; paimon TestStagedCreateScan)"},
 	{"BreakerReporter", false, "server/metrics.go: flightgw_breaker_state",
 		"no breaker metric for the catalog", "none (metrics test)"},
 }

@@ -261,3 +261,44 @@ func (p *Provider) dropEmptyCreate(ctx context.Context, t catalogs.TableIdent, d
 		}
 	}
 }
+
+var _ catalogs.CreateScanner = (*Provider)(nil)
+
+// CreateSchema implements catalogs.CreateScanner: the schema of the table
+// the create makes, as GetTableSpec will read it.
+func (p *Provider) CreateSchema(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string) (*arrow.Schema, error) {
+	st, err := p.newCreation(ctx, t, schema, opts)
+	if err != nil {
+		return nil, err
+	}
+	return st.spec().Schema, nil
+}
+
+// ScanCreate implements catalogs.CreateScanner: Scan's reader over the
+// table the create makes, with no snapshot, and the receipts' files
+// (merged on read for a primary-key table, as ScanStaged merges them).
+func (p *Provider) ScanCreate(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, opts map[string]string, req catalogs.ScanRequest, staged []catalogs.WriteReceipt) (*catalogs.ScanResult, error) {
+	if req.SnapshotID != nil {
+		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: a table this transaction creates has no snapshot yet", t)
+	}
+	st, err := p.newCreation(ctx, t, schema, opts)
+	if err != nil {
+		return nil, err
+	}
+	msgs, metas, err := decodeReceipts(t, staged)
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range metas {
+		if m.Create != st.create {
+			return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: receipt %d was not written for the table this create makes", t, i)
+		}
+	}
+	var es []entry
+	for _, m := range msgs {
+		for _, f := range m.Data.NewFiles {
+			es = append(es, entry{kind: fileAdd, partition: m.Partition, bucket: m.Bucket, file: f})
+		}
+	}
+	return p.scanEntries(ctx, st, req, es, len(es))
+}

@@ -458,3 +458,43 @@ func TestStagedCreateAppenderFirst(t *testing.T) {
 		t.Fatalf("rows %d (%v), want the appender's 2 and the create's 3", len(rows), err)
 	}
 }
+
+// TestStagedCreateScan: a transaction reads the table it creates as the
+// commit will make it: the schema GetTableSpec gives afterwards, and a
+// primary-key table's two streams merged by key (the second write of a
+// key wins); receipts of another create are refused.
+func TestStagedCreateScan(t *testing.T) {
+	p, _ := openLocal(t, nil)
+	ctx := context.Background()
+	id := lakeIdent("scanned")
+	opts := map[string]string{"primary-key": "id", "bucket": "2"}
+	rs := append(stageCreate(t, p, id, catalogtest.Schema, opts, 0, 4), stageCreate(t, p, id, catalogtest.Schema, opts, 2, 4)...)
+	sc, err := p.CreateSchema(ctx, id, catalogtest.Schema, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.ScanCreate(ctx, id, catalogtest.Schema, opts, catalogs.ScanRequest{}, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for res.Reader.Next() {
+		n += res.Reader.RecordBatch().NumRows()
+	}
+	res.Reader.Release()
+	if n != 6 {
+		t.Fatalf("the created table reads %d rows in the transaction, want 6 keys", n)
+	}
+	if _, err := p.ScanCreate(ctx, id, catalogtest.Schema, nil, catalogs.ScanRequest{}, rs); !errors.Is(err, catalogs.ErrInvalidArgument) {
+		t.Fatalf("receipts of another create: %v, want InvalidArgument", err)
+	}
+	if _, err := p.CommitCreate(ctx, id, catalogtest.Schema, opts, "c-1", rs); err != nil {
+		t.Fatal(err)
+	}
+	if spec, err := p.GetTableSpec(ctx, id); err != nil || !spec.Schema.Equal(sc) {
+		t.Fatalf("schema after the commit %v (%v), want the one read before: %v", spec.Schema, err, sc)
+	}
+	if rows, err := scanAll(ctx, p, id); err != nil || len(rows) != 6 {
+		t.Fatalf("rows after the commit %d (%v), want 6", len(rows), err)
+	}
+}
