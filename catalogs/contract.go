@@ -15,7 +15,7 @@ var Contract = []Capability{
 	{"TableManager", false, "txn/write.go: ingest modes create, create_append and replace, with the write's table options (Iceberg partition spec, sort order, properties; Paimon, Delta and StarRocks layout)",
 		"a write that must create a table, or carries table options, is InvalidArgument", "CreateAndDrop, TableOptions (an unknown option refused, never ignored)"},
 	{"Uncreator", false, "txn: a write that created its table and failed before its first commit landed; ROLLBACK of a transaction that created a table",
-		"the table stays, empty, and the client's error says it was created and kept", "Uncreator (Config.DropsUnwritten); integration TestFailedCreateLeavesNoTable"},
+		"the table stays, empty, and the client's error says it was created and kept", "Uncreator (Config.DropsUnwritten; Paimon JDBC catalogs, whose creates are not staged)"},
 	{"Lister", false, "handlers: catalogs' metadata, information_schema, name resolution",
 		"the catalog lists nothing; a table is found only by its full name", "CreateAndDrop (its tables and namespaces listed)"},
 	{"IdempotentCommitter", false, "txn (commits with the landed-commit check), CommitMessages' replay refusal",
