@@ -20,16 +20,18 @@ import (
 )
 
 // createBackends are the gateways a failed create is tried on: the
-// embedded Iceberg lake, whose creates are staged (the table exists once
-// the create's commit lands), and a Paimon warehouse, whose creates make
-// the table first and drop it again when the write fails. The batch
-// limit is the smallest there is, so that a batch of a few MiB is refused
-// mid-stream.
+// embedded Iceberg lake and a Paimon warehouse, whose creates are both
+// staged (the table exists once the create's commit lands: a row in the
+// SQL catalog, schema/schema-0). The batch limit is the smallest there
+// is, so that a batch of a few MiB is refused mid-stream. files lists the
+// data files staged for default.<table> under the data directory, whether
+// or not the table exists.
 var createBackends = []struct {
 	name, yaml, catalog string
 	staged              bool
+	files               func(t *testing.T, dataDir, table string) []string
 }{
-	{"iceberg", "limits: {max_batch_bytes: 1048576}\n", "", true},
+	{"iceberg", "limits: {max_batch_bytes: 1048576}\n", "", true, stagedFiles},
 	{"paimon", `
 limits: {max_batch_bytes: 1048576}
 catalogs:
@@ -37,7 +39,7 @@ catalogs:
     type: paimon
     properties: {warehouse: "${DATA}/paimon", create-namespaces: default}
 default_catalog: pm
-`, "pm", false},
+`, "pm", true, paimonStagedFiles},
 }
 
 // stagedFiles lists the data files staged for the embedded lake's table
@@ -45,6 +47,18 @@ default_catalog: pm
 func stagedFiles(t *testing.T, dataDir, table string) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dataDir, "warehouse", "default.db", table, "data", "*.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// paimonStagedFiles lists the data files staged for the table
+// default.<table> of the Paimon warehouse under dataDir (an unpartitioned
+// table's bucket directories), whether or not the table exists.
+func paimonStagedFiles(t *testing.T, dataDir, table string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dataDir, "paimon", "default.db", table, "bucket-*", "data-*.parquet"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +120,7 @@ func TestFailedCreateLeavesNoTable(t *testing.T) {
 					case be.staged:
 						// The cancel comes once the create has staged a data
 						// file, the table still invisible.
-						if !eventually(t, 10*time.Second, func() bool { return len(stagedFiles(t, g.dataDir, table)) > 0 }) {
+						if !eventually(t, 10*time.Second, func() bool { return len(be.files(t, g.dataDir, table)) > 0 }) {
 							t.Error("the create never staged a data file")
 						}
 						if visible() {

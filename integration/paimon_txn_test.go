@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-adbc/go/adbc"
@@ -104,5 +105,24 @@ default_catalog: pm
 	}
 	if got := joined(t, cnxn, pq); got != "10|0|9|50|7.5" {
 		t.Errorf("primary-key table after rollback: %s, want the committed rows only", got)
+	}
+
+	// A table created in the transaction (a staged create): its rows are
+	// the transaction's alone (CreateScanner), no other connection finds
+	// it before COMMIT, and it is gone once the transaction rolls back.
+	if _, err := ingest(t, cnxn, "fresh", adbc.OptionValueIngestModeCreate, people(t, 0, 7)); err != nil {
+		t.Fatal(err)
+	}
+	if got := joined(t, cnxn, `SELECT count(*), max(id) FROM pm.default.fresh`); got != "7|6" {
+		t.Errorf("a table created in the transaction: %s, want its 7 rows", got)
+	}
+	if rows, err := queryRows(t, other, `SELECT count(*) FROM pm.default.fresh`, nil); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("another connection: %v, %v; want the table not found until COMMIT", rows, err)
+	}
+	if err := cnxn.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := queryRows(t, cnxn, `SELECT count(*) FROM pm.default.fresh`, nil); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("after rollback: %v, %v; want the table not found", rows, err)
 	}
 }

@@ -26,10 +26,14 @@ type stagedBackend struct {
 	// exists reports whether the table default.<table> under dataDir
 	// exists in the backend's own terms, read beside the gateway.
 	exists func(t *testing.T, dataDir, table string) bool
+	// files lists the data files staged for default.<table> under
+	// dataDir, where the table gets them (nil: not checked).
+	files func(t *testing.T, dataDir, table string) []string
 }
 
 // stagedBackends: a Delta catalog (a table exists once its log version 0
-// does) and the embedded Iceberg lake (SQLite: once its row does).
+// does), the embedded Iceberg lake (SQLite: once its row does) and a
+// Paimon warehouse (once its schema/schema-0 does).
 var stagedBackends = []stagedBackend{
 	{name: "delta", catalog: "dl", yaml: `
 limits: {max_batch_bytes: 1048576}
@@ -39,7 +43,15 @@ catalogs:
     properties: {warehouse: "${DATA}/delta", create-namespaces: default}
 default_catalog: dl
 `, exists: deltaLogExists},
-	{name: "iceberg", catalog: "lake", yaml: "limits: {max_batch_bytes: 1048576}\n", exists: icebergTableExists},
+	{name: "iceberg", catalog: "lake", yaml: "limits: {max_batch_bytes: 1048576}\n", exists: icebergTableExists, files: stagedFiles},
+	{name: "paimon", catalog: "pm", yaml: `
+limits: {max_batch_bytes: 1048576}
+catalogs:
+  - name: pm
+    type: paimon
+    properties: {warehouse: "${DATA}/paimon", create-namespaces: default}
+default_catalog: pm
+`, exists: paimonTableExists, files: paimonStagedFiles},
 }
 
 func (be stagedBackend) create(table string) *flightsql.ExecuteIngestOpts {
@@ -60,6 +72,18 @@ func deltaLogExists(t *testing.T, dataDir, table string) bool {
 		t.Fatal(err)
 	}
 	return err == nil
+}
+
+// paimonTableExists reports whether the Paimon table default.<table> of
+// the warehouse under dataDir exists: whether its schema directory holds a
+// schema file, as Paimon's FileSystemCatalog.tableExists asks.
+func paimonTableExists(t *testing.T, dataDir, table string) bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dataDir, "paimon", "default.db", table, "schema", "schema-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(files) > 0
 }
 
 // icebergTableExists reports whether the embedded lake under dataDir has
@@ -263,10 +287,10 @@ func stagedCreateRace(t *testing.T, be stagedBackend) {
 
 // TestStagedCreateKilled: a gateway killed with SIGKILL while a create
 // streams leaves no table: the gateway started again lists none, and a
-// create of the name succeeds. On Iceberg the killed create's staged data
-// files lie in the directory the table gets: once the name is created
-// again, the reclaimer (run here every 200ms with the smallest age)
-// deletes them, and the table's files are the new create's only.
+// create of the name succeeds. On Iceberg and Paimon the killed create's
+// staged data files lie in the directory the table gets: once the name is
+// created again, the reclaimer (run here every 200ms with the smallest
+// age) deletes them, and the table's files are the new create's only.
 func TestStagedCreateKilled(t *testing.T) {
 	requireEngine(t)
 	if testing.Short() {
@@ -288,8 +312,13 @@ func stagedCreateKilled(t *testing.T, be stagedBackend) {
 		done <- err
 	}()
 	<-st.sent
-	staged := func() []string { return stagedFiles(t, dir, "killed") }
-	if be.name == "iceberg" {
+	staged := func() []string {
+		if be.files == nil {
+			return nil
+		}
+		return be.files(t, dir, "killed")
+	}
+	if be.files != nil {
 		waitUntil(t, "the create staged a data file", func() bool { return len(staged()) > 0 }, p1.logs)
 	} else {
 		time.Sleep(200 * time.Millisecond) // the gateway has the first batch
@@ -300,7 +329,7 @@ func stagedCreateKilled(t *testing.T, be stagedBackend) {
 		t.Fatal("the create into a killed gateway succeeded")
 	}
 	left := staged()
-	if be.name == "iceberg" {
+	if be.files != nil {
 		yaml += "reclaim: {interval: 200ms, min_age: 1ms}\n"
 	}
 	p2 := startChild(t, dir, yaml)
@@ -313,7 +342,7 @@ func stagedCreateKilled(t *testing.T, be stagedBackend) {
 	if got := queryOne(t, p2.gateway, be.count("killed")); got != "4" {
 		t.Errorf("rows = %s, want 4", got)
 	}
-	if be.name != "iceberg" {
+	if be.files == nil {
 		return
 	}
 	if len(left) == 0 {

@@ -266,6 +266,9 @@ func (c *committer) Attempt(ctx context.Context, st *tableState) error {
 	if c.p.beforeAttempt != nil {
 		c.p.beforeAttempt()
 	}
+	if err := commitFits(st, c.metas); err != nil {
+		return err
+	}
 	s, written, err := c.p.attempt(ctx, st, c.user, c.msgs, c.overwrite)
 	if err == nil {
 		c.p.writeHints(ctx, st, s.ID)

@@ -21,6 +21,11 @@
 // Paimon's own exactly-once key: a repeated commit finds its snapshot and
 // appends nothing.
 //
+// On the filesystem catalog a create is staged (catalogs.StagedCreator,
+// stagedcreate.go): the data files are written first, under the table's
+// directory, and the table appears with the put-if-absent of
+// schema/schema-0 that its first commit makes before snapshot-1.
+//
 // Orphan files (staged data files of a killed writer, the manifests and
 // lists of a commit that never landed) are deleted by Reclaim
 // (catalogs.Reclaimer, reclaim.go) once older than reclaim.min_age, never

@@ -134,6 +134,9 @@ type tableState struct {
 	// deletions are the snapshot's deletion vectors by dvKey, loaded by
 	// a scan of a table with deletion vectors (dv.go).
 	deletions map[string]deletionFile
+	// create is the layout digest of a table a staged create makes
+	// (stagedcreate.go), before it exists; "" for a table read from disk.
+	create string
 }
 
 // load reads the table's latest schema and snapshot.

@@ -41,6 +41,9 @@ type receiptMeta struct {
 	Files []string `json:"files"`
 	// SchemaID is the schema the files were written with.
 	SchemaID int64 `json:"schema_id"`
+	// Create is the layout digest (layoutDigest) of the table a staged
+	// create makes, for files written before it exists; "" otherwise.
+	Create string `json:"create,omitempty"`
 }
 
 // WriteBatch writes batch as Parquet data files (one per partition and
@@ -523,7 +526,7 @@ func (p *Provider) receipt(st *tableState, msgs []pcodec.CommitMessage, files []
 		}
 	}
 	meta, err := json.Marshal(receiptMeta{Format: receiptFormat, Table: st.ident.String(), Version: receiptVersion,
-		Messages: b, Files: files, SchemaID: st.schema.ID})
+		Messages: b, Files: files, SchemaID: st.schema.ID, Create: st.create})
 	if err != nil {
 		return catalogs.WriteReceipt{}, err
 	}
@@ -568,12 +571,17 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 	if err != nil {
 		return err
 	}
+	created := false
 	for _, m := range metas {
 		for _, rel := range m.Files {
 			if err := p.fs.Remove(ctx, dir+"/"+rel); err != nil {
 				return lake.MapErr(err, fmt.Sprintf("table %s: delete staged file %s", t, rel))
 			}
 		}
+		created = created || m.Create != ""
+	}
+	if created {
+		p.dropEmptyCreate(ctx, t, dir, metas)
 	}
 	return nil
 }
