@@ -346,7 +346,12 @@ func newDirectScan(ctx context.Context, t catalogs.TableIdent, schema *arrow.Sch
 	props := parquet.NewReaderProperties(unzeroed{pool})
 	props.BufferedStreamEnabled = true
 	props.BufferSize = directReadBuffer
-	d := &directScan{schema: schema, table: t, props: props, mem: pool}
+	// The batches' buffers are the Go heap's, not the pool's: on the pool,
+	// a buffer of a unit's last batch went back while the batch still used
+	// it (pqarrow's reader frees one it has handed on; SELECT of one string
+	// column then read another batch's offsets as its strings,
+	// TestDirectLastBatchOfAUnit). A Go buffer lives while it is used.
+	d := &directScan{schema: schema, table: t, props: props, mem: memory.NewGoAllocator()}
 	for _, f := range files {
 		var unit []int
 		var rows int64

@@ -254,3 +254,31 @@ func TestDirectRefusesInvalidUTF8(t *testing.T) {
 		t.Error("native: the invalid UTF-8 read without an error (the direct path's refusal would differ)")
 	}
 }
+
+// TestDirectLastBatchOfAUnit: with the default unit size, every column
+// set of two files read direct is what DuckDB reads, in order. On the
+// engine's buffer pool, SELECT tag (one string column) read another
+// batch's offsets as the strings of file b's second batch (row 135536):
+// a buffer of it went back to the pool while the batch still used it.
+func TestDirectLastBatchOfAUnit(t *testing.T) {
+	f := newNativeFixture(t)
+	files := []string{filepath.Join(f.root, "wide", "data", "a.parquet"), filepath.Join(f.root, "wide", "data", "b.parquet")}
+	writeRowGroups(t, files[0], 0, 70_000, 3_000)
+	writeRowGroups(t, files[1], 70_000, 90_000, 7_000)
+	f.plain.files["wide"] = files
+	f.scan.tables["wide"] = emptyOf(t, files[0])
+	for _, q := range []string{`SELECT tag FROM wide`, `SELECT id FROM wide`, `SELECT tag, id FROM wide`, `SELECT * FROM wide`} {
+		direct, native := f.runBoth(t, q)
+		if !direct.scans[0].Direct {
+			t.Fatalf("%s: not direct", q)
+		}
+		if len(direct.rows) != len(native.rows) {
+			t.Fatalf("%s: %d rows direct, %d native", q, len(direct.rows), len(native.rows))
+		}
+		for i := range direct.rows {
+			if direct.rows[i] != native.rows[i] {
+				t.Fatalf("%s: row %d: direct %q, native %q", q, i, direct.rows[i], native.rows[i])
+			}
+		}
+	}
+}
