@@ -7,6 +7,7 @@ import adbc_driver_flightsql.dbapi as flight_sql
 import adbc_driver_manager
 import pyarrow as pa
 import pytest
+from pyiceberg.exceptions import NoSuchTableError
 
 UTC = dt.timezone.utc
 
@@ -133,8 +134,9 @@ def test_transaction_over_two_tables(gateway):
     with flight_sql.connect(gateway.uri) as conn, conn.cursor() as cur:
         cur.adbc_ingest("ta", sample(2), mode="create")
         cur.adbc_ingest("tb", sample(3), mode="create")
-        # Creation is immediate; the rows are not.
-        assert read_back(gateway, "ta").num_rows == 0
+        # The creates are staged: neither table exists until COMMIT.
+        with pytest.raises(NoSuchTableError):
+            read_back(gateway, "ta")
         conn.commit()
     assert read_back(gateway, "ta").num_rows == 2
     assert read_back(gateway, "tb").num_rows == 3
