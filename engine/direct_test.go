@@ -256,10 +256,12 @@ func TestDirectRefusesInvalidUTF8(t *testing.T) {
 }
 
 // TestDirectLastBatchOfAUnit: with the default unit size, every column
-// set of two files read direct is what DuckDB reads, in order. On the
-// engine's buffer pool, SELECT tag (one string column) read another
-// batch's offsets as the strings of file b's second batch (row 135536):
-// a buffer of it went back to the pool while the batch still used it.
+// set of two files read direct is what DuckDB reads, in order. It once
+// failed on SELECT tag at row 135536 (another batch's offsets as the
+// strings of file b's second batch): not the direct path's fault, but
+// render's, whose rows of one string column were views of batch buffers
+// that the native run then reused from the pool
+// (TestRenderOutlivesTheBatch).
 func TestDirectLastBatchOfAUnit(t *testing.T) {
 	f := newNativeFixture(t)
 	files := []string{filepath.Join(f.root, "wide", "data", "a.parquet"), filepath.Join(f.root, "wide", "data", "b.parquet")}

@@ -129,7 +129,9 @@ func (f *fixture) rows(t *testing.T, q string, params arrow.RecordBatch) ([]stri
 	return out, r.Err()
 }
 
-// render renders each row of b as "a|b|c".
+// render renders each row of b as "a|b|c", copied out of b's buffers:
+// a string cell is a view of them, and b's buffers go back to the pool
+// (TestRenderOutlivesTheBatch).
 func render(b arrow.RecordBatch) []string {
 	var out []string
 	for i := range int(b.NumRows()) {
@@ -137,7 +139,7 @@ func render(b arrow.RecordBatch) []string {
 		for _, c := range b.Columns() {
 			cells = append(cells, c.ValueStr(i))
 		}
-		out = append(out, strings.Join(cells, "|"))
+		out = append(out, strings.Clone(strings.Join(cells, "|")))
 	}
 	return out
 }
@@ -454,5 +456,34 @@ func TestClassifyLostStreamingError(t *testing.T) {
 	}
 	if err := classify(duck.ErrorTypeInvalidInput, "Invalid Input Error: bad date"); !errors.Is(err, catalogs.ErrInvalidArgument) {
 		t.Fatalf("invalid input: %v", err)
+	}
+}
+
+// TestRenderOutlivesTheBatch: the rows render gives stay as they were
+// after their batch is released and its buffers are reused. A string
+// cell is a view of the batch's data buffer, and strings.Join of one cell
+// is that cell: rendered rows of one string column read from a pooled
+// buffer freed and rewritten by the next query (TestDirectLastBatchOfAUnit
+// then saw another batch's offsets as SELECT tag's strings).
+func TestRenderOutlivesTheBatch(t *testing.T) {
+	pool := newBufferPool(defaultPoolBytes)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "tag", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewRecordBuilder(pool, schema)
+	defer b.Release()
+	for range 1000 {
+		b.Field(0).(*array.StringBuilder).Append("abcdefgh") // 8000 bytes: a pooled size
+	}
+	rec := b.NewRecordBatch()
+	rows := render(rec)
+	rec.Release()
+	reused := pool.allocate(8 << 10) // the data buffer, back from the pool
+	for i := range reused {
+		reused[i] = 'x'
+	}
+	defer pool.Free(reused)
+	for i, r := range rows {
+		if r != "abcdefgh" {
+			t.Fatalf("row %d rendered %q, reads %q once its batch's buffers are reused", i, "abcdefgh", r)
+		}
 	}
 }
