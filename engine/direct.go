@@ -231,7 +231,7 @@ type directScan struct {
 	table   catalogs.TableIdent
 	units   []directUnit
 	props   *parquet.ReaderProperties
-	mem     memory.Allocator  // the batches' buffers
+	mem     memory.Allocator  // the batches' buffers (decodeMem)
 	outs    []chan aheadBatch // worker w sends units w, w+workers, ...
 	next    int               // the unit being read
 	ctx     context.Context
@@ -342,13 +342,15 @@ func directFileOf(pf *file.Reader, path string, cols []string, schema *arrow.Sch
 func newDirectScan(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, files []*directFile, pool *bufferPool, workers int) *directScan {
 	// The file reader's own buffers (read buffers, decompressed pages) are
 	// written whole before they are read and never leave it: the values
-	// are copied into the batches, whose buffers come zeroed.
+	// are copied into the batches, whose buffers are zeroed where the
+	// decoders do not write (decodeMem, scrub).
 	props := parquet.NewReaderProperties(unzeroed{pool})
 	props.BufferedStreamEnabled = true
 	props.BufferSize = directReadBuffer
-	// The batches' buffers come from the pool too: on the Go heap, zeroed
-	// fresh for every batch, the direct path cost 19% more CPU.
-	d := &directScan{schema: schema, table: t, props: props, mem: pool}
+	// The batches' buffers come from the pool too (on the Go heap, zeroed
+	// fresh for every batch, the direct path cost 19% more CPU), zeroed
+	// only where the decoders do not write (decodeMem, scrub).
+	d := &directScan{schema: schema, table: t, props: props, mem: decodeMem{pool}}
 	for _, f := range files {
 		var unit []int
 		var rows int64
@@ -433,6 +435,9 @@ func (d *directScan) read(w int, u directUnit) error {
 	cols := make([]arrow.Array, len(u.file.pos))
 	for rr.Next() {
 		rec := rr.RecordBatch()
+		for _, c := range rec.Columns() {
+			scrub(c)
+		}
 		for i, p := range u.file.pos {
 			if cols[i] = rec.Column(p); u.file.relabel[i] {
 				cols[i] = relabeled(cols[i], d.schema.Field(i).Type)

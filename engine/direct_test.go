@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -126,6 +129,13 @@ func writeTagged(t *testing.T, path string, first, n, rg int, tag func(int) stri
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
+	writeFile(t, path, rec, rg)
+}
+
+// writeFile writes rec as one Parquet file of row groups of rg rows, ZSTD,
+// as the gateway's writers do.
+func writeFile(t *testing.T, path string, rec arrow.RecordBatch, rg int) {
+	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +143,7 @@ func writeTagged(t *testing.T, path string, first, n, rg int, tag func(int) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := pqarrow.NewFileWriter(schema, out,
+	w, err := pqarrow.NewFileWriter(rec.Schema(), out,
 		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(int64(rg))),
 		pqarrow.DefaultWriterProps())
 	if err != nil {
@@ -283,4 +293,189 @@ func TestDirectLastBatchOfAUnit(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDirectSendsNoStaleBytes: the direct path decodes into pooled
+// buffers that held other batches' bytes, unzeroed where the decoders
+// write (decodeMem); no byte of an earlier batch reaches a client: not in
+// the slots of null rows, nor past a column's last row or value in what
+// the IPC writer sends. The pool is filled with buffers of 0xAB first,
+// a byte the table's own IPC body never holds.
+func TestDirectSendsNoStaleBytes(t *testing.T) {
+	f := newNativeFixture(t)
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "x", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "tag", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "day", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	// Odd: an int32 column ends within an 8-byte word; over 32Ki rows: a
+	// batch's bitmaps are of a pooled size (4 KiB up), so stale too.
+	const rows = 70_001
+	for i := range rows {
+		v := i % 100
+		b.Field(0).(*array.Int64Builder).Append(int64(v))
+		if i%3 == 0 {
+			for c := 1; c < len(schema.Fields()); c++ {
+				b.Field(c).AppendNull()
+			}
+			continue
+		}
+		b.Field(1).(*array.Int32Builder).Append(int32(v))
+		b.Field(2).(*array.Float64Builder).Append(float64(v))
+		// Few string bytes in all: no offset holds 0xAB.
+		b.Field(3).(*array.StringBuilder).Append(strings.Repeat("t", min(1, 150/(i+1))))
+		b.Field(4).(*array.BooleanBuilder).Append(v%2 == 0)
+		b.Field(5).(*array.Date32Builder).Append(arrow.Date32(v))
+		b.Field(6).(*array.TimestampBuilder).Append(arrow.Timestamp(v))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	if i := bytes.IndexByte(ipcBody(t, rec), 0xAB); i >= 0 {
+		t.Fatalf("the table's own IPC body holds 0xAB at %d: pick other values", i)
+	}
+	files := []string{filepath.Join(f.root, "stale", "data", "a.parquet")}
+	writeFile(t, files[0], rec, 7_000)
+	f.plain.files["stale"] = files
+	f.scan.tables["stale"] = emptyOf(t, files[0])
+
+	// Buffers of every pooled size up to 4 MiB, each full of 0xAB: more
+	// of each than the read takes (40 MiB in all, within the pool's
+	// limit).
+	for c := class(minPooled); c <= 22; c++ {
+		var held [][]byte
+		for range max(2, 16>>max(0, c-20)) {
+			buf := f.eng.pool.allocate(1 << c)
+			for i := range buf {
+				buf[i] = 0xAB
+			}
+			held = append(held, buf)
+		}
+		for _, buf := range held {
+			f.eng.pool.Free(buf)
+		}
+	}
+	r, err := f.eng.Query(context.Background(), `SELECT * FROM stale`, nil, f.resolver(f.plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for r.Next() {
+		if !r.Scans()[0].Direct {
+			t.Fatal("not read on the direct path")
+		}
+		body := ipcBody(t, r.RecordBatch())
+		if i := bytes.IndexByte(body, 0xAB); i >= 0 {
+			t.Fatalf("batch %d: the IPC body holds a stale 0xAB at byte %d of %d", len(got), i, len(body))
+		}
+		got = append(got, render(r.RecordBatch())...)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if want := render(rec); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("%d rows read, %d written, or not the same", len(got), len(want))
+	}
+}
+
+// TestScrub: scrub clears every byte a decoder may leave stale and the
+// IPC writer sends (the slots of null rows, bits past the last row, a
+// buffer's bytes past its rows' values) and no value: each column of a
+// batch is given buffers whose unwritten bytes are 0xAB, as a recycled
+// buffer's are.
+func TestScrub(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "x", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+		{Name: "tag", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "ok", Type: arrow.FixedWidthTypes.Boolean, Nullable: true},
+		{Name: "day", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+	}, nil)
+	rec := batch(t, schema, `[
+		{"n":1,"x":1.5,"tag":"a","ok":true,"day":"2024-03-01"},
+		{"n":null,"x":null,"tag":null,"ok":null,"day":null},
+		{"n":3,"x":2.5,"tag":"ccc","ok":false,"day":"2024-03-03"}]`)
+	defer rec.Release()
+	cols := make([]arrow.Array, rec.NumCols())
+	for i, c := range rec.Columns() {
+		cols[i] = stale(c)
+		defer cols[i].Release()
+	}
+	got := array.NewRecordBatch(schema, cols, rec.NumRows())
+	defer got.Release()
+	if bytes.IndexByte(ipcBody(t, got), 0xAB) < 0 {
+		t.Fatal("the stale batch's IPC body holds no 0xAB: the test tests nothing")
+	}
+	for _, c := range cols {
+		scrub(c)
+	}
+	if i := bytes.IndexByte(ipcBody(t, got), 0xAB); i >= 0 {
+		t.Errorf("after scrub the IPC body holds a stale 0xAB at byte %d", i)
+	}
+	if g, w := strings.Join(render(got), "\n"), strings.Join(render(rec), "\n"); g != w {
+		t.Errorf("scrub changed the values:\n%s\nwant\n%s", g, w)
+	}
+}
+
+// stale is a with each buffer copied into one of 0xAB bytes as long as
+// the IPC writer sends whole (its length rounded up to 64), the bits
+// past its last row set, and the value slots of its null rows 0xAB.
+func stale(a arrow.Array) arrow.Array {
+	d := a.Data()
+	bufs := make([]*memory.Buffer, len(d.Buffers()))
+	for k, b := range d.Buffers() {
+		if b == nil {
+			continue
+		}
+		n := b.Len()
+		out := bytes.Repeat([]byte{0xAB}, (n+63)/64*64)
+		copy(out, b.Bytes())
+		bufs[k] = memory.NewBufferBytes(out)
+	}
+	end := d.Offset() + d.Len()
+	setFrom := func(b []byte) {
+		for i := end; i < len(b)*8; i++ {
+			bitutil.SetBit(b, i)
+		}
+	}
+	if bufs[0] != nil {
+		setFrom(bufs[0].Bytes())
+	}
+	switch t := d.DataType().(type) {
+	case *arrow.BooleanType:
+		setFrom(bufs[1].Bytes())
+	case *arrow.StringType:
+	case arrow.FixedWidthDataType:
+		w := t.BitWidth() / 8
+		for i := range d.Len() {
+			if a.IsNull(i) {
+				copy(bufs[1].Bytes()[(d.Offset()+i)*w:], bytes.Repeat([]byte{0xAB}, w))
+			}
+		}
+	}
+	nd := array.NewData(d.DataType(), d.Len(), bufs, nil, d.NullN(), d.Offset())
+	defer nd.Release()
+	return array.MakeFromData(nd)
+}
+
+// ipcBody is the body of rec's IPC message: every buffer byte the IPC
+// writer sends, and its padding.
+func ipcBody(t *testing.T, rec arrow.RecordBatch) []byte {
+	t.Helper()
+	p, err := ipc.GetRecordBatchPayload(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	var body bytes.Buffer
+	if err := p.SerializeBody(&body); err != nil {
+		t.Fatal(err)
+	}
+	return body.Bytes()
 }
