@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -32,10 +33,10 @@ import (
 )
 
 // The direct path: a query that only lists columns of one table with a
-// plain file plan (SELECT * FROM t, SELECT a, b AS c FROM t; no WHERE,
-// expression, join, GROUP BY, ORDER BY, LIMIT, DISTINCT or parameter) is
-// read by arrow-go's pqarrow straight from the planned Parquet files into
-// Arrow batches. DuckDB's decoding of the pages and the copy out of its
+// plain file plan (SELECT * FROM t, SELECT a, b AS c FROM t LIMIT 10
+// OFFSET 5; no WHERE, expression, join, GROUP BY, ORDER BY, DISTINCT,
+// parameter, or LIMIT other than of constants) is read by arrow-go's
+// pqarrow straight from the planned Parquet files into Arrow batches. DuckDB's decoding of the pages and the copy out of its
 // vectors were most of a streamed query's CPU; on the query benchmark's
 // files pqarrow (with C zstd) decodes them in about 30% less
 // (BenchmarkFileDecode).
@@ -49,7 +50,9 @@ import (
 // timestamps);
 // anything else, or a file that cannot be opened, leaves the query to
 // DuckDB as before. Rows come in the files' order, row group by row
-// group, as DuckDB's insertion-order-preserving scan gives them.
+// group, as DuckDB's insertion-order-preserving scan gives them; a LIMIT
+// keeps the window of them DuckDB keeps (windowOf), and only the units
+// that hold rows of it are read.
 //
 // Memory: the row groups are decoded by W goroutines in an
 // order-preserving round robin (W is directWorkers, or 1 for a part of a
@@ -80,22 +83,25 @@ var directUnitRows int64 = 4 * batchRows
 const directReadBuffer = 64 << 10
 
 // directColumns are the table columns that the result columns of p name,
-// in order, when p is a plain listing of one table's columns; ok is false
-// otherwise.
-func directColumns(p *plan) (cols []string, ok bool) {
+// in order, when p is a plain listing of one table's columns, and the
+// rows it keeps (directWindow); ok is false otherwise.
+func directColumns(p *plan) (cols []string, win directWindow, ok bool) {
 	if len(p.refs) != 1 {
-		return nil, false
+		return nil, win, false
 	}
 	ref := p.refs[0]
 	node, _ := p.tree["node"].(map[string]any)
 	if node == nil || node["type"] != "SELECT_NODE" || node["from_table"] == nil || !plainSelect(node, ref.node) {
-		return nil, false
+		return nil, win, false
+	}
+	if win, ok = windowOf(node); !ok {
+		return nil, win, false
 	}
 	for _, item := range anyList(node["select_list"]) {
 		m, _ := item.(map[string]any)
 		switch {
 		case m == nil:
-			return nil, false
+			return nil, win, false
 		case m["class"] == "STAR" && plainStar(m, ref.alias):
 			for _, f := range ref.table.Schema.Fields() {
 				cols = append(cols, f.Name)
@@ -106,18 +112,56 @@ func directColumns(p *plan) (cols []string, ok bool) {
 				names = names[1:]
 			}
 			if len(names) != 1 {
-				return nil, false
+				return nil, win, false
 			}
 			c, ok := columnNamed(ref.table.Schema, names[0])
 			if !ok {
-				return nil, false
+				return nil, win, false
 			}
 			cols = append(cols, c)
 		default:
-			return nil, false
+			return nil, win, false
 		}
 	}
-	return cols, len(cols) > 0
+	return cols, win, len(cols) > 0
+}
+
+// directWindow is the rows of the scan a query keeps: skip rows, then at
+// most take (all when take is negative).
+type directWindow struct{ skip, take int64 }
+
+// windowOf is the window of a SELECT node with no modifier (all rows) or
+// one LIMIT n [OFFSET m] (or OFFSET m alone) of constants: without an
+// ORDER BY, DuckDB's insertion-order-preserving scan keeps rows m to
+// m+n-1 in the files' order, which are the direct path's. Anything else
+// (a percentage, a parameter, an expression, ORDER BY, DISTINCT) is not
+// a window.
+func windowOf(node map[string]any) (directWindow, bool) {
+	all := directWindow{take: -1}
+	mods := anyList(node["modifiers"])
+	if len(mods) == 0 {
+		return all, true
+	}
+	mod, _ := mods[0].(map[string]any)
+	if len(mods) != 1 || mod == nil || mod["type"] != "LIMIT_MODIFIER" {
+		return all, false
+	}
+	win := all
+	if mod["limit"] != nil {
+		n, ok := constCount(mod["limit"])
+		if !ok {
+			return all, false
+		}
+		win.take = n
+	}
+	if mod["offset"] != nil {
+		off, ok := constCount(mod["offset"])
+		if !ok || (win.take >= 0 && off > math.MaxInt64-win.take) {
+			return all, false
+		}
+		win.skip = off
+	}
+	return win, true
 }
 
 // plainSelect tells whether a SELECT node does nothing but read its
@@ -127,7 +171,7 @@ func plainSelect(node, from map[string]any) bool {
 		return false
 	}
 	ctes, _ := node["cte_map"].(map[string]any)
-	for _, k := range []string{"modifiers", "group_expressions", "group_sets"} {
+	for _, k := range []string{"group_expressions", "group_sets"} {
 		if len(anyList(node[k])) > 0 {
 			return false
 		}
@@ -228,6 +272,9 @@ func relabeled(a arrow.Array, t arrow.DataType) arrow.Array {
 type directUnit struct {
 	file      *directFile
 	rowGroups []int
+	// first is the scan's row index of the unit's first row; skip and
+	// take the unit's rows the query keeps (take negative: all from skip).
+	first, skip, take int64
 }
 
 // directScan streams the result of a direct query.
@@ -253,8 +300,10 @@ func (r *Rows) startDirect(ctx context.Context, p *plan, sql string, params arro
 	if !directScans || (params != nil && params.NumCols() > 0) || len(fp.Files) == 0 {
 		return false
 	}
-	cols, ok := directColumns(p)
-	if !ok {
+	cols, win, ok := directColumns(p)
+	// A part of a split query has only some of the files: the window is
+	// the whole scan's (a LIMIT is not split, but say so here too).
+	if !ok || (r.part != nil && r.part.Count > 1 && win != (directWindow{take: -1})) {
 		return false
 	}
 	var st duck.PreparedStatement
@@ -285,7 +334,7 @@ func (r *Rows) startDirect(ctx context.Context, p *plan, sql string, params arro
 		// CPU per row for no speed (peer.py, 2 parts).
 		workers = 1
 	}
-	r.direct = newDirectScan(ctx, p.refs[0].table.Ident, schema, files, r.eng.pool, workers)
+	r.direct = newDirectScan(ctx, p.refs[0].table.Ident, schema, files, win, r.eng.pool, workers)
 	return true
 }
 
@@ -344,7 +393,7 @@ func directFileOf(pf *file.Reader, path string, cols []string, schema *arrow.Sch
 }
 
 // newDirectScan starts the workers over the files' row groups.
-func newDirectScan(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, files []*directFile, pool *bufferPool, workers int) *directScan {
+func newDirectScan(ctx context.Context, t catalogs.TableIdent, schema *arrow.Schema, files []*directFile, win directWindow, pool *bufferPool, workers int) *directScan {
 	// The file reader's own buffers (read buffers, decompressed pages) are
 	// written whole before they are read and never leave it: the values
 	// are copied into the batches, whose buffers are zeroed where the
@@ -356,18 +405,36 @@ func newDirectScan(ctx context.Context, t catalogs.TableIdent, schema *arrow.Sch
 	// fresh for every batch, the direct path cost 19% more CPU), zeroed
 	// only where the decoders do not write (decodeMem, scrub).
 	d := &directScan{schema: schema, table: t, props: props, mem: decodeMem{pool}}
+	var first int64 // the scan's row index of the next unit
+	add := func(f *directFile, rgs []int, rows int64) {
+		u := directUnit{file: f, rowGroups: rgs, first: first, take: -1}
+		first += rows
+		if win == (directWindow{take: -1}) {
+			d.units = append(d.units, u)
+			return
+		}
+		// Only the units that hold rows of the window are read.
+		lo, hi := max(win.skip, u.first), first
+		if win.take >= 0 {
+			hi = min(hi, win.skip+win.take)
+		}
+		if lo < hi {
+			u.skip, u.take = lo-u.first, hi-lo
+			d.units = append(d.units, u)
+		}
+	}
 	for _, f := range files {
 		var unit []int
 		var rows int64
 		for rg := range f.meta.NumRowGroups() {
 			unit = append(unit, rg)
 			if rows += f.meta.RowGroup(rg).NumRows(); rows >= directUnitRows {
-				d.units = append(d.units, directUnit{f, unit})
+				add(f, unit, rows)
 				unit, rows = nil, 0
 			}
 		}
 		if len(unit) > 0 {
-			d.units = append(d.units, directUnit{f, unit})
+			add(f, unit, rows)
 		}
 	}
 	d.ctx, d.cancel = context.WithCancel(ctx)
@@ -441,31 +508,52 @@ func (d *directScan) read(w int, u directUnit) error {
 	}
 	defer rr.Release()
 	cols := make([]arrow.Array, len(u.file.pos))
+	var at int64 // the unit's row index of the batch's first row
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		for _, c := range rec.Columns() {
 			scrub(c)
 		}
+		// The rows of the batch the query keeps: [lo, hi).
+		lo, hi := max(u.skip-at, 0), rec.NumRows()
+		if u.take >= 0 {
+			hi = min(hi, u.skip+u.take-at)
+		}
+		at += rec.NumRows()
+		if lo >= hi {
+			if u.take >= 0 && at >= u.skip+u.take {
+				return nil
+			}
+			continue
+		}
 		for i, p := range u.file.pos {
-			if cols[i] = rec.Column(p); u.file.relabel[i] {
-				cols[i] = relabeled(cols[i], d.schema.Field(i).Type)
+			if lo == 0 && hi == rec.NumRows() {
+				cols[i] = rec.Column(p)
+				cols[i].Retain()
+			} else {
+				cols[i] = array.NewSlice(rec.Column(p), lo, hi)
+			}
+			if u.file.relabel[i] {
+				re := relabeled(cols[i], d.schema.Field(i).Type)
+				cols[i].Release()
+				cols[i] = re
+			}
+		}
+		release := func() {
+			for _, c := range cols {
+				c.Release()
 			}
 		}
 		if err := validUTF8(d.schema, cols); err != nil {
-			for i, re := range u.file.relabel {
-				if re {
-					cols[i].Release()
-				}
-			}
+			release()
 			return d.errorf(err)
 		}
-		out := array.NewRecordBatch(d.schema, cols, rec.NumRows())
-		for i, re := range u.file.relabel {
-			if re {
-				cols[i].Release()
-			}
-		}
+		out := array.NewRecordBatch(d.schema, cols, hi-lo)
+		release()
 		if !d.send(w, aheadBatch{out, nil}) {
+			return nil
+		}
+		if u.take >= 0 && at >= u.skip+u.take {
 			return nil
 		}
 	}

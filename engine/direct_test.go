@@ -55,7 +55,12 @@ func TestDirectMatchesNative(t *testing.T) {
 		{`SELECT id, ts, day, tag, ok, n FROM typed`, true},
 		{`SELECT * FROM typed`, false}, // a decimal column
 		{`SELECT id FROM sales WHERE id > 1`, false},
-		{`SELECT id FROM sales LIMIT 2`, false},
+		{`SELECT id FROM sales LIMIT 2`, true},
+		{`SELECT region, id FROM sales LIMIT 2 OFFSET 1`, true},
+		{`SELECT id FROM sales LIMIT 0`, true},
+		{`SELECT id FROM sales LIMIT 10%`, false},
+		{`SELECT id FROM sales LIMIT 1 + 1`, false},
+		{`SELECT id FROM sales ORDER BY id LIMIT 2`, false},
 		{`SELECT id FROM sales ORDER BY id DESC`, false},
 		{`SELECT DISTINCT region FROM sales`, false},
 		{`SELECT id + 1 FROM sales`, false},
@@ -171,12 +176,25 @@ func TestDirectRowGroupsInOrder(t *testing.T) {
 	directUnitRows = 1 // every row group a unit of its own, round robin over the workers
 	defer func() { directUnitRows = old }()
 
-	for _, q := range []string{`SELECT * FROM wide`, `SELECT tag, id, ts FROM wide`} {
+	for _, tc := range []struct {
+		q    string
+		rows int
+	}{
+		{`SELECT * FROM wide`, 160_000},
+		{`SELECT tag, id, ts FROM wide`, 160_000},
+		// Windows across row groups, batches and the two files.
+		{`SELECT * FROM wide LIMIT 75000 OFFSET 2999`, 75_000},
+		{`SELECT ts, id FROM wide LIMIT 70001`, 70_001},
+		{`SELECT id FROM wide LIMIT 10 OFFSET 159995`, 5},
+		{`SELECT id FROM wide LIMIT 5 OFFSET 200000`, 0},
+		{`SELECT tag FROM wide OFFSET 69999`, 90_001},
+	} {
+		q := tc.q
 		direct, native := f.runBoth(t, q)
 		if !direct.scans[0].Direct {
 			t.Fatalf("%s: not direct", q)
 		}
-		if len(direct.rows) != 160_000 || strings.Join(direct.rows, "\n") != strings.Join(native.rows, "\n") {
+		if len(direct.rows) != tc.rows || strings.Join(direct.rows, "\n") != strings.Join(native.rows, "\n") {
 			t.Fatalf("%s: %d rows direct, %d native, or not the same", q, len(direct.rows), len(native.rows))
 		}
 		if !direct.schema.Equal(native.schema) {
@@ -279,7 +297,10 @@ func TestDirectLastBatchOfAUnit(t *testing.T) {
 	writeRowGroups(t, files[1], 70_000, 90_000, 7_000)
 	f.plain.files["wide"] = files
 	f.scan.tables["wide"] = emptyOf(t, files[0])
-	for _, q := range []string{`SELECT tag FROM wide`, `SELECT id FROM wide`, `SELECT tag, id FROM wide`, `SELECT * FROM wide`} {
+	for _, q := range []string{`SELECT tag FROM wide`, `SELECT id FROM wide`, `SELECT tag, id FROM wide`, `SELECT * FROM wide`,
+		// Windows within units of several batches: across a's two
+		// batches and into b; from within b's first batch to its end.
+		`SELECT tag, id FROM wide LIMIT 66000 OFFSET 65000`, `SELECT id, tag FROM wide OFFSET 135000`} {
 		direct, native := f.runBoth(t, q)
 		if !direct.scans[0].Direct {
 			t.Fatalf("%s: not direct", q)
