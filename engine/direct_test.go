@@ -500,3 +500,24 @@ func ipcBody(t *testing.T, rec arrow.RecordBatch) []byte {
 	}
 	return body.Bytes()
 }
+
+// TestIsASCII: a byte of 0x80 or above anywhere in a buffer, at every
+// offset of each word of the four-word steps and of the tail, makes it
+// not ASCII.
+func TestIsASCII(t *testing.T) {
+	for n := range 100 {
+		b := []byte(strings.Repeat("x", n))
+		if !isASCII(b) {
+			t.Fatalf("%d ASCII bytes: not ASCII", n)
+		}
+		for i := range n {
+			for _, c := range []byte{0x80, 0xc3, 0xff} {
+				b[i] = c
+				if isASCII(b) {
+					t.Fatalf("%d bytes with 0x%x at %d: ASCII", n, c, i)
+				}
+				b[i] = 'x'
+			}
+		}
+	}
+}
