@@ -413,15 +413,28 @@ func newDirectScan(ctx context.Context, t catalogs.TableIdent, schema *arrow.Sch
 			d.units = append(d.units, u)
 			return
 		}
-		// Only the units that hold rows of the window are read.
+		// Only the units that hold rows of the window [lo, hi) are read,
+		// and of them only the row groups that do.
 		lo, hi := max(win.skip, u.first), first
 		if win.take >= 0 {
 			hi = min(hi, win.skip+win.take)
 		}
-		if lo < hi {
-			u.skip, u.take = lo-u.first, hi-lo
-			d.units = append(d.units, u)
+		if lo >= hi {
+			return
 		}
+		at, kept := u.first, u.rowGroups[:0:0]
+		for _, rg := range u.rowGroups {
+			n := f.meta.RowGroup(rg).NumRows()
+			if at+n > lo && at < hi {
+				if len(kept) == 0 {
+					u.first = at
+				}
+				kept = append(kept, rg)
+			}
+			at += n
+		}
+		u.rowGroups, u.skip, u.take = kept, lo-u.first, hi-lo
+		d.units = append(d.units, u)
 	}
 	for _, f := range files {
 		var unit []int
