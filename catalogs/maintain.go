@@ -55,9 +55,9 @@ const (
 // the backend's ordinary commit path and, on a conflict, is abandoned
 // (MaintainReport says so) rather than retried against the writer. It
 // MUST NOT delete a file any retained snapshot references, nor one a
-// live unit of work holds (MaintainRequest.Held), and MUST keep every
-// snapshot younger than MaintainRequest.KeepNewerThan whatever the
-// table's properties say.
+// live unit of work holds (MaintainRequest.Held), and MUST keep the
+// snapshots MaintainRequest's floors keep whatever the table's properties
+// say.
 type Maintainer interface {
 	// MaintainTasks lists the tasks Maintain runs, in the order it runs
 	// them when a request names none.
@@ -78,12 +78,42 @@ type MaintainRequest struct {
 	// deleting anything.
 	DryRun bool
 	// KeepNewerThan keeps every snapshot younger than this whatever the
-	// table's retention: the commit ids a CommitMessages replay may still
-	// look up live in them (txn sets it to the commit messages' TTL).
+	// table's retention (a floor of the caller's own; 0 is none).
 	KeepNewerThan time.Duration
+	// ReplayWindow keeps every snapshot younger than this that records a
+	// commit id Replayable says a client may send again (a commit
+	// message's, an idempotency key's, a transaction's whose outcome is in
+	// doubt): the repeated commit looks its id up in the table's
+	// snapshots, and an id whose snapshot expired would commit again
+	// (txn sets it to the commit messages' TTL plus the clock skew).
+	ReplayWindow time.Duration
+	// Replayable tells the commit ids ReplayWindow is for; nil: every id.
+	Replayable func(commitID string) bool
+	// CommitWindow keeps every snapshot younger than this whose writer may
+	// still be looking its commit id up: another process's (a replica's)
+	// and one of this process whose commit has not answered. A commit
+	// whose outcome is in doubt looks its id up once it gives up, and one
+	// whose snapshot expired meanwhile would look not landed and delete
+	// files the table references. A backend adds its own commit loop's
+	// bound (txn sets the lookup's timeout plus the clock skew).
+	CommitWindow time.Duration
 	// Held, when set, returns the receipts live units of work of this
 	// process hold for the table: their files are never deleted.
 	Held func(ctx context.Context, table TableIdent) []WriteReceipt
+}
+
+// Floor is the age under which a backend that cannot tell which
+// snapshots ReplayWindow and CommitWindow are for (it reads no commit id,
+// or cannot keep a snapshot older than one it expires) keeps every
+// snapshot: the largest of the three.
+func (r MaintainRequest) Floor() time.Duration {
+	return max(r.KeepNewerThan, r.ReplayWindow, r.CommitWindow)
+}
+
+// Replays reports whether a snapshot that recorded commitID is one a
+// client may send again (Replayable).
+func (r MaintainRequest) Replays(commitID string) bool {
+	return r.Replayable == nil || r.Replayable(commitID)
 }
 
 // MaintainReport is what one run did (or, in a dry run, would do).

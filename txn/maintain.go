@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/flightgw/flightgw/catalogs"
@@ -14,8 +15,9 @@ type MaintainJob struct {
 	Provider catalogs.Provider
 	Request  catalogs.MaintainRequest
 	// MessageTTL is how long a prepared commit message can be committed
-	// (DefaultMessageTTL when zero): no snapshot younger than this is
-	// expired, since a CommitMessages replay looks its commit id up there.
+	// (DefaultMessageTTL when zero): no snapshot younger than this (and
+	// the clock skew) that records a commit id a client may send again is
+	// expired, since the repeated commit looks its id up there.
 	MessageTTL time.Duration
 }
 
@@ -26,9 +28,14 @@ type MaintainObserver interface {
 }
 
 // Maintain runs the job's maintenance under the write policy: the files
-// this process's live transactions hold are never deleted (Held), no
-// snapshot younger than the commit messages' TTL is expired, and one run
-// per table at a time in this process, so that two never race each other's
+// this process's live transactions hold are never deleted (Held); no
+// snapshot that records a commit id a client may send again (Replayable)
+// expires younger than the commit messages' TTL plus twice the clock skew
+// (the payload's preparation and the snapshot's time come from two
+// replicas' clocks, the expiry's from a third); no snapshot whose writer
+// may still look its commit up (CommitWindow: lookupTimeout and the skew,
+// to which the backend adds its commit loop's bound); and one run per
+// table at a time in this process, so that two never race each other's
 // commit and deletes (a second is FailedPrecondition). Every run is
 // logged and reported to the Observer.
 func (m *Manager) Maintain(ctx context.Context, job MaintainJob) (catalogs.MaintainReport, error) {
@@ -49,7 +56,9 @@ func (m *Manager) Maintain(ctx context.Context, job MaintainJob) (catalogs.Maint
 	if ttl <= 0 {
 		ttl = DefaultMessageTTL
 	}
-	req.KeepNewerThan = max(req.KeepNewerThan, ttl+MaxClockSkew)
+	req.ReplayWindow = max(req.ReplayWindow, ttl+2*MaxClockSkew)
+	req.Replayable = Replayable
+	req.CommitWindow = max(req.CommitWindow, lookupTimeout+MaxClockSkew)
 	req.Held = m.Held
 	start := time.Now()
 	rep, err := mt.Maintain(ctx, job.Table, req)
@@ -75,4 +84,15 @@ func (m *Manager) logMaintain(ctx context.Context, t catalogs.TableIdent, req ca
 			"data", tr.DataFiles, "manifests", tr.ManifestFiles, "metadata", tr.MetadataFiles, "kept", tr.Kept,
 			"rewritten", tr.RewrittenFiles, "added", tr.AddedFiles, "took", took.Round(time.Millisecond))
 	}
+}
+
+// Replayable reports whether a client may send the commit that recorded
+// commitID again, and find it by that id: a commit message's (msg-), an
+// idempotency key's (idem-), a transaction's (txn-: a COMMIT whose
+// outcome is in doubt is looked up when the transaction ends), and any id
+// the gateway did not make. Only an auto-commit write's random id
+// (write-) is looked up by its own write alone, right after its commit
+// call (catalogs.MaintainRequest.CommitWindow covers that).
+func Replayable(commitID string) bool {
+	return !strings.HasPrefix(commitID, autoCommitPrefix)
 }

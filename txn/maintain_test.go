@@ -26,10 +26,11 @@ func (s *slowMaintainer) Maintain(_ context.Context, _ catalogs.TableIdent, req 
 
 // TestMaintainPolicy: a backend that maintains nothing is
 // FailedPrecondition; a second run on a table while one is under way is
-// FailedPrecondition, one on another table is not; the floor is never
-// below the commit messages' TTL (the default one when none is given)
-// plus the clock skew, whatever the request asks; the report carries the
-// request's dry run.
+// FailedPrecondition, one on another table is not; the replay window is
+// never below the commit messages' TTL (the default one when none is
+// given) plus twice the clock skew, the commit window never below the
+// lookup's timeout plus the skew, whatever the request asks; the report
+// carries the request's dry run.
 func TestMaintainPolicy(t *testing.T) {
 	m := NewManager(time.Minute, nil)
 	defer m.Close()
@@ -47,8 +48,11 @@ func TestMaintainPolicy(t *testing.T) {
 		first <- rep
 	}()
 	req := <-s.started
-	if want := DefaultMessageTTL + MaxClockSkew; req.KeepNewerThan != want || req.Held == nil {
-		t.Errorf("backend request = %+v, want KeepNewerThan %v and Held set", req, want)
+	if want := DefaultMessageTTL + 2*MaxClockSkew; req.ReplayWindow != want || req.Held == nil || req.Replayable == nil {
+		t.Errorf("backend request = %+v, want ReplayWindow %v, Replayable and Held set", req, want)
+	}
+	if want := lookupTimeout + MaxClockSkew; req.CommitWindow != want || req.KeepNewerThan != time.Second {
+		t.Errorf("backend request = %+v, want CommitWindow %v and the caller's KeepNewerThan", req, want)
 	}
 	if _, err := m.Maintain(ctx, MaintainJob{Table: a, Provider: s}); catalogs.Kind(err) != catalogs.ErrFailedPrecondition {
 		t.Errorf("a second run on the same table: %v, want FailedPrecondition", err)
@@ -58,8 +62,8 @@ func TestMaintainPolicy(t *testing.T) {
 		_, err := m.Maintain(ctx, MaintainJob{Table: b, Provider: s, MessageTTL: 30 * time.Hour})
 		second <- err
 	}()
-	if req := <-s.started; req.KeepNewerThan != 30*time.Hour+MaxClockSkew {
-		t.Errorf("floor with a 30h TTL = %v", req.KeepNewerThan)
+	if req := <-s.started; req.ReplayWindow != 30*time.Hour+2*MaxClockSkew || req.Floor() != req.ReplayWindow {
+		t.Errorf("floor with a 30h TTL = %v (floor %v)", req.ReplayWindow, req.Floor())
 	}
 	close(s.release)
 	if rep := <-first; !rep.DryRun {
@@ -73,5 +77,21 @@ func TestMaintainPolicy(t *testing.T) {
 	go func() { <-s.started }()
 	if _, err := m.Maintain(ctx, MaintainJob{Table: a, Provider: s}); err != nil {
 		t.Errorf("a run after the first ended: %v", err)
+	}
+}
+
+// TestReplayable: only an auto-commit write's random commit id is one no
+// client can send again.
+func TestReplayable(t *testing.T) {
+	for id, want := range map[string]bool{
+		autoCommitPrefix + randomID():                  false,
+		messageCommitPrefix + "job-42":                 true,
+		IdempotencyCommitID("realm", "alice", "key-1"): true,
+		(&Txn{id: "abc"}).CommitID():                   true,
+		"spark-app-1":                                  true,
+	} {
+		if got := Replayable(id); got != want {
+			t.Errorf("Replayable(%q) = %v, want %v", id, got, want)
+		}
 	}
 }

@@ -86,6 +86,10 @@ type Result struct {
 	Snapshot int64
 }
 
+// autoCommitPrefix marks the random commit ids of auto-commit writes
+// without an idempotency key: no client can send one again (Replayable).
+const autoCommitPrefix = "write-"
+
 // IdempotencyCommitID scopes a client's idempotency key to its realm and
 // principal (the table scopes it too: commit ids are looked up per table),
 // so that another principal choosing the same key is a different write.
@@ -116,7 +120,7 @@ func (m *Manager) write(ctx context.Context, w Write, src Source) (Result, error
 			"write into %s: an idempotency key cannot be used inside a transaction (the transaction's commit is the unit of retry)", w.Table)
 	}
 	if w.Txn == nil && w.CommitID == "" {
-		w.CommitID = "write-" + randomID()
+		w.CommitID = autoCommitPrefix + randomID()
 	}
 	if w.Idempotent {
 		if res, done, err := repeated(ctx, w, src); done || err != nil {

@@ -11,7 +11,7 @@ import (
 )
 
 // vacuumMinAge is the least age of a file the vacuum task deletes as
-// unreferenced, whatever the request's KeepNewerThan: a staged file of a
+// unreferenced, whatever the request's floors: a staged file of a
 // transaction on another replica is referenced by no version yet (the
 // server's default reclaim.min_age, which its reclaim runs use).
 const vacuumMinAge = 24 * time.Hour
@@ -78,11 +78,11 @@ func (p *Provider) checkpointTask(ctx context.Context, t catalogs.TableIdent, re
 
 // vacuumTask is the reclaimer's VACUUM on this one table (Reclaim):
 // files no retained version references and older than the larger of
-// req.KeepNewerThan and vacuumMinAge, and the log entries metadata
+// req.Floor() and vacuumMinAge, and the log entries metadata
 // cleanup expires.
 func (p *Provider) vacuumTask(ctx context.Context, t catalogs.TableIdent, req catalogs.MaintainRequest) (catalogs.TaskReport, error) {
 	tr := catalogs.TaskReport{Task: catalogs.TaskVacuum, ExpiredSnapshots: []int64{}}
-	opts := catalogs.ReclaimOptions{MinAge: max(req.KeepNewerThan, vacuumMinAge), DryRun: req.DryRun, Held: req.Held}
+	opts := catalogs.ReclaimOptions{MinAge: max(req.Floor(), vacuumMinAge), DryRun: req.DryRun, Held: req.Held}
 	v, err := p.vacuumTable(ctx, t, opts)
 	if err != nil {
 		return tr, err

@@ -76,7 +76,10 @@ func (p *Provider) commit(ctx context.Context, t catalogs.TableIdent, commitID s
 	if err != nil {
 		return catalogs.CommitOutcome{}, err
 	}
-	return p.submit(ctx, t, newMember(ctx, commitID, rms, overwrite))
+	p.unsettled.begin(commitID)
+	out, err := p.submit(ctx, t, newMember(ctx, commitID, rms, overwrite))
+	p.unsettled.end(commitID, err)
+	return out, err
 }
 
 // FindCommit looks for the snapshot that recorded commitID. RowCount is

@@ -299,16 +299,18 @@ func (r *round) files() []ice.DataFile {
 // summary is what the snapshot records: the commit id of a lone member
 // under CommitIDKey (as every snapshot before group commit), or each
 // member's id with its rows under CommitIDsKey.
+// Either names this provider as the writer (WriterKey): its members are
+// tracked in p.unsettled.
 func (r *round) summary() ice.Properties {
 	if len(r.live) == 1 {
-		return ice.Properties{CommitIDKey: r.live[0].id}
+		return ice.Properties{CommitIDKey: r.live[0].id, WriterKey: r.p.writer}
 	}
 	rows := make(map[string]uint64, len(r.live))
 	for _, m := range r.live {
 		rows[m.id] = m.rows
 	}
 	b, _ := json.Marshal(rows) // a map of strings to numbers always encodes
-	return ice.Properties{CommitIDsKey: string(b)}
+	return ice.Properties{CommitIDsKey: string(b), WriterKey: r.p.writer}
 }
 
 // land answers the live members with the outcome of their snapshot, and

@@ -59,8 +59,8 @@ func (p *Provider) Maintain(ctx context.Context, t catalogs.TableIdent, req cata
 // age-ms, default 5 days, and history.expire.min-snapshots-to-keep,
 // default 1, per branch, with the refs' own overrides), except that every
 // ref is kept with the snapshot it points at (a branch or tag is never
-// dropped by age here), and no snapshot younger than req.KeepNewerThan
-// goes. The removal is one metadata commit asserting every ref, so a
+// dropped by age here), and no snapshot a floor of req keeps goes
+// (keeps). The removal is one metadata commit asserting every ref, so a
 // writer's commit landing first makes it retry on the new metadata, at
 // most maxExpireAttempts times, then give up. Once it landed, the
 // manifest lists, manifests, data files and statistics files that only
@@ -75,7 +75,7 @@ func (p *Provider) expireSnapshots(ctx context.Context, t catalogs.TableIdent, r
 		if err != nil {
 			return tr, err
 		}
-		plan, err := p.planExpiry(ctx, t, tbl, req.KeepNewerThan)
+		plan, err := p.planExpiry(ctx, t, tbl, req)
 		if err != nil {
 			return tr, err
 		}
@@ -157,8 +157,8 @@ func (c *planCatalog) CommitTable(_ context.Context, _ table.Identifier, reqs []
 
 // planExpiry asks iceberg-go's ExpireSnapshots which snapshots the
 // table's retention lets go, then keeps every ref's snapshot and every
-// snapshot younger than floor.
-func (p *Provider) planExpiry(ctx context.Context, t catalogs.TableIdent, tbl *table.Table, floor time.Duration) (expiryPlan, error) {
+// snapshot a floor of req keeps (keeps).
+func (p *Provider) planExpiry(ctx context.Context, t catalogs.TableIdent, tbl *table.Table, req catalogs.MaintainRequest) (expiryPlan, error) {
 	cat := &planCatalog{p: p}
 	scratch := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, cat)
 	err := protect(catalogs.ErrInvalidArgument, "expire snapshots", func() error {
@@ -180,16 +180,74 @@ func (p *Provider) planExpiry(ctx context.Context, t catalogs.TableIdent, tbl *t
 	if cur := meta.CurrentSnapshot(); cur != nil {
 		kept[cur.SnapshotID] = true
 	}
-	cutoff := time.Now().Add(-floor).UnixMilli()
+	now := time.Now()
 	plan := expiryPlan{reqs: cat.reqs}
 	for _, id := range removedSnapshots(cat.ups) {
 		s := meta.SnapshotByID(id)
-		if s == nil || kept[id] || s.TimestampMs >= cutoff {
+		if s == nil || kept[id] || p.keeps(s, req, now) {
 			continue
 		}
 		plan.expire = append(plan.expire, *s)
 	}
 	return plan, nil
+}
+
+// keeps reports whether a floor of req keeps snapshot s, whatever the
+// table's retention: it is younger than req.KeepNewerThan; or it records
+// a commit id a client may send again (req.Replays) and is younger than
+// req.ReplayWindow; or its writer may still look its commit id up: a
+// commit of this provider under way or answered with an error within
+// req.CommitWindow (unsettled), or, for a snapshot another writer made
+// (another replica, this catalog opened by an earlier process, another
+// engine), an age under req.CommitWindow plus the commit loop's bound,
+// since nothing here tells when that writer's commit answered.
+func (p *Provider) keeps(s *table.Snapshot, req catalogs.MaintainRequest, now time.Time) bool {
+	age := now.Sub(time.UnixMilli(s.TimestampMs))
+	if age < req.KeepNewerThan {
+		return true
+	}
+	ids := commitIDs(s)
+	if age < req.ReplayWindow {
+		for _, id := range ids {
+			if req.Replays(id) {
+				return true
+			}
+		}
+	}
+	if s.Summary == nil || s.Summary.Properties[WriterKey] != p.writer {
+		return age < req.CommitWindow+p.cfg.commit.TotalTimeout
+	}
+	for _, id := range ids {
+		if p.unsettled.open(id, req.CommitWindow) {
+			return true
+		}
+	}
+	return false
+}
+
+// commitIDs lists the commit ids snapshot s records: CommitIDKey's, or
+// the ids of a merged snapshot's CommitIDsKey (an undecodable value is one
+// unknown id, which every floor treats as a client's).
+func commitIDs(s *table.Snapshot) []string {
+	if s.Summary == nil {
+		return nil
+	}
+	if id, ok := s.Summary.Properties[CommitIDKey]; ok {
+		return []string{id}
+	}
+	v, ok := s.Summary.Properties[CommitIDsKey]
+	if !ok {
+		return nil
+	}
+	var rows map[string]uint64
+	if json.Unmarshal([]byte(v), &rows) != nil {
+		return []string{v}
+	}
+	out := make([]string, 0, len(rows))
+	for id := range rows {
+		out = append(out, id)
+	}
+	return out
 }
 
 // removedSnapshots finds the ids an update set removes (the update types

@@ -26,7 +26,7 @@ func TestExpireCrashLeavesNoOrphan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := e.p.planExpiry(ctx, e.id, tbl, 0)
+	plan, err := e.p.planExpiry(ctx, e.id, tbl, catalogs.MaintainRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

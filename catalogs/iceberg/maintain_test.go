@@ -280,7 +280,7 @@ func TestExpireLosesToWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := e.p.planExpiry(ctx, e.id, tbl, 0)
+	plan, err := e.p.planExpiry(ctx, e.id, tbl, catalogs.MaintainRequest{})
 	if err != nil || len(plan.expire) != 4 {
 		t.Fatalf("plan = %+v, %v: want 4 snapshots", plan.expire, err)
 	}

@@ -56,6 +56,8 @@ type Provider struct {
 	groups        lake.Groups[*member] // the commit queues of group commit (groupcommit.go)
 	refs          refCache             // the reference indexes of CheckUnreferenced (refcheck.go)
 	aws           awsBase              // the AWS configuration of the gateway's own S3 clients (encryption.go)
+	writer        string               // this provider's WriterKey (unsettled.go)
+	unsettled     unsettled            // its commits a writer may still look up (unsettled.go)
 }
 
 // Interfaces the provider implements.
@@ -86,7 +88,7 @@ func Open(ctx context.Context, name string, props map[string]string) (*Provider,
 	}
 	p := &Provider{name: name, cfg: cfg, remote: catalogs.NewRemote("iceberg:"+name, cfg.remote, isTransient),
 		storage: catalogs.NewRemote("iceberg:"+name+":storage", cfg.remote, isTransient),
-		log:     slog.Default().With("catalog", name, "backend", Type)}
+		log:     slog.Default().With("catalog", name, "backend", Type), writer: newWriterID()}
 	switch cfg.catalogType {
 	case TypeSQL:
 		err = p.openSQL(ctx)

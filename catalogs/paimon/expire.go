@@ -138,7 +138,9 @@ func retentionOf(t catalogs.TableIdent, opts map[string]string) (retention, erro
 // whatever their age; then, keeping at least snapshot.num-retained.min,
 // every snapshot older than snapshot.time-retained up to the first one
 // that is not; never one a consumer (consumer/) still reads, nor one
-// younger than req.KeepNewerThan. snapshot.expire.limit, which bounds
+// younger than req.Floor() (Paimon's expiry ends at the first snapshot it
+// keeps, so a floor for some snapshots is one for all after them).
+// snapshot.expire.limit, which bounds
 // Java's post-commit runs, is not applied: this run is not on a commit's
 // path. The snapshot files go first, oldest first, then the EARLIEST
 // hint; then the manifest lists, manifests, data and changelog files
@@ -174,7 +176,7 @@ func (p *Provider) expireSnapshots(ctx context.Context, t catalogs.TableIdent, r
 	// lost). No attempt outlives the commit loop's total timeout, so a
 	// snapshot younger than twice that (margin for replicas' clocks) is
 	// never expired, whatever the caller's floor.
-	floor := max(req.KeepNewerThan, 2*p.cfg.commit.TotalTimeout)
+	floor := max(req.Floor(), 2*p.cfg.commit.TotalTimeout)
 	end, err := p.expireEnd(ctx, st, ret, earliest, latest, floor)
 	if err != nil {
 		return tr, err
