@@ -3,6 +3,7 @@
 // flightgw that federates it, in the same run.
 //
 //	go run ./integration/bench/upstream -bin bin/flightgw [-rows 10000000] [-runs 9]
+//	    [-fed-bin other/flightgw] [-pprof 127.0.0.1:6060]
 //
 // It starts the upstream (the embedded Iceberg default in a fresh data
 // dir), bulk-ingests -rows rows (benchutil.Schema: int64, float64, a
@@ -28,7 +29,13 @@
 // machine is shared, and the figures mean little on a loaded one. So is
 // the CPU time (/proc/pid/stat) each gateway spent per call of the small
 // aggregate, which the load inflates less: the federating gateway's is
-// the work it adds to a call, beside the hop.
+// the work it adds to a call, beside the hop; and the CPU time each spent
+// over the stream's rounds.
+//
+// -fed-bin runs the federating gateway from another binary than the
+// upstream (a change to the relay measured against the same upstream);
+// -pprof serves the federating gateway's profiler (debug.pprof_listen) for
+// a CPU profile taken while the stream's rounds run.
 package main
 
 import (
@@ -58,14 +65,19 @@ func main() {
 	rows := flag.Int64("rows", 10_000_000, "rows in the table")
 	runs := flag.Int("runs", 9, "timed rounds of each query")
 	smallRuns := flag.Int("small-runs", 41, "timed rounds of the aggregate over the small table")
+	fedBin := flag.String("fed-bin", "", "the federating gateway's binary (default: -bin)")
+	pprof := flag.String("pprof", "", "serve the federating gateway's profiler on this loopback address")
 	flag.Parse()
-	if err := run(*bin, *rows, *runs, *smallRuns); err != nil {
+	if *fedBin == "" {
+		*fedBin = *bin
+	}
+	if err := run(*bin, *fedBin, *pprof, *rows, *runs, *smallRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, rows int64, runs, smallRuns int) error {
+func run(bin, fedBin, pprof string, rows int64, runs, smallRuns int) error {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "flightgw-upstream-bench-")
 	if err != nil {
@@ -95,10 +107,11 @@ func run(bin string, rows int64, runs, smallRuns int) error {
   - name: up
     type: flightsql
     properties: {uri: "grpc://%s", upstream_catalog: lake}
-`, up.Addr)), 0o600); err != nil {
+debug: {pprof_listen: %q}
+`, up.Addr, pprof)), 0o600); err != nil {
 		return err
 	}
-	fed, err := benchutil.StartGateway(bin, nil, "--data-dir", filepath.Join(tmp, "fed"), "--config", cfg)
+	fed, err := benchutil.StartGateway(fedBin, nil, "--data-dir", filepath.Join(tmp, "fed"), "--config", cfg)
 	if err != nil {
 		return err
 	}
@@ -116,11 +129,18 @@ func run(bin string, rows int64, runs, smallRuns int) error {
 	defer closeThrough()
 
 	load := loadavg()
+	upStream0, err1 := up.CPU()
+	fedStream0, err2 := fed.CPU()
 	stream, err := paired(runs,
 		func() (int64, error) { return query(ctx, direct, "SELECT * FROM t") },
 		func() (int64, error) { return query(ctx, through, `SELECT * FROM up."default".t`) })
 	if err != nil {
 		return fmt.Errorf("stream: %w", err)
+	}
+	upStream1, err3 := up.CPU()
+	fedStream1, err4 := fed.CPU()
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return err
 	}
 	agg, err := paired(runs,
 		func() (int64, error) { return query(ctx, direct, fmt.Sprintf(aggQuery, "t")) },
@@ -144,6 +164,10 @@ func run(bin string, rows int64, runs, smallRuns int) error {
 	fmt.Printf("table: %d rows; %d paired rounds; load average %s before, %s after\n", rows, runs, load, loadavg())
 	fmt.Printf("stream     direct %8.0f rows/s  federated %8.0f rows/s  ratio %.2f (target >= 0.9; rounds %.2f-%.2f)\n",
 		float64(rows)/stream.direct.Seconds(), float64(rows)/stream.fed.Seconds(), stream.ratio, stream.lowest, stream.highest)
+	// runs+1 calls of each side: the upstream served both.
+	streams := time.Duration(runs + 1)
+	fmt.Printf("stream CPU per call: upstream %s (direct and federated calls alike), federating gateway %s (of each federated call)\n",
+		((upStream1 - upStream0) / (2 * streams)).Round(time.Millisecond), ((fedStream1 - fedStream0) / streams).Round(time.Millisecond))
 	fmt.Printf("aggregate  direct %8s  federated %8s  added %s (target <= 5ms; rounds %s to %s)\n",
 		agg.direct.Round(10*time.Microsecond), agg.fed.Round(10*time.Microsecond), agg.added.Round(10*time.Microsecond),
 		agg.addedLow.Round(10*time.Microsecond), agg.addedHigh.Round(10*time.Microsecond))
