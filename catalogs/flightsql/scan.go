@@ -235,7 +235,9 @@ func floatLit(f float64) (string, bool) {
 // PushQuery implements catalogs.QueryPusher: the query's text with each
 // table reference written as the upstream names it (its catalog, schema
 // and table, in its quoting), sent whole; the result is cast to the
-// engine's schema by position.
+// engine's schema by position. For a caller that takes relayed batches
+// (catalogs.WithRelay), the upstream's record batches whose column types
+// are the planned ones are handed on as received (flightframe.Batch).
 func (p *Provider) PushQuery(ctx context.Context, q catalogs.PushedQuery) (array.RecordReader, error) {
 	if len(q.Tables) == 0 || q.Schema == nil {
 		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "catalog %q: a pushed query needs its tables and result schema", p.name)
@@ -255,9 +257,9 @@ func (p *Provider) PushQuery(ctx context.Context, q catalogs.PushedQuery) (array
 		return nil, err
 	}
 	what := fmt.Sprintf("query of table %s", q.Tables[0])
-	r, err := p.query(ctx, what, func(ctx context.Context) (*flight.FlightInfo, error) {
+	r, err := p.read(ctx, what, func(ctx context.Context) (*flight.FlightInfo, error) {
 		return p.main.client.Execute(ctx, text)
-	})
+	}, catalogs.Relay(ctx))
 	if err != nil {
 		return nil, err
 	}
