@@ -317,7 +317,7 @@ func (h *Handler) DoGetPreparedStatement(ctx context.Context, cmd flightsql.Prep
 	if err != nil {
 		return nil, nil, Status(err)
 	}
-	return h.runQuery(withQueryTxn(ctx, tx), p, randomID(), nil, st.sql, params, cat, schema, nil)
+	return h.runQuery(withQueryTxn(ctx, tx), p, randomID(), nil, st.sql, params, cat, schema, nil, false)
 }
 
 // DoPutPreparedStatementUpdate executes a prepared INSERT. For INSERT ...

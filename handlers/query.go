@@ -313,6 +313,8 @@ func (h *Handler) queryInfo(desc *flight.FlightDescriptor, schema *arrow.Schema,
 }
 
 // DoGetStatement runs the query a ticket carries and streams its result.
+// Its batches may be relayed ones (relayedBatch): its caller, the
+// server's DoGet, sends them on as received or decodes them.
 func (h *Handler) DoGetStatement(ctx context.Context, tkt flightsql.StatementQueryTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	p, err := principal(ctx)
 	if err != nil {
@@ -337,7 +339,7 @@ func (h *Handler) DoGetStatement(ctx context.Context, tkt flightsql.StatementQue
 	if part != nil || params != nil {
 		t.Push = nil
 	}
-	return h.runQuery(ctx, p, t.ID, part, t.SQL, params, t.Catalog, t.Schema, t.Push)
+	return h.runQuery(ctx, p, t.ID, part, t.SQL, params, t.Catalog, t.Schema, t.Push, true)
 }
 
 // runQuery starts a query and streams it batch by batch: a batch is only
@@ -347,9 +349,12 @@ func (h *Handler) DoGetStatement(ctx context.Context, tkt flightsql.StatementQue
 //
 // push, when set, is the query as GetFlightInfo found it pushed whole: it
 // goes to its backend without the engine (engine.QueryPushed), unless
-// that finds it no longer is the backend's to run.
+// that finds it no longer is the backend's to run. relay tells whether
+// the caller's writer takes relayed batches (relayedBatch) as they are;
+// else they are decoded here, where a batch that does not decode is the
+// query's error.
 func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, part *engine.Part, query string, params arrow.RecordBatch,
-	cat, schema string, push *pushTicket) (*arrow.Schema, <-chan flight.StreamChunk, error) {
+	cat, schema string, push *pushTicket, relay bool) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	eng, err := h.sqlEngine()
 	if err != nil {
 		return nil, nil, err
@@ -365,6 +370,9 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 		cancel()
 		release()
 		return nil, nil, err
+	}
+	if relay {
+		ctx = catalogs.WithRelay(ctx)
 	}
 	var rows *engine.Rows
 	pushed := false
@@ -411,8 +419,10 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 			// goroutine: a panic is this query's error.
 			defer recovered.Catch(&err, "query "+id)
 			for rows.Next() {
-				src := rows.RecordBatch()
-				b := array.NewRecordBatch(out, src.Columns(), src.NumRows())
+				b, err := withSchema(rows.RecordBatch(), out, relay)
+				if err != nil {
+					return err
+				}
 				select {
 				case ch <- flight.StreamChunk{Data: b}:
 				case <-ctx.Done():
@@ -440,6 +450,33 @@ func (h *Handler) runQuery(ctx context.Context, p auth.Principal, id string, par
 		}
 	}()
 	return out, ch, nil
+}
+
+// relayedBatch is a batch a backend hands on as its upstream sent it
+// (catalogs/flightsql: an upstream Flight SQL server's record batch
+// message, internal/flightframe.Batch), its columns decoded only when
+// asked for: the server's DoGet sends its message on as it is.
+type relayedBatch interface {
+	arrow.RecordBatch
+	// WithSchema is the same batch typed as s (the same column types).
+	WithSchema(s *arrow.Schema) arrow.RecordBatch
+	// Decode decodes the columns, or says why they do not decode.
+	Decode() error
+}
+
+// withSchema is src typed as out (the stream's schema, with the columns'
+// metadata); a relayed batch stays one when relay is set, else is
+// decoded.
+func withSchema(src arrow.RecordBatch, out *arrow.Schema, relay bool) (arrow.RecordBatch, error) {
+	if r, ok := src.(relayedBatch); ok {
+		if relay {
+			return r.WithSchema(out), nil
+		}
+		if err := r.Decode(); err != nil {
+			return nil, err
+		}
+	}
+	return array.NewRecordBatch(out, src.Columns(), src.NumRows()), nil
 }
 
 // queryPushed runs a ticket's pushed query on its backend (ok false: the

@@ -10,12 +10,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/flightgw/flightgw/handlers"
+	"github.com/flightgw/flightgw/internal/flightframe"
 )
 
 // A query result is the gateway's largest output. Written the usual way
@@ -28,12 +31,9 @@ import (
 // own, into its write buffer. Every other message goes through protobuf
 // as before.
 
-// FlightData field numbers (Flight.proto).
 const (
-	fieldDescriptor  protowire.Number = 1
-	fieldDataHeader  protowire.Number = 2
-	fieldAppMetadata protowire.Number = 3
-	fieldDataBody    protowire.Number = 1000
+	fieldDataHeader = flightframe.FieldDataHeader
+	fieldDataBody   = flightframe.FieldDataBody
 )
 
 // encodedFrame is a FlightData message already encoded; frameCodec hands
@@ -69,7 +69,7 @@ func (c frameCodec) Marshal(v any) (mem.BufferSlice, error) {
 // InvalidArgument (badMessages), not gRPC's Internal.
 func (c frameCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if fd, ok := v.(*flight.FlightData); ok {
-		if decodeFlightData(data.Materialize(), fd) {
+		if flightframe.Decode(data.Materialize(), fd) {
 			return nil
 		}
 		fd.Reset()
@@ -98,43 +98,6 @@ func (b *badMessages) take(m any) error {
 	return nil
 }
 
-// decodeFlightData decodes b into fd, its byte fields aliasing b, and
-// reports whether it could: a field it does not know (or a descriptor
-// given twice, which protobuf would merge) is left to protobuf.
-func decodeFlightData(b []byte, fd *flight.FlightData) bool {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType {
-			return false
-		}
-		b = b[n:]
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
-		switch num {
-		case fieldDescriptor:
-			if fd.FlightDescriptor != nil {
-				return false
-			}
-			fd.FlightDescriptor = &flight.FlightDescriptor{}
-			if proto.Unmarshal(v, fd.FlightDescriptor) != nil {
-				return false
-			}
-		case fieldDataHeader:
-			fd.DataHeader = v
-		case fieldAppMetadata:
-			fd.AppMetadata = v
-		case fieldDataBody:
-			fd.DataBody = v
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 func (c frameCodec) Name() string { return c.proto.Name() }
 
 // frameWriter is an ipc.PayloadWriter that sends each payload as one
@@ -149,6 +112,8 @@ type frameWriter struct {
 	// payload's body buffers are its memory, or the IPC writer's own (Go
 	// heap, kept by the references alone).
 	rec arrow.RecordBatch
+	// drop is how many payloads to drop unsent (a schema already sent).
+	drop int
 }
 
 func (w *frameWriter) Start() error { return nil }
@@ -210,6 +175,10 @@ func (s *segments) flush() {
 }
 
 func (w *frameWriter) WritePayload(p ipc.Payload) error {
+	if w.drop > 0 {
+		w.drop--
+		return nil
+	}
 	meta := p.Meta()
 	var header []byte
 	if meta != nil {
@@ -268,8 +237,10 @@ type queryService struct {
 	handshakeService
 	h *handlers.Handler
 	// ipc are the IPC writer's options of every result:
-	// engine.result_compression.
-	ipc []ipc.Option
+	// engine.result_compression; codec is its body compression, that of
+	// the relayed batches sent on as received.
+	ipc   []ipc.Option
+	codec flightframe.Compression
 	// idle returns the idle Go heap before a stream (idleheap.go).
 	idle *idleHeap
 }
@@ -296,8 +267,12 @@ func (s queryService) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetS
 	if err != nil {
 		return err
 	}
-	return writeChunks(stream, schema, chunks, s.ipc...)
+	return writeChunks(stream, schema, chunks, s.codec, s.ipc...)
 }
+
+// resultCodecs are the body compressions of engine.result_compression.
+var resultCodecs = map[string]flightframe.Compression{"": flightframe.None, "none": flightframe.None,
+	"lz4": flightframe.LZ4, "zstd": flightframe.Zstd}
 
 // DoPut checks the upload's first messages (putStream) before the Flight
 // SQL server reads them.
@@ -306,9 +281,13 @@ func (s queryService) DoPut(stream flight.FlightService_DoPutServer) error {
 }
 
 // writeChunks writes a result's schema and batches as Flight IPC frames,
-// with the IPC writer's options opts (compression). It releases every
-// batch it receives, and drains the rest on error.
-func writeChunks(stream flight.FlightService_DoGetServer, schema *arrow.Schema, chunks <-chan flight.StreamChunk, opts ...ipc.Option) error {
+// with the IPC writer's options opts (compression, whose body
+// compression is codec). A relayed batch (flightframe.Relayer, a record
+// batch message an upstream sent) compressed as codec says is sent on as
+// the bytes received; any other is encoded. It releases every batch it
+// receives, and drains the rest on error.
+func writeChunks(stream flight.FlightService_DoGetServer, schema *arrow.Schema, chunks <-chan flight.StreamChunk,
+	codec flightframe.Compression, opts ...ipc.Option) error {
 	defer func() {
 		for c := range chunks {
 			if c.Data != nil {
@@ -317,7 +296,15 @@ func writeChunks(stream flight.FlightService_DoGetServer, schema *arrow.Schema, 
 		}
 	}()
 	fw := &frameWriter{stream: stream, pool: mem.DefaultBufferPool()}
-	wr := ipc.NewWriterWithPayloadWriter(fw, append(opts[:len(opts):len(opts)], ipc.WithSchema(schema))...)
+	opts = append(opts[:len(opts):len(opts)], ipc.WithSchema(schema))
+	// The schema goes first, from a writer of its own: a relayed batch
+	// may come before the writer writes anything, and the writer then
+	// writes it again as its first message, which fw drops.
+	if err := ipc.NewWriterWithPayloadWriter(fw, opts...).Close(); err != nil {
+		return err
+	}
+	fw.drop = 1
+	wr := ipc.NewWriterWithPayloadWriter(fw, opts...)
 	defer wr.Close()
 	for {
 		select {
@@ -330,13 +317,27 @@ func writeChunks(stream flight.FlightService_DoGetServer, schema *arrow.Schema, 
 			if c.Err != nil {
 				return c.Err
 			}
-			fw.rec = c.Data
-			err := wr.Write(c.Data)
-			fw.rec = nil
-			c.Data.Release()
-			if err != nil {
+			if err := writeChunk(stream, wr, fw, c.Data, codec); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// writeChunk sends one batch, as received when it is a relayed one
+// compressed as codec, else encoded by wr; it releases the batch.
+func writeChunk(stream flight.FlightService_DoGetServer, wr *ipc.Writer, fw *frameWriter, b arrow.RecordBatch, codec flightframe.Compression) error {
+	defer b.Release()
+	if r, ok := b.(flightframe.Relayer); ok {
+		if f := r.Frame(); f.Relayable(codec) {
+			return stream.SendMsg(&encodedFrame{data: f.Relay()})
+		}
+		if err := r.Decode(); err != nil {
+			return status.Errorf(codes.Internal, "a batch relayed from an upstream does not decode: %v", err)
+		}
+	}
+	fw.rec = b
+	err := wr.Write(b)
+	fw.rec = nil
+	return err
 }

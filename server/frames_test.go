@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/flightgw/flightgw/internal/flightframe"
 )
 
 // captureStream records the FlightData messages sent on a DoGet stream,
@@ -101,7 +103,7 @@ func TestFramesMatchProtobuf(t *testing.T) {
 			chunks <- flight.StreamChunk{Data: b}
 		}
 		close(chunks)
-		if err := writeChunks(got, schema, chunks); err != nil {
+		if err := writeChunks(got, schema, chunks, flightframe.None); err != nil {
 			t.Fatal(err)
 		}
 		if len(got.frames) != len(want.frames) || len(got.frames) != n+1 {
@@ -151,7 +153,7 @@ func TestFramesHoldBatches(t *testing.T) {
 	chunks := make(chan flight.StreamChunk, 1)
 	chunks <- flight.StreamChunk{Data: rec} // writeChunks releases it
 	close(chunks)
-	if err := writeChunks(got, schema, chunks); err != nil {
+	if err := writeChunks(got, schema, chunks, flightframe.None); err != nil {
 		t.Fatal(err)
 	}
 	if alloc.CurrentAlloc() == 0 {
@@ -250,7 +252,7 @@ func TestFramesCompressed(t *testing.T) {
 		rec.Retain()
 		chunks <- flight.StreamChunk{Data: rec}
 		close(chunks)
-		if err := writeChunks(got, schema, chunks, opts...); err != nil {
+		if err := writeChunks(got, schema, chunks, resultCodecs[codec], opts...); err != nil {
 			t.Fatal(err)
 		}
 		got.release()
@@ -283,5 +285,143 @@ func TestFramesCompressed(t *testing.T) {
 			t.Errorf("%s: read %d batches, %v", codec, read, err)
 		}
 		rdr.Release()
+	}
+}
+
+// relayed is the batches as a flightsql catalog hands them on: each
+// frame flight.Writer sent, received in two pieces (as gRPC reads a
+// message in HTTP/2 frames) into a flightframe.Frame, its batch a
+// flightframe.Batch over the stream's schema message.
+func relayed(t *testing.T, frames [][]byte, schema *arrow.Schema) []*flightframe.Batch {
+	t.Helper()
+	codec := flightframe.NewClientCodec()
+	var stream *flightframe.Stream
+	var out []*flightframe.Batch
+	for i, b := range frames {
+		f := new(flightframe.Frame)
+		half := len(b) / 2
+		data := mem.BufferSlice{mem.SliceBuffer(b[:half]), mem.SliceBuffer(b[half:])}
+		if err := codec.Unmarshal(data, f); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			fd, err := f.Decoded()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stream = flightframe.NewStream(fd, nil)
+			f.Release()
+			continue
+		}
+		out = append(out, flightframe.NewBatch(f, stream, schema))
+	}
+	return out
+}
+
+// TestFramesRelayed: a relayed batch goes out as the very buffers it
+// was received in (no copy, no re-encode), the schema once before it,
+// mixed with encoded batches in any order; when the result is to be
+// compressed otherwise than the batch is, it is decoded and encoded
+// again, and reads back the same.
+func TestFramesRelayed(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	var batches []arrow.RecordBatch
+	for _, js := range []string{`[{"id": 1, "name": "a"}, {"id": 2, "name": null}]`, `[{"id": 3, "name": "` + strings.Repeat("c", 5000) + `"}]`} {
+		rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema, strings.NewReader(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rec.Release()
+		batches = append(batches, rec)
+	}
+	upstream := &captureStream{}
+	wr := flight.NewRecordWriter(upstream, ipc.WithSchema(schema))
+	for _, b := range batches {
+		if err := wr.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wr.Close()
+
+	// Relayed first, encoded second; and encoded first, relayed second.
+	for _, relayFirst := range []bool{true, false} {
+		rb := relayed(t, upstream.frames, schema)
+		in := []arrow.RecordBatch{rb[0], batches[1]}
+		if !relayFirst {
+			rb[0].Release()
+			batches[0].Retain()
+			in = []arrow.RecordBatch{batches[0], rb[1]}
+		} else {
+			rb[1].Release()
+			batches[1].Retain()
+		}
+		var sent [][]byte // the buffers each relayed frame was received in
+		for _, b := range in {
+			if r, ok := b.(*flightframe.Batch); ok {
+				d := r.Frame().Relay()
+				sent = append(sent, d[0].ReadOnlyData())
+				d.Free()
+			}
+		}
+		got := &captureStream{hold: true}
+		chunks := make(chan flight.StreamChunk, len(in))
+		for _, b := range in {
+			chunks <- flight.StreamChunk{Data: b}
+		}
+		close(chunks)
+		if err := writeChunks(got, schema, chunks, flightframe.None); err != nil {
+			t.Fatal(err)
+		}
+		var firsts [][]byte
+		for _, d := range got.held {
+			firsts = append(firsts, d[0].ReadOnlyData())
+		}
+		got.release()
+		if len(got.frames) != len(upstream.frames) {
+			t.Fatalf("relayed first %v: %d frames, want %d", relayFirst, len(got.frames), len(upstream.frames))
+		}
+		for i := range upstream.frames {
+			if !bytes.Equal(got.frames[i], upstream.frames[i]) {
+				t.Errorf("relayed first %v: frame %d differs from the upstream's", relayFirst, i)
+			}
+		}
+		relayedAt := 1
+		if !relayFirst {
+			relayedAt = 2
+		}
+		if &firsts[relayedAt][0] != &sent[0][0] {
+			t.Errorf("relayed first %v: the relayed batch was not sent in the buffers it was received in", relayFirst)
+		}
+	}
+
+	// Compressed results: the relayed batches are encoded again.
+	rb := relayed(t, upstream.frames, schema)
+	got := &captureStream{}
+	chunks := make(chan flight.StreamChunk, len(rb))
+	for _, b := range rb {
+		chunks <- flight.StreamChunk{Data: b}
+	}
+	close(chunks)
+	if err := writeChunks(got, schema, chunks, flightframe.Zstd, resultCompressions["zstd"]...); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(got.frames); i++ {
+		if bytes.Equal(got.frames[i], upstream.frames[i]) {
+			t.Errorf("compressed: batch %d sent as received, uncompressed", i-1)
+		}
+	}
+	rd, err := flight.NewRecordReader(&frameSource{frames: got.frames})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Release()
+	for i := 0; rd.Next(); i++ {
+		if !array.RecordEqual(rd.RecordBatch(), batches[i]) {
+			t.Errorf("compressed: batch %d reads back otherwise", i)
+		}
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -188,7 +188,7 @@ func New(ctx context.Context, cfg *Config, log *slog.Logger) (*Server, error) {
 				maxQueue: cfg.Limits.MaxQueuedStreams, wait: cfg.Limits.QueryQueueWait.Duration, minRate: cfg.Limits.MinStreamRate}).stream()),
 	)...)
 	flight.RegisterFlightServiceServer(s.grpc, queryService{handshakeService{h.WithActions(flightsql.NewFlightServer(checkedHandler{h}))}, h,
-		resultCompressions[cfg.Engine.ResultCompression], &s.idle})
+		resultCompressions[cfg.Engine.ResultCompression], resultCodecs[cfg.Engine.ResultCompression], &s.idle})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	return s, nil

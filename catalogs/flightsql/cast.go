@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/internal/flightframe"
 )
 
 // normalize is the type the gateway plans an upstream column as: the
@@ -82,6 +83,17 @@ func (r *castReader) Next() bool {
 		return false
 	}
 	in := r.src.RecordBatch()
+	if b, ok := in.(*flightframe.Batch); ok {
+		if sameTypes(b.Schema(), r.schema) {
+			// Relayed as received, typed as planned (names, metadata).
+			r.cur = b.WithSchema(r.schema)
+			return true
+		}
+		if err := b.Decode(); err != nil {
+			r.err = catalogs.Errorf(catalogs.ErrFailedPrecondition, "%s: a batch the upstream sent does not decode: %v", r.what, err)
+			return false
+		}
+	}
 	cols := make([]arrow.Array, in.NumCols())
 	defer func() {
 		for _, c := range cols {
@@ -106,6 +118,20 @@ func (r *castReader) Next() bool {
 		cols[i] = out
 	}
 	r.cur = array.NewRecordBatch(r.schema, cols, in.NumRows())
+	return true
+}
+
+// sameTypes reports whether a and b have the same column types, in
+// order (names and metadata aside).
+func sameTypes(a, b *arrow.Schema) bool {
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		if !arrow.TypeEqual(a.Field(i).Type, b.Field(i).Type) {
+			return false
+		}
+	}
 	return true
 }
 

@@ -13,11 +13,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/internal/flightframe"
 )
 
 // conn is the connection to one upstream address: the client, the
@@ -37,6 +39,16 @@ type conn struct {
 	token catalogs.Secret // "Bearer ..." header value; zero before a handshake
 }
 
+// streamWindow is the HTTP/2 flow-control window of a connection to an
+// upstream and of each of its streams: how much of a result the
+// upstream may send before the gateway has read it. gRPC's default (64
+// KiB, grown by its bandwidth estimate) keeps a loopback or LAN upstream
+// waiting on the gateway's window updates: a window of 8 MiB streamed
+// 10M rows about 7% faster (docs/upstream.md). It bounds what gRPC
+// buffers per stream unread, beside the batches read ahead
+// (endpointBuffer).
+const streamWindow = 8 << 20
+
 // dial connects to addr (the configured one, or an allowed endpoint
 // location) with the catalog's TLS and credentials. It does not contact
 // the upstream: gRPC connects on the first call.
@@ -45,8 +57,13 @@ func dial(cfg config, name, addr string, remote *catalogs.Remote) (*conn, error)
 	if cfg.tls != nil {
 		creds = credentials.NewTLS(cfg.tls.Clone())
 	}
+	// The codec decodes a result's FlightData without protobuf's second
+	// copy, or keeps it as received to relay (flightframe); the pool does
+	// not clear the buffers it gives gRPC, which writes over them all.
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1 << 30))}
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<30), grpc.ForceCodecV2(flightframe.NewClientCodec())),
+		experimental.WithBufferPool(&flightframe.DirtyPool{}),
+		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(streamWindow)}
 	if cfg.keepalive > 0 {
 		opts = append(opts, grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: cfg.keepalive, Timeout: cfg.timeout}))
 	}

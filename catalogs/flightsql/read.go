@@ -12,10 +12,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/internal/flightframe"
 )
 
 // endpointBuffer is how many decoded batches an endpoint read ahead of
@@ -29,6 +31,14 @@ const endpointBuffer = 2
 // stream. The reader's Release cancels what is still being read,
 // upstream too (CancelFlightInfo, when the upstream supports it).
 func (p *Provider) query(ctx context.Context, what string, get func(context.Context) (*flight.FlightInfo, error)) (*infoReader, error) {
+	return p.read(ctx, what, get, false)
+}
+
+// read is query, with relay for a result the gateway sends on
+// (PushQuery under catalogs.WithRelay): its record batches are then
+// flightframe.Batches, their messages kept as received, decoded only if
+// something reads their columns.
+func (p *Provider) read(ctx context.Context, what string, get func(context.Context) (*flight.FlightInfo, error), relay bool) (*infoReader, error) {
 	info, err := call(ctx, p.main, true, what, get)
 	if err != nil {
 		return nil, err
@@ -49,7 +59,7 @@ func (p *Provider) query(ctx context.Context, what string, get func(context.Cont
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	r := &infoReader{p: p, what: what, ctx: rctx, cancel: cancel, info: info, conns: conns, schema: schema,
-		reads: make([]*endpointRead, len(info.Endpoint)), parallel: p.cfg.parallel}
+		reads: make([]*endpointRead, len(info.Endpoint)), parallel: p.cfg.parallel, relay: relay}
 	r.refs.Store(1)
 	r.startUpTo(r.parallel)
 	if len(info.Endpoint) == 0 {
@@ -145,6 +155,7 @@ type infoReader struct {
 	conns    []*conn
 	schema   *arrow.Schema
 	parallel int
+	relay    bool            // batches as flightframe.Batches (read)
 	reads    []*endpointRead // started reads; nil until started
 	wg       sync.WaitGroup  // the reads' goroutines
 	next     int             // the endpoint whose batches are handed on now
@@ -174,18 +185,23 @@ func (r *infoReader) startUpTo(n int) {
 func (r *infoReader) read(ep *flight.FlightEndpoint, c *conn, e *endpointRead) {
 	defer r.wg.Done()
 	defer close(e.batches)
-	rd, err := r.openStream(c, ep)
+	st, err := r.openStream(c, ep)
 	if err != nil {
 		e.err = r.failed(c, err)
 		close(e.ready)
 		return
 	}
-	defer rd.Release()
-	e.schema = rd.Schema()
+	defer st.release()
+	e.schema = st.rd.Schema()
 	close(e.ready)
-	for rd.Next() {
-		rec := rd.RecordBatch()
-		rec.Retain()
+	for {
+		rec, err := st.next()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				e.err = r.failed(c, err)
+			}
+			return
+		}
 		select {
 		case e.batches <- rec:
 		case <-r.ctx.Done():
@@ -194,16 +210,13 @@ func (r *infoReader) read(ep *flight.FlightEndpoint, c *conn, e *endpointRead) {
 			return
 		}
 	}
-	if err := rd.Err(); err != nil && !errors.Is(err, io.EOF) {
-		e.err = r.failed(c, err)
-	}
 }
 
-// openStream sends the DoGet of an endpoint. A token the upstream
-// refuses as Unauthenticated before the first batch (it expired since the
-// FlightInfo) is handshaken again and the DoGet repeated once: nothing
-// was read.
-func (r *infoReader) openStream(c *conn, ep *flight.FlightEndpoint) (*flight.Reader, error) {
+// openStream sends the DoGet of an endpoint and reads its schema. A
+// token the upstream refuses as Unauthenticated before the first batch
+// (it expired since the FlightInfo) is handshaken again and the DoGet
+// repeated once: nothing was read.
+func (r *infoReader) openStream(c *conn, ep *flight.FlightEndpoint) (*relayStream, error) {
 	_, fwd := forwarded(r.ctx)
 	for attempt := 0; ; attempt++ {
 		var tok catalogs.Secret
@@ -219,9 +232,9 @@ func (r *infoReader) openStream(c *conn, ep *flight.FlightEndpoint) (*flight.Rea
 		}
 		s, err := c.client.Client.DoGet(octx, ep.GetTicket())
 		if err == nil {
-			var rd *flight.Reader
-			if rd, err = flight.NewRecordReader(s); err == nil {
-				return rd, nil
+			var st *relayStream
+			if st, err = newRelayStream(s, r.relay); err == nil {
+				return st, nil
 			}
 		}
 		if status.Code(err) == codes.Unauthenticated && c.cfg.user != "" && !fwd && attempt == 0 {
@@ -230,6 +243,122 @@ func (r *infoReader) openStream(c *conn, ep *flight.FlightEndpoint) (*flight.Rea
 		}
 		return nil, err
 	}
+}
+
+// relayStream reads one DoGet's messages as the connection's codec
+// receives them (flightframe.Frame): when relaying, a record batch of a
+// stream without dictionaries becomes a flightframe.Batch, which the gateway's DoGet
+// sends on as the very bytes received when its columns are what the
+// client is to get (no decode, no copy, no re-encode); every other
+// message goes through the IPC reader, which decodes it.
+type relayStream struct {
+	s   grpc.ClientStream
+	src *frameSource
+	rd  *flight.Reader
+	// stream is the upstream's schema message, set when the batches are
+	// relayed.
+	stream *flightframe.Stream
+}
+
+func newRelayStream(s grpc.ClientStream, relay bool) (*relayStream, error) {
+	first := new(flightframe.Frame)
+	if err := s.RecvMsg(first); err != nil {
+		return nil, err
+	}
+	var stream *flightframe.Stream
+	if relay && first.Kind() == flightframe.KindSchema {
+		fd, err := first.Decoded()
+		if err != nil {
+			first.Release()
+			return nil, err
+		}
+		stream = flightframe.NewStream(fd, nil)
+	}
+	src := &frameSource{s: s, pending: first}
+	rd, err := flight.NewRecordReader(src)
+	if err != nil {
+		return nil, err
+	}
+	if hasDictionary(rd.Schema()) {
+		stream = nil // a batch's dictionaries are the reader's to track
+	}
+	return &relayStream{s: s, src: src, rd: rd, stream: stream}, nil
+}
+
+// next is the stream's next batch, or io.EOF at its end.
+func (st *relayStream) next() (arrow.RecordBatch, error) {
+	if st.stream != nil {
+		f := new(flightframe.Frame)
+		if err := st.s.RecvMsg(f); err != nil {
+			return nil, err
+		}
+		if f.Kind() == flightframe.KindRecordBatch {
+			return flightframe.NewBatch(f, st.stream, st.rd.Schema()), nil
+		}
+		st.src.pending = f
+	}
+	if !st.rd.Next() {
+		if err := st.rd.Err(); err != nil {
+			return nil, err
+		}
+		return nil, io.EOF
+	}
+	rec := st.rd.RecordBatch()
+	rec.Retain()
+	return rec, nil
+}
+
+func (st *relayStream) release() {
+	st.rd.Release()
+	if st.src.pending != nil {
+		st.src.pending.Release()
+		st.src.pending = nil
+	}
+}
+
+// frameSource feeds the IPC reader: the message the relay set aside,
+// else the stream's next, decoded.
+type frameSource struct {
+	s       grpc.ClientStream
+	pending *flightframe.Frame
+}
+
+func (f *frameSource) Recv() (*flight.FlightData, error) {
+	fr := f.pending
+	f.pending = nil
+	if fr == nil {
+		fr = new(flightframe.Frame)
+		if err := f.s.RecvMsg(fr); err != nil {
+			return nil, err
+		}
+	}
+	defer fr.Release()
+	return fr.Decoded()
+}
+
+// hasDictionary reports whether a column of s, or a field nested in one,
+// is dictionary-encoded.
+func hasDictionary(s *arrow.Schema) bool {
+	var nested func(t arrow.DataType) bool
+	nested = func(t arrow.DataType) bool {
+		if t.ID() == arrow.DICTIONARY {
+			return true
+		}
+		if n, ok := t.(arrow.NestedType); ok {
+			for _, f := range n.Fields() {
+				if nested(f.Type) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, f := range s.Fields() {
+		if nested(f.Type) {
+			return true
+		}
+	}
+	return false
 }
 
 // failed counts a stream's failure against the breaker and names it.

@@ -96,9 +96,11 @@ func whereClause(s *arrow.Schema, quote string, fs []catalogs.Filter) (clause st
 			all = false
 			continue
 		}
-		for _, v := range f.Values {
-			if _, str := v.(string); str {
-				all = false
+		if t := s.Field(s.FieldIndices(f.Column)[0]).Type; !isDecimal(t) {
+			for _, v := range f.Values {
+				if _, str := v.(string); str {
+					all = false
+				}
 			}
 		}
 		parts = append(parts, c)
@@ -112,9 +114,11 @@ func whereClause(s *arrow.Schema, quote string, fs []catalogs.Filter) (clause st
 // filterClause writes one filter as portable SQL; ok is false when it
 // cannot.
 func filterClause(s *arrow.Schema, quote string, f catalogs.Filter) (string, bool) {
-	if len(s.FieldIndices(f.Column)) == 0 {
+	idx := s.FieldIndices(f.Column)
+	if len(idx) == 0 {
 		return "", false
 	}
+	typ := s.Field(idx[0]).Type
 	col := quoteIdent(quote, f.Column)
 	switch f.Op {
 	case catalogs.OpIsNull:
@@ -127,7 +131,7 @@ func filterClause(s *arrow.Schema, quote string, f catalogs.Filter) (string, boo
 		}
 		lits := make([]string, len(f.Values))
 		for i, v := range f.Values {
-			l, ok := literal(v)
+			l, ok := literal(v, typ)
 			if !ok {
 				return "", false
 			}
@@ -138,7 +142,7 @@ func filterClause(s *arrow.Schema, quote string, f catalogs.Filter) (string, boo
 		if len(f.Values) != 1 {
 			return "", false
 		}
-		l, ok := literal(f.Values[0])
+		l, ok := literal(f.Values[0], typ)
 		if !ok {
 			return "", false
 		}
@@ -151,10 +155,13 @@ func filterClause(s *arrow.Schema, quote string, f catalogs.Filter) (string, boo
 	return "", false
 }
 
-// literal writes a filter value as portable SQL; ok is false for a value
-// whose spelling differs between dialects (dates, timestamps, bytes,
-// decimals as text), which is then not pushed.
-func literal(v any) (string, bool) {
+// literal writes a filter value, compared with a column of type t, as
+// portable SQL; ok is false for a value whose spelling differs between
+// dialects (dates, timestamps, bytes), which is then not pushed.
+func literal(v any, t arrow.DataType) (string, bool) {
+	if x, ok := v.(string); ok && isDecimal(t) {
+		return decimalLit(x, t)
+	}
 	switch x := v.(type) {
 	case bool:
 		if x {
@@ -178,6 +185,46 @@ func literal(v any) (string, bool) {
 	return "", false
 }
 
+func isDecimal(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128, arrow.DECIMAL256:
+		return true
+	}
+	return false
+}
+
+// maxExactDigits is the most significant digits a decimal comparison is
+// pushed with: a dialect may read the numeric literal 1.5 as a double
+// (DataFusion does, DuckDB and Spark read a decimal) and compare the
+// column as doubles too, which is exact only while both sides have at
+// most 15 significant digits (a double holds them all, in order).
+const maxExactDigits = 15
+
+// decimalLit writes a decimal filter value (the engine gives it as
+// text, "-12.50") as a bare numeric literal, not the quoted string an
+// upstream would compare as text or refuse. It is not pushed when the
+// column or the value has more digits than a double holds exactly, nor
+// when the text is not a plain decimal numeral.
+func decimalLit(x string, t arrow.DataType) (string, bool) {
+	if p, ok := t.(arrow.DecimalType); !ok || p.GetPrecision() > maxExactDigits {
+		return "", false
+	}
+	digits := strings.TrimPrefix(x, "-")
+	whole, frac, _ := strings.Cut(digits, ".")
+	if whole == "" || (strings.Contains(digits, ".") && frac == "") {
+		return "", false
+	}
+	for _, r := range whole + frac {
+		if r < '0' || r > '9' {
+			return "", false
+		}
+	}
+	if len(strings.TrimLeft(whole+frac, "0")) > maxExactDigits {
+		return "", false
+	}
+	return x, true
+}
+
 func floatLit(f float64) (string, bool) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return "", false
@@ -188,7 +235,9 @@ func floatLit(f float64) (string, bool) {
 // PushQuery implements catalogs.QueryPusher: the query's text with each
 // table reference written as the upstream names it (its catalog, schema
 // and table, in its quoting), sent whole; the result is cast to the
-// engine's schema by position.
+// engine's schema by position. For a caller that takes relayed batches
+// (catalogs.WithRelay), the upstream's record batches whose column types
+// are the planned ones are handed on as received (flightframe.Batch).
 func (p *Provider) PushQuery(ctx context.Context, q catalogs.PushedQuery) (array.RecordReader, error) {
 	if len(q.Tables) == 0 || q.Schema == nil {
 		return nil, catalogs.Errorf(catalogs.ErrInvalidArgument, "catalog %q: a pushed query needs its tables and result schema", p.name)
@@ -208,9 +257,9 @@ func (p *Provider) PushQuery(ctx context.Context, q catalogs.PushedQuery) (array
 		return nil, err
 	}
 	what := fmt.Sprintf("query of table %s", q.Tables[0])
-	r, err := p.query(ctx, what, func(ctx context.Context) (*flight.FlightInfo, error) {
+	r, err := p.read(ctx, what, func(ctx context.Context) (*flight.FlightInfo, error) {
 		return p.main.client.Execute(ctx, text)
-	})
+	}, catalogs.Relay(ctx))
 	if err != nil {
 		return nil, err
 	}

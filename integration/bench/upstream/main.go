@@ -3,6 +3,7 @@
 // flightgw that federates it, in the same run.
 //
 //	go run ./integration/bench/upstream -bin bin/flightgw [-rows 10000000] [-runs 9]
+//	    [-fed-bin other/flightgw] [-ab-bin other/flightgw] [-pprof 127.0.0.1:6060]
 //
 // It starts the upstream (the embedded Iceberg default in a fresh data
 // dir), bulk-ingests -rows rows (benchutil.Schema: int64, float64, a
@@ -28,7 +29,17 @@
 // machine is shared, and the figures mean little on a loaded one. So is
 // the CPU time (/proc/pid/stat) each gateway spent per call of the small
 // aggregate, which the load inflates less: the federating gateway's is
-// the work it adds to a call, beside the hop.
+// the work it adds to a call, beside the hop; and the CPU time each spent
+// over the stream's rounds.
+//
+// -fed-bin runs the federating gateway from another binary than the
+// upstream (a change to the relay measured against the same upstream);
+// -pprof serves the federating gateway's profiler (debug.pprof_listen) for
+// a CPU profile taken while the stream's rounds run. -ab-bin starts a
+// second federating gateway from another binary and then runs the
+// stream in rounds of three (direct, one federating gateway, the other,
+// the order rotating): two builds compared under the same load; -ab-env
+// adds to the second one's environment.
 package main
 
 import (
@@ -58,14 +69,21 @@ func main() {
 	rows := flag.Int64("rows", 10_000_000, "rows in the table")
 	runs := flag.Int("runs", 9, "timed rounds of each query")
 	smallRuns := flag.Int("small-runs", 41, "timed rounds of the aggregate over the small table")
+	fedBin := flag.String("fed-bin", "", "the federating gateway's binary (default: -bin)")
+	pprof := flag.String("pprof", "", "serve the federating gateway's profiler on this loopback address")
+	abBin := flag.String("ab-bin", "", "a second federating gateway's binary, compared with the first on the stream")
+	abEnv := flag.String("ab-env", "", "comma-separated KEY=VALUE settings of the second federating gateway's environment")
 	flag.Parse()
-	if err := run(*bin, *rows, *runs, *smallRuns); err != nil {
+	if *fedBin == "" {
+		*fedBin = *bin
+	}
+	if err := run(*bin, *fedBin, *pprof, *abBin, *abEnv, *rows, *runs, *smallRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, rows int64, runs, smallRuns int) error {
+func run(bin, fedBin, pprof, abBin, abEnv string, rows int64, runs, smallRuns int) error {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "flightgw-upstream-bench-")
 	if err != nil {
@@ -95,10 +113,11 @@ func run(bin string, rows int64, runs, smallRuns int) error {
   - name: up
     type: flightsql
     properties: {uri: "grpc://%s", upstream_catalog: lake}
-`, up.Addr)), 0o600); err != nil {
+debug: {pprof_listen: %q}
+`, up.Addr, pprof)), 0o600); err != nil {
 		return err
 	}
-	fed, err := benchutil.StartGateway(bin, nil, "--data-dir", filepath.Join(tmp, "fed"), "--config", cfg)
+	fed, err := benchutil.StartGateway(fedBin, nil, "--data-dir", filepath.Join(tmp, "fed"), "--config", cfg)
 	if err != nil {
 		return err
 	}
@@ -115,12 +134,22 @@ func run(bin string, rows int64, runs, smallRuns int) error {
 	}
 	defer closeThrough()
 
+	if abBin != "" {
+		return compare(ctx, abBin, abEnv, tmp, cfg, rows, runs, direct, through, up, fed)
+	}
 	load := loadavg()
+	upStream0, err1 := up.CPU()
+	fedStream0, err2 := fed.CPU()
 	stream, err := paired(runs,
 		func() (int64, error) { return query(ctx, direct, "SELECT * FROM t") },
 		func() (int64, error) { return query(ctx, through, `SELECT * FROM up."default".t`) })
 	if err != nil {
 		return fmt.Errorf("stream: %w", err)
+	}
+	upStream1, err3 := up.CPU()
+	fedStream1, err4 := fed.CPU()
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return err
 	}
 	agg, err := paired(runs,
 		func() (int64, error) { return query(ctx, direct, fmt.Sprintf(aggQuery, "t")) },
@@ -144,6 +173,10 @@ func run(bin string, rows int64, runs, smallRuns int) error {
 	fmt.Printf("table: %d rows; %d paired rounds; load average %s before, %s after\n", rows, runs, load, loadavg())
 	fmt.Printf("stream     direct %8.0f rows/s  federated %8.0f rows/s  ratio %.2f (target >= 0.9; rounds %.2f-%.2f)\n",
 		float64(rows)/stream.direct.Seconds(), float64(rows)/stream.fed.Seconds(), stream.ratio, stream.lowest, stream.highest)
+	// runs+1 calls of each side: the upstream served both.
+	streams := time.Duration(runs + 1)
+	fmt.Printf("stream CPU per call: upstream %s (direct and federated calls alike), federating gateway %s (of each federated call)\n",
+		((upStream1 - upStream0) / (2 * streams)).Round(time.Millisecond), ((fedStream1 - fedStream0) / streams).Round(time.Millisecond))
 	fmt.Printf("aggregate  direct %8s  federated %8s  added %s (target <= 5ms; rounds %s to %s)\n",
 		agg.direct.Round(10*time.Microsecond), agg.fed.Round(10*time.Microsecond), agg.added.Round(10*time.Microsecond),
 		agg.addedLow.Round(10*time.Microsecond), agg.addedHigh.Round(10*time.Microsecond))
@@ -275,4 +308,88 @@ func loadavg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// compare starts a second federating gateway from abBin and runs the
+// stream in rounds of three, printing each federating gateway's ratio to
+// the direct rate and its CPU per call.
+func compare(ctx context.Context, abBin, abEnv, tmp, cfg string, rows int64, runs int, direct, through adbc.Connection, up, fed *benchutil.Gateway) error {
+	var env []string
+	if abEnv != "" {
+		env = strings.Split(abEnv, ",")
+	}
+	fedB, err := benchutil.StartGateway(abBin, env, "--data-dir", filepath.Join(tmp, "fedb"), "--config", cfg)
+	if err != nil {
+		return err
+	}
+	defer fedB.Stop()
+	throughB, closeB, err := connect(ctx, fedB.Addr)
+	if err != nil {
+		return err
+	}
+	defer closeB()
+	sides := []func() (int64, error){
+		func() (int64, error) { return query(ctx, direct, "SELECT * FROM t") },
+		func() (int64, error) { return query(ctx, through, `SELECT * FROM up."default".t`) },
+		func() (int64, error) { return query(ctx, throughB, `SELECT * FROM up."default".t`) },
+	}
+	for _, f := range sides {
+		if n, err := f(); err != nil || n != rows {
+			return fmt.Errorf("untimed run: %d rows, %v", n, err)
+		}
+	}
+	load := loadavg()
+	a0, err1 := fed.CPU()
+	b0, err2 := fedB.CPU()
+	var ratioA, ratioB []float64
+	for i := range runs {
+		var d [3]time.Duration
+		for j := range 3 {
+			k := (i + j) % 3
+			if d[k], err = timed(sides[k], rows); err != nil {
+				return err
+			}
+		}
+		ratioA = append(ratioA, d[0].Seconds()/d[1].Seconds())
+		ratioB = append(ratioB, d[0].Seconds()/d[2].Seconds())
+	}
+	a1, err3 := fed.CPU()
+	b1, err4 := fedB.CPU()
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return err
+	}
+	slices.Sort(ratioA)
+	slices.Sort(ratioB)
+	calls := time.Duration(runs)
+	fmt.Printf("A/B stream, %d rounds of three; load average %s before, %s after\n", runs, load, loadavg())
+	fmt.Printf("A (-fed-bin) ratio %.2f (rounds %.2f-%.2f), CPU per call %s\n", ratioA[runs/2], ratioA[0], ratioA[runs-1], ((a1 - a0) / calls).Round(time.Millisecond))
+	fmt.Printf("B (-ab-bin)  ratio %.2f (rounds %.2f-%.2f), CPU per call %s\n", ratioB[runs/2], ratioB[0], ratioB[runs-1], ((b1 - b0) / calls).Round(time.Millisecond))
+
+	// The small aggregate, A and B alternately: the CPU each adds to a call.
+	const small = 41
+	var added [2][]time.Duration
+	a0, err1 = fed.CPU()
+	b0, err2 = fedB.CPU()
+	for i := range small {
+		for j, cnxn := range []adbc.Connection{through, throughB} {
+			if i%2 == 1 {
+				cnxn = []adbc.Connection{throughB, through}[j]
+				j = 1 - j
+			}
+			d, err := timed(func() (int64, error) { return query(ctx, cnxn, fmt.Sprintf(aggQuery, `up."default".small`)) }, 1)
+			if err != nil {
+				return err
+			}
+			added[j] = append(added[j], d)
+		}
+	}
+	a1, err3 = fed.CPU()
+	b1, err4 = fedB.CPU()
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return err
+	}
+	fmt.Printf("small aggregate, %d calls each: A median %s, CPU per call %s; B median %s, CPU per call %s\n", small,
+		median(added[0]).Round(10*time.Microsecond), ((a1 - a0) / small).Round(10*time.Microsecond),
+		median(added[1]).Round(10*time.Microsecond), ((b1 - b0) / small).Round(10*time.Microsecond))
+	return nil
 }
