@@ -188,17 +188,25 @@ func TestUnmarshalFlightData(t *testing.T) {
 		}
 		// An unknown field (number 9, which protobuf keeps) goes to protobuf.
 		for _, extra := range [][]byte{nil, {9<<3 | 2, 1, 'x'}} {
-			got := &flight.FlightData{}
 			msg := append(append([]byte{}, raw...), extra...)
-			if err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(msg)}, got); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
 			want := &flight.FlightData{}
 			if err := proto.Unmarshal(msg, want); err != nil {
 				t.Fatal(err)
 			}
-			if !proto.Equal(got, want) {
-				t.Errorf("%s (extra %v): decoded %v, protobuf reads %v", name, extra, got, want)
+			// In one buffer, and in the 16 KiB pieces gRPC's transport
+			// hands a large message in.
+			for _, piece := range []int{len(msg) + 1, 16 << 10} {
+				var data mem.BufferSlice
+				for rest := msg; len(rest) > 0; rest = rest[min(piece, len(rest)):] {
+					data = append(data, mem.SliceBuffer(rest[:min(piece, len(rest))]))
+				}
+				got := &flight.FlightData{}
+				if err := c.Unmarshal(data, got); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if !proto.Equal(got, want) {
+					t.Errorf("%s (extra %v, %d buffers): decoded %v, protobuf reads %v", name, extra, len(data), got, want)
+				}
 			}
 		}
 	}

@@ -22,3 +22,11 @@ func SetBeforeCommitWrite(fn func(t catalogs.TableIdent, v int64)) func() {
 	beforeCommitWrite = fn
 	return func() { beforeCommitWrite = nil }
 }
+
+// SetLaneSpread sets the upload size past which another lane starts and
+// returns the undo, so that a test reaches several lanes with little data.
+func SetLaneSpread(n int64) func() {
+	old := laneSpread
+	laneSpread = n
+	return func() { laneSpread = old }
+}

@@ -191,6 +191,7 @@ func (p *Provider) rewrite(ctx context.Context, st *tableState, old []*dcodec.Ad
 		return nil, err
 	}
 	s.target = target
+	s.laned = false // one file at a time: fewer files is the point (lanes.go)
 	for res.Next() {
 		if err := s.Write(ctx, res.RecordBatch()); err != nil {
 			_ = s.Abort(context.WithoutCancel(ctx))

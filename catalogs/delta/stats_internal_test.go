@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"testing"
@@ -8,7 +9,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
+
+type nopCloser struct{ bytes.Buffer }
+
+func (*nopCloser) Close() error { return nil }
 
 // TestStatsBounds: the add action's min/max/nullCount over several
 // batches, with nulls, sliced arrays, a NaN and an over-long string (no
@@ -42,14 +50,26 @@ func TestStatsBounds(t *testing.T) {
 		return b.NewRecordBatch()
 	}
 	o := newStats(sc)
+	// Through a Parquet file, as a stream writes one: the bounds but the
+	// floats' come from its footer. Row groups of four rows, so that
+	// they are folded across row groups.
 	b1 := batch([]int32{5, -7, 100, 3}, []float64{1.5, -2.5, 1e9, 0}, []string{"m", "b", "zz", "c"},
 		[]string{"é", "ä", "ü", "a"}, []arrow.Date32{10, 2, 99, 7}, []bool{true, true, false, true})
-	o.Observe(b1)
+	var out nopCloser
+	pf, err := lake.NewParquetFile(&out, sc, b1, lake.ParquetOptions{Props: []parquet.WriterProperty{parquet.WithMaxRowGroupLength(4)}}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pf.Write(b1); err != nil {
+		t.Fatal(err)
+	}
 	// A slice of a batch: only rows 1..2 count (the -100 and "a" outside it must not).
 	b2 := batch([]int32{-100, 9, 8, -100}, []float64{-1e9, 4, 5, -1e9}, []string{"a", "n", "y", "a"},
 		[]string{"0", "ö", "é", "0"}, []arrow.Date32{0, 50, 60, 0}, nil)
 	s2 := b2.NewSlice(1, 3)
-	o.Observe(s2)
+	if err := pf.Write(s2); err != nil {
+		t.Fatal(err)
+	}
 	// Scribble over every string buffer: bounds must be copies.
 	for _, r := range []arrow.RecordBatch{b1, b2} {
 		for _, c := range []int{3, 4} {
@@ -58,6 +78,19 @@ func TestStatsBounds(t *testing.T) {
 				buf[i] = 'X'
 			}
 		}
+	}
+	if err := pf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	md, err := pf.Metadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.NumRowGroups() != 2 {
+		t.Fatalf("%d row groups, want 2", md.NumRowGroups())
+	}
+	if err := o.footer(md); err != nil {
+		t.Fatal(err)
 	}
 	got, err := o.json(7)
 	if err != nil {

@@ -2,7 +2,6 @@ package delta
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -15,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/google/uuid"
 
 	"github.com/flightgw/flightgw/catalogs"
@@ -124,7 +124,7 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stre
 // from its log, or staged by OpenCreateStream).
 func (p *Provider) streamOn(st *tableState) (*stream, error) {
 	t := st.ident
-	s := &stream{p: p, st: st, id: uuid.NewString(), open: map[string]*fileWriter{}, target: p.cfg.targetFileSize}
+	s := &stream{p: p, st: st, id: uuid.NewString(), open: map[string]*fileWriter{}, target: p.cfg.targetFileSize, mem: pqwrite.NewAlloc()}
 	// Data files hold the physical names (and, under column mapping, the
 	// ids as Parquet field ids); partition values and stats go by the
 	// physical names too. Without column mapping they are the logical ones.
@@ -154,6 +154,7 @@ func (p *Provider) streamOn(st *tableState) (*stream, error) {
 		}
 	}
 	s.dataSchema = arrow.NewSchema(fields, nil)
+	s.laned = len(s.partCols) == 0
 	return s, nil
 }
 
@@ -219,13 +220,19 @@ type stream struct {
 	partTypes  []dcodec.DataType
 	dataIdx    []int
 	dataSchema *arrow.Schema
+	// laned: the files are written by lanes (lanes.go), not on the
+	// stream's goroutine in open.
+	laned bool
+	lanes *pqwrite.Lanes
+	mem   *pqwrite.Alloc // the page buffers of the files in open
 
-	mu     sync.Mutex
 	open   map[string]*fileWriter // by partition directory ("" unpartitioned)
-	count  int
-	files  []string // every file created, relative to the table, for cleanup
-	adds   []dcodec.AddFile
 	closed bool
+
+	mu    sync.Mutex // guards what the lanes share: count, files, adds
+	count int
+	files []string // every file created, relative to the table, for cleanup
+	adds  []dcodec.AddFile
 }
 
 type fileWriter struct {
@@ -285,6 +292,9 @@ func (s *stream) Write(ctx context.Context, b arrow.RecordBatch) error {
 	// Written under the table's schema (its nullability), not the batch's.
 	rec := array.NewRecordBatch(s.dataSchema, data, n)
 	defer rec.Release()
+	if s.laned {
+		return s.sendLane(ctx, rec)
+	}
 	if len(s.partCols) == 0 {
 		return s.writeTo(ctx, "", nil, rec)
 	}
@@ -336,7 +346,7 @@ func (s *stream) writeTo(ctx context.Context, dir string, values map[string]*str
 			}
 		}
 		var err error
-		if w, err = s.newFile(ctx, dir, values, rec); err != nil {
+		if w, err = s.newFile(ctx, dir, values, rec, s.mem); err != nil {
 			return err
 		}
 		s.open[dir] = w
@@ -391,8 +401,11 @@ func partitionValue(a arrow.Array, r int) (dcodec.PartitionValue, error) {
 
 // newFile opens <partition dir>/part-<n>-<uuid>-c000.zstd.parquet,
 // Spark's name for a data file.
-func (s *stream) newFile(ctx context.Context, dir string, values map[string]*string, first arrow.RecordBatch) (*fileWriter, error) {
+func (s *stream) newFile(ctx context.Context, dir string, values map[string]*string, first arrow.RecordBatch, mem *pqwrite.Alloc) (*fileWriter, error) {
+	s.mu.Lock()
 	rel := fmt.Sprintf("part-%05d-%s-c000.zstd.parquet", s.count, s.id)
+	s.count++
+	s.mu.Unlock()
 	if dir != "" && s.mapped {
 		// Under column mapping a partitioned table's files go under
 		// random two-character prefixes, as Delta Spark's do, not
@@ -403,7 +416,6 @@ func (s *stream) newFile(ctx context.Context, dir string, values map[string]*str
 	if dir != "" {
 		rel = dir + "/" + rel
 	}
-	s.count++
 	full, limit := lake.PathBound(s.p.fs, s.st.dir+"/"+rel)
 	if err := catalogs.CheckFilePath(s.st.ident, rel, full, limit); err != nil {
 		return nil, err
@@ -419,7 +431,7 @@ func (s *stream) newFile(ctx context.Context, dir string, values map[string]*str
 	opts := []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCompressionLevel(pqwrite.DefaultZstdLevel),
 		parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(1 << 20), parquet.WithDataPageSize(min(rg/4, 1<<20))}
 	w := &fileWriter{rel: rel, values: values, stats: newStats(s.dataSchema)}
-	w.pf, err = lake.NewParquetFile(out, s.dataSchema, first, lake.ParquetOptions{Props: opts, RowGroupBytes: rg}, w.stats)
+	w.pf, err = lake.NewParquetFile(out, s.dataSchema, first, lake.ParquetOptions{Props: opts, RowGroupBytes: rg, Mem: mem}, w.stats)
 	if err != nil {
 		return nil, catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: parquet writer", s.st.ident))
 	}
@@ -431,6 +443,13 @@ func (s *stream) finish(w *fileWriter) error {
 	if err := w.pf.Close(); err != nil {
 		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: close %s", s.st.ident, w.rel))
 	}
+	md, err := w.pf.Metadata()
+	if err == nil {
+		err = w.stats.footer(md)
+	}
+	if err != nil {
+		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: statistics of %s", s.st.ident, w.rel))
+	}
 	stats, err := w.stats.json(w.pf.Rows())
 	if err != nil {
 		return err
@@ -439,6 +458,8 @@ func (s *stream) finish(w *fileWriter) error {
 	if pv == nil {
 		pv = map[string]*string{}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.adds = append(s.adds, dcodec.AddFile{Path: dcodec.EncodePath(w.rel), PartitionValues: pv,
 		Size: w.pf.Bytes(), ModificationTime: s.p.now().UnixMilli(), DataChange: true, Stats: stats})
 	return nil
@@ -466,6 +487,12 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 		return nil, nil
 	}
 	s.closed = true
+	if s.lanes != nil {
+		if err := s.lanes.Close(ctx); err != nil {
+			s.cleanup(context.WithoutCancel(ctx))
+			return nil, s.laneErr(err)
+		}
+	}
 	if err := s.finishAll(); err != nil {
 		s.cleanup(context.WithoutCancel(ctx))
 		return nil, err
@@ -496,6 +523,9 @@ func (s *stream) Abort(ctx context.Context) error {
 }
 
 func (s *stream) cleanup(ctx context.Context) {
+	if s.lanes != nil {
+		s.lanes.Abort() // waits for the lanes: no file is created after
+	}
 	for k, w := range s.open {
 		w.pf.Abort()
 		delete(s.open, k)
@@ -532,11 +562,16 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 	return nil
 }
 
-// statsObserver accumulates a file's statistics (lake.Observer): null
-// counts of the top-level primitive columns, and min/max where this
-// backend writes them exactly (integers, dates, finite floats, strings up
-// to maxStatString bytes). A bound not written is never wrong: readers
-// skip data only on the stats present.
+// statsObserver gathers a file's statistics: null counts of the
+// top-level primitive columns, and min/max where this backend writes them
+// exactly (integers, dates, finite floats, strings up to maxStatString
+// bytes). A bound not written is never wrong: readers skip data only on
+// the stats present. Null counts and the bounds of integers, dates and
+// strings come from the Parquet writer's own column-chunk statistics
+// (footer), which it computes anyway: a second pass over the Arrow
+// arrays cost about a twentieth of an ingest's CPU. Floats are observed
+// batch by batch (lake.Observer): the footer's bounds leave NaNs out, and
+// a file with a NaN gets no float bounds here.
 type statsObserver struct {
 	cols []colStats
 }
@@ -544,9 +579,11 @@ type statsObserver struct {
 type colStats struct {
 	name     string
 	kind     byte // 'i' integer, 'f' float, 's' string, 'd' date, 0: null count only, 'n' none
+	leaf     int  // the Parquet leaf column of a top-level primitive column
 	nulls    int64
+	noNulls  bool // a row group without a null count: no nullCount
 	seen     bool
-	noBounds bool // a NaN or an over-long string: no min/max
+	noBounds bool // a NaN, an over-long or invalid string, a row group without bounds: no min/max
 	minI     int64
 	maxI     int64
 	minF     float64
@@ -560,8 +597,9 @@ const maxStatString = 64
 
 func newStats(sc *arrow.Schema) *statsObserver {
 	o := &statsObserver{}
+	leaf := 0
 	for _, f := range sc.Fields() {
-		c := colStats{name: f.Name}
+		c := colStats{name: f.Name, leaf: leaf}
 		switch f.Type.ID() {
 		case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64:
 			c.kind = 'i'
@@ -574,70 +612,49 @@ func newStats(sc *arrow.Schema) *statsObserver {
 		case arrow.STRUCT, arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
 			c.kind = 'n'
 		}
+		leaf += leaves(f.Type)
 		o.cols = append(o.cols, c)
 	}
 	return o
 }
 
+// leaves is the number of Parquet leaf columns pqarrow writes for t.
+func leaves(t arrow.DataType) int {
+	switch t := t.(type) {
+	case *arrow.StructType:
+		n := 0
+		for _, f := range t.Fields() {
+			n += leaves(f.Type)
+		}
+		return n
+	case *arrow.MapType:
+		return leaves(t.KeyType()) + leaves(t.ItemType())
+	case arrow.ListLikeType:
+		return leaves(t.Elem())
+	case arrow.ExtensionType:
+		return leaves(t.StorageType())
+	}
+	return 1
+}
+
+// Observe folds the float columns of b into their bounds.
 func (o *statsObserver) Observe(b arrow.RecordBatch) {
 	for i := range o.cols {
-		o.cols[i].add(b.Column(i))
-	}
-}
-
-func (c *colStats) add(a arrow.Array) {
-	c.nulls += int64(a.NullN())
-	// Once a column has no bounds (a NaN, an over-long or invalid string)
-	// only its null count is kept: the values need not be read.
-	if c.noBounds || a.NullN() == a.Len() {
-		return
-	}
-	switch x := a.(type) {
-	case *array.Int8:
-		addInts(c, x, x.Int8Values())
-	case *array.Int16:
-		addInts(c, x, x.Int16Values())
-	case *array.Int32:
-		addInts(c, x, x.Int32Values())
-	case *array.Int64:
-		addInts(c, x, x.Int64Values())
-	case *array.Date32:
-		addInts(c, x, x.Date32Values())
-	case *array.Float32:
-		addFloats(c, x, x.Float32Values())
-	case *array.Float64:
-		addFloats(c, x, x.Float64Values())
-	case *array.String:
-		addStrings(c, x, x.ValueBytes())
-	case *array.LargeString:
-		addStrings(c, x, x.ValueBytes())
-	}
-}
-
-// addInts folds integer (and date) values into c's bounds, reading the
-// value buffer directly: a per-value interface call and type switch cost
-// a fifth of an append's CPU.
-func addInts[T ~int8 | ~int16 | ~int32 | ~int64](c *colStats, a arrow.Array, vs []T) {
-	lo, hi, seen := c.minI, c.maxI, c.seen
-	nulls := a.NullN() > 0
-	for i, v := range vs {
-		if nulls && a.IsNull(i) {
-			continue
-		}
-		w := int64(v)
-		switch {
-		case !seen:
-			lo, hi, seen = w, w, true
-		case w < lo:
-			lo = w
-		case w > hi:
-			hi = w
+		if c := &o.cols[i]; c.kind == 'f' && !c.noBounds {
+			switch x := b.Column(i).(type) {
+			case *array.Float32:
+				addFloats(c, x, x.Float32Values())
+			case *array.Float64:
+				addFloats(c, x, x.Float64Values())
+			}
 		}
 	}
-	c.minI, c.maxI, c.seen = lo, hi, seen
 }
 
 func addFloats[T ~float32 | ~float64](c *colStats, a arrow.Array, vs []T) {
+	if a.NullN() == a.Len() {
+		return
+	}
 	lo, hi, seen := c.minF, c.maxF, c.seen
 	nulls := a.NullN() > 0
 	for i, v := range vs {
@@ -661,68 +678,99 @@ func addFloats[T ~float32 | ~float64](c *colStats, a arrow.Array, vs []T) {
 	c.minF, c.maxF, c.seen = lo, hi, seen
 }
 
-type stringArray interface {
-	arrow.Array
-	Value(int) string
-}
-
-// addStrings folds string values into c's bounds. The bounds kept are
-// copies: Value aliases the batch's buffer, which the caller releases
-// (and a pooling allocator reuses) once Write returns.
-func addStrings(c *colStats, a stringArray, data []byte) {
-	checkUTF8 := !isASCII(data)
-	nulls := a.NullN() > 0
-	lo, hi, seen := c.minS, c.maxS, c.seen
-	loNew, hiNew := false, false
-	for i := range a.Len() {
-		if nulls && a.IsNull(i) {
+// footer folds the column-chunk statistics of every row group of the
+// closed file md into the columns' null counts and (but for floats)
+// bounds. A leaf that is not the column it should be (by its path) gives
+// the column no stats at all.
+func (o *statsObserver) footer(md *metadata.FileMetaData) error {
+	for i := range o.cols {
+		c := &o.cols[i]
+		if c.kind == 'n' {
 			continue
 		}
-		v := a.Value(i)
-		if len(v) > maxStatString || (checkUTF8 && !utf8.ValidString(v)) {
+		if c.leaf >= md.NumColumns() {
+			c.kind = 'n'
+			continue
+		}
+		if p := md.Schema.Column(c.leaf).ColumnPath(); len(p) != 1 || p[0] != c.name {
+			c.kind = 'n'
+			continue
+		}
+		for g := range md.NumRowGroups() {
+			cc, err := md.RowGroup(g).ColumnChunk(c.leaf)
+			if err != nil {
+				return err
+			}
+			st, err := cc.Statistics()
+			if err != nil {
+				return err
+			}
+			if st == nil || !st.HasNullCount() {
+				c.noNulls, c.noBounds = true, true
+				continue
+			}
+			c.nulls += st.NullCount()
+			if c.kind == 'f' || c.kind == 0 || c.noBounds || st.NullCount() >= cc.NumValues() {
+				continue // no bounds wanted, or a row group of nulls only
+			}
+			if !st.HasMinMax() {
+				c.noBounds = true
+				continue
+			}
+			c.fold(st)
+		}
+	}
+	return nil
+}
+
+// fold takes one row group's bounds into c's.
+func (c *colStats) fold(st metadata.TypedStatistics) {
+	var lo, hi int64
+	switch s := st.(type) {
+	case *metadata.Int32Statistics:
+		lo, hi = int64(s.Min()), int64(s.Max())
+	case *metadata.Int64Statistics:
+		lo, hi = s.Min(), s.Max()
+	case *metadata.ByteArrayStatistics:
+		if c.kind != 's' {
 			c.noBounds = true
 			return
 		}
-		switch {
-		case !seen:
-			lo, hi, seen, loNew, hiNew = v, v, true, true, true
-		case v < lo:
-			lo, loNew = v, true
-		case v > hi:
-			hi, hiNew = v, true
+		mn, mx := s.Min(), s.Max()
+		if len(mn) > maxStatString || len(mx) > maxStatString || !utf8.Valid(mn) || !utf8.Valid(mx) {
+			c.noBounds = true
+			return
 		}
-	}
-	if loNew {
-		lo = strings.Clone(lo)
-	}
-	if hiNew {
-		hi = strings.Clone(hi)
-	}
-	c.minS, c.maxS, c.seen = lo, hi, seen
-}
-
-// isASCII reports whether b holds only 7-bit bytes (every string sliced
-// from it is then valid UTF-8).
-func isASCII(b []byte) bool {
-	for len(b) >= 8 {
-		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
-			return false
+		if !c.seen || string(mn) < c.minS {
+			c.minS = string(mn) // a copy: the footer's bytes are not ours
 		}
-		b = b[8:]
-	}
-	for _, x := range b {
-		if x >= 0x80 {
-			return false
+		if !c.seen || string(mx) > c.maxS {
+			c.maxS = string(mx)
 		}
+		c.seen = true
+		return
+	default:
+		c.noBounds = true
+		return
 	}
-	return true
+	if c.kind != 'i' && c.kind != 'd' {
+		c.noBounds = true
+		return
+	}
+	if !c.seen || lo < c.minI {
+		c.minI = lo
+	}
+	if !c.seen || hi > c.maxI {
+		c.maxI = hi
+	}
+	c.seen = true
 }
 
 // json writes the stats field of an add action.
 func (o *statsObserver) json(rows int64) (string, error) {
 	minV, maxV, nulls := map[string]any{}, map[string]any{}, map[string]any{}
 	for _, c := range o.cols {
-		if c.kind == 'n' {
+		if c.kind == 'n' || c.noNulls {
 			continue
 		}
 		nulls[c.name] = c.nulls

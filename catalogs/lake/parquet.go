@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/flightgw/flightgw/internal/pqwrite"
@@ -109,6 +110,11 @@ func (f *ParquetFile) WriteAs(b, rows arrow.RecordBatch) error {
 func (f *ParquetFile) Size() int64 {
 	return f.fw.TotalBytesWritten() + f.fw.RowGroupTotalCompressedBytes()
 }
+
+// Metadata is the file's footer, after Close: the row groups and their
+// column-chunk statistics, which a table format may take its own file
+// statistics from.
+func (f *ParquetFile) Metadata() (*metadata.FileMetaData, error) { return f.fw.FileMetadata() }
 
 // Rows is the number of rows written.
 func (f *ParquetFile) Rows() int64 { return f.rows }
