@@ -51,6 +51,11 @@ type ReclaimReport struct {
 	// in a dry run); Bytes is their size.
 	DataFiles, ManifestFiles, MetadataFiles int
 	Bytes                                   int64
+	// Creates counts the directories of staged creates that no table
+	// took (a create killed before its commit) whose files were deleted
+	// (or found); their files count in DataFiles and the others, their
+	// marks in MetadataFiles.
+	Creates int
 	// Young counts the unreferenced files kept because they are younger
 	// than MinAge or held by a live unit of work.
 	Young int
@@ -69,6 +74,7 @@ func (r *ReclaimReport) Add(o ReclaimReport) {
 	r.ManifestFiles += o.ManifestFiles
 	r.MetadataFiles += o.MetadataFiles
 	r.Bytes += o.Bytes
+	r.Creates += o.Creates
 	r.Young += o.Young
 	r.Orphans = append(r.Orphans, o.Orphans...)
 }

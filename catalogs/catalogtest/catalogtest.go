@@ -189,6 +189,8 @@ func (s suite) checks() []check {
 		{"CheckUnreferenced", s.testCheckUnreferenced},
 		{"PayloadCodec", s.testPayloadCodec},
 		{"Maintainer", s.testMaintainer},
+		{"StagedCreate", s.testStagedCreate},
+		{"StagedCreateReclaim", s.testStagedCreateReclaim},
 	}
 }
 

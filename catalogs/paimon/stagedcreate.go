@@ -123,7 +123,39 @@ func (p *Provider) OpenCreateStream(ctx context.Context, t catalogs.TableIdent, 
 	if err != nil {
 		return nil, err
 	}
-	return p.newStream(st)
+	s, err := p.newStream(st)
+	if err != nil {
+		return nil, err
+	}
+	// The mark before the first file: the reclaimer finds the files of
+	// a create killed before its commit by it (lake.Marks).
+	st.keep = &lake.Keeper{Marks: p.marks(), Table: t, ID: lake.NewMarkID()}
+	if err := st.keep.Start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// marks are the catalog's create marks, under the warehouse root (not
+// in a database directory: pypaimon lists every directory there as a
+// table).
+func (p *Provider) marks() lake.Marks { return lake.Marks{Store: p.fs, Root: lake.MarksDir} }
+
+var _ catalogs.CreateKeeper = (*Provider)(nil)
+
+// KeepCreate implements catalogs.CreateKeeper: the receipts' create marks
+// are written again, younger.
+func (p *Provider) KeepCreate(ctx context.Context, t catalogs.TableIdent, receipts []catalogs.WriteReceipt) error {
+	_, metas, err := decodeReceipts(t, receipts)
+	if err != nil {
+		return err
+	}
+	for _, id := range receiptMarks(metas) {
+		if err := p.marks().Put(ctx, t, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CommitCreate implements catalogs.StagedCreator: schema/schema-0 by
@@ -174,6 +206,7 @@ func (p *Provider) CommitCreate(ctx context.Context, t catalogs.TableIdent, sche
 	}
 	out, err := p.commit(ctx, t, commitID, receipts, false)
 	if err == nil {
+		p.marks().Remove(context.WithoutCancel(ctx), t, receiptMarks(metas)...)
 		return out, nil
 	}
 	// The table exists without the snapshot that was to make it: drop it
