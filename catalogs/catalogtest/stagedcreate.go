@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/flightgw/flightgw/catalogs"
 )
 
@@ -25,13 +27,14 @@ func stagedCreator(t *testing.T, in *Instance) catalogs.StagedCreator {
 	return sc
 }
 
-// stageCreate opens a create stream of id (as it will be created from
-// Schema, without options) and writes rows [from, from+n); it returns the
-// stream's receipts.
-func stageCreate(t *testing.T, sc catalogs.StagedCreator, id catalogs.TableIdent, commitID string, from, n int64) []catalogs.WriteReceipt {
+// StageCreate opens a create stream of id (as it will be created from
+// schema and opts) in the unit of work commitID and writes rows [from,
+// from+n) of Batch; it returns the stream's receipts. Backend tests of
+// what is their own in a staged create use it too.
+func StageCreate(t *testing.T, sc catalogs.StagedCreator, id catalogs.TableIdent, schema *arrow.Schema, opts map[string]string, commitID string, from, n int64) []catalogs.WriteReceipt {
 	t.Helper()
 	ctx := context.Background()
-	ws, err := sc.OpenCreateStream(ctx, id, Schema, nil, catalogs.WriteTxn{ID: commitID, CommitID: commitID})
+	ws, err := sc.OpenCreateStream(ctx, id, schema, opts, catalogs.WriteTxn{ID: commitID, CommitID: commitID})
 	if err != nil {
 		t.Fatalf("OpenCreateStream(%s): %v", id, err)
 	}
@@ -45,6 +48,12 @@ func stageCreate(t *testing.T, sc catalogs.StagedCreator, id catalogs.TableIdent
 		t.Fatalf("Close of the create stream of %s: %v", id, err)
 	}
 	return rs
+}
+
+// stageCreate is StageCreate of Schema without options.
+func stageCreate(t *testing.T, sc catalogs.StagedCreator, id catalogs.TableIdent, commitID string, from, n int64) []catalogs.WriteReceipt {
+	t.Helper()
+	return StageCreate(t, sc, id, Schema, nil, commitID, from, n)
 }
 
 // wantNoTable checks that id is not found and not listed.

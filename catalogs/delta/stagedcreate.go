@@ -93,12 +93,7 @@ func (p *Provider) KeepCreate(ctx context.Context, t catalogs.TableIdent, receip
 	if err != nil {
 		return err
 	}
-	for _, id := range receiptMarks(ms) {
-		if err := p.marks().Put(ctx, t, id); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.marks().Keep(ctx, t, receiptMarks(ms))
 }
 
 // CommitCreate implements catalogs.StagedCreator: version 0, written by

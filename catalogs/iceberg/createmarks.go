@@ -85,15 +85,6 @@ func (m markStore) Walk(ctx context.Context, dir string, fn func(rel string, siz
 	})
 }
 
-// putMark writes (or refreshes) the mark id of a create of t.
-func (p *Provider) putMark(ctx context.Context, t catalogs.TableIdent, id string) error {
-	m, ok, err := p.marks(ctx)
-	if err != nil || !ok {
-		return err
-	}
-	return m.Put(ctx, t, id)
-}
-
 // dropMarks removes the marks of the receipts (best effort: a mark left
 // ages out).
 func (p *Provider) dropMarks(ctx context.Context, t catalogs.TableIdent, rms []receiptMeta) {
@@ -128,12 +119,11 @@ func (p *Provider) KeepCreate(ctx context.Context, t catalogs.TableIdent, receip
 	if err != nil {
 		return err
 	}
-	for _, id := range receiptMarks(rms) {
-		if err := p.putMark(ctx, t, id); err != nil {
-			return err
-		}
+	m, ok, err := p.marks(ctx)
+	if err != nil || !ok {
+		return err
 	}
-	return nil
+	return m.Keep(ctx, t, receiptMarks(rms))
 }
 
 // reclaimCreates reclaims the staged creates that no table took

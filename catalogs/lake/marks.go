@@ -83,6 +83,16 @@ func (m Marks) Put(ctx context.Context, t catalogs.TableIdent, id string) error 
 	return nil
 }
 
+// Keep refreshes the marks ids of creates of t.
+func (m Marks) Keep(ctx context.Context, t catalogs.TableIdent, ids []string) error {
+	for _, id := range ids {
+		if err := m.Put(ctx, t, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Remove deletes the marks ids of creates of t (a commit landed, or its
 // files were discarded); a missing mark is no error, and a failure only
 // leaves a mark that ages out.

@@ -150,12 +150,7 @@ func (p *Provider) KeepCreate(ctx context.Context, t catalogs.TableIdent, receip
 	if err != nil {
 		return err
 	}
-	for _, id := range receiptMarks(metas) {
-		if err := p.marks().Put(ctx, t, id); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.marks().Keep(ctx, t, receiptMarks(metas))
 }
 
 // CommitCreate implements catalogs.StagedCreator: schema/schema-0 by
