@@ -227,8 +227,10 @@ func (s suite) testStagedCreateReclaim(t *testing.T) {
 		}
 		return nil
 	}
-	const minAge = 50 * time.Millisecond
-	time.Sleep(2 * minAge)
+	// A listing may show a time up to ModTimeGranularity older than it
+	// is: the refreshed marks must still be younger than minAge.
+	minAge := max(50*time.Millisecond, 3*s.cfg.ModTimeGranularity)
+	time.Sleep(minAge + 50*time.Millisecond)
 	// Every file is older than minAge now; the kept create's unit of work
 	// refreshes its marks, as it does while it lives.
 	if err := ck.KeepCreate(ctx, kept, keptRs); err != nil {

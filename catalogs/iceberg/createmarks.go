@@ -70,7 +70,7 @@ func (m markStore) Walk(ctx context.Context, dir string, fn func(rel string, siz
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
-		if err != nil || d == nil || !d.Type().IsRegular() {
+		if err != nil || !plainFile(d) {
 			return nil // a partial listing deletes less, never more
 		}
 		c, ok := canonPath(name)
@@ -208,7 +208,7 @@ func (d *createDir) Candidates(ctx context.Context, fn func(lake.Candidate) erro
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			if err != nil || e == nil || !e.Type().IsRegular() {
+			if err != nil || !plainFile(e) {
 				return nil
 			}
 			c, ok := canonPath(name)
@@ -246,4 +246,11 @@ func (d *createDir) Tidy(context.Context) {
 	if strings.HasPrefix(d.root, "/") {
 		lake.RemoveEmptyDirs(d.root)
 	}
+}
+
+// plainFile tells whether a walked entry is a file to judge: not a
+// directory, link or special file (an object store's objects are
+// "irregular" to io/fs, and count).
+func plainFile(d fs.DirEntry) bool {
+	return d != nil && !d.IsDir() && d.Type()&(fs.ModeSymlink|fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice) == 0
 }
