@@ -17,10 +17,14 @@ import (
 // and delete files, manifests and manifest lists of every snapshot, the
 // metadata files of the metadata log, statistics files), nor anything
 // outside the table's location. It re-reads the table's metadata right
-// before deleting, so that a commit landing meanwhile is respected.
+// before deleting, so that a commit landing meanwhile is respected. A
+// StagedCreator's Reclaimer also deletes the files of staged creates no
+// table took (killed before their commit) once every mark of the name is
+// older than MinAge (CreateKeeper).
 type Reclaimer interface {
-	// Reclaim examines every table of the catalog and deletes its orphan
-	// files (or, with DryRun, only reports them). A table that cannot be
+	// Reclaim examines every table of the catalog, and the staged creates
+	// no table took, and deletes their orphan files (or, with DryRun, only
+	// reports them). A table that cannot be
 	// examined is skipped and counted in TablesFailed; the error joins
 	// those failures, and the report still counts what was done.
 	Reclaim(ctx context.Context, opts ReclaimOptions) (ReclaimReport, error)
