@@ -1,6 +1,7 @@
 package paimon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -256,6 +257,10 @@ func (r *reclaimRefs) collectDir(ctx context.Context, dir string) error {
 		}
 		if err != nil {
 			return lake.MapErr(err, fmt.Sprintf("table %s: reclaim: read %s", st.ident, f))
+		}
+		if bytes.Equal(b, unwrittenMark) {
+			// The table is being dropped (its create failed): gone.
+			return catalogs.Errorf(catalogs.ErrNotFound, "table %s: reclaim: being dropped", st.ident)
 		}
 		var s snapshot
 		if err := json.Unmarshal(b, &s); err != nil {

@@ -1,6 +1,7 @@
 package paimon
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -196,6 +198,10 @@ func (p *Provider) CommitCreate(ctx context.Context, t catalogs.TableIdent, sche
 	case err != nil:
 		return catalogs.CommitOutcome{}, lake.MapErr(err, fmt.Sprintf("table %s: write schema", t))
 	}
+	// A drop of an earlier failed create of the name may still hold
+	// snapshot-1 (it removes its mark after that create's schema-0, which
+	// this create has just replaced): its mark is gone in milliseconds.
+	p.awaitDrop(ctx, st.dir)
 	if len(receipts) == 0 {
 		return catalogs.CommitOutcome{CommittedAt: p.now().UTC()}, nil
 	}
@@ -251,6 +257,25 @@ func (p *Provider) dropCreated(ctx context.Context, t catalogs.TableIdent, dir s
 		}
 	}
 	return true, nil
+}
+
+// awaitDrop waits, within the commit loop's total timeout, until
+// snapshot-1 of the table directory dir holds no drop's mark
+// (unwrittenMark). A mark still there then fails the commit on it, as a
+// table being dropped does.
+func (p *Provider) awaitDrop(ctx context.Context, dir string) {
+	deadline := time.Now().Add(p.cfg.commit.TotalTimeout)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		b, err := p.fs.Read(ctx, snapshotPath(dir, 1))
+		if err != nil || !bytes.Equal(b, unwrittenMark) || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 }
 
 // dropEmptyCreate removes, on a local warehouse, the directories a

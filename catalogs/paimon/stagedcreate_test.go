@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -409,5 +410,61 @@ func TestStagedCreateScan(t *testing.T) {
 	}
 	if rows, err := scanAll(ctx, p, id); err != nil || len(rows) != 6 {
 		t.Fatalf("rows after the commit %d (%v), want 6", len(rows), err)
+	}
+}
+
+// TestStagedCreateDuringDrop: a drop of a failed create of the name
+// (dropCreated, DropUnwritten) holds snapshot-1 with its mark from before
+// it removes schema-0 until after. A reader of the table meanwhile gets
+// NotFound (the table is going), not a corrupt snapshot; a new create
+// that wins schema-0 once the old one is gone waits for the mark to go
+// and lands its snapshot-1 (before, its commit failed on the mark:
+// "snapshot-1 is not Paimon snapshot JSON", and left an empty table).
+func TestStagedCreateDuringDrop(t *testing.T) {
+	p, wh := openLocal(t, nil)
+	ctx := context.Background()
+	mark := func(name string) string {
+		return filepath.Join(wh, "default.db", name, "snapshot", "snapshot-1")
+	}
+	put := func(name string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(mark(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(mark(name), paimon.UnwrittenMark, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A reader while the drop holds schema-0 and the mark.
+	going := lakeIdent("going")
+	if _, err := p.CommitCreate(ctx, going, catalogtest.Schema, nil, "c-going", nil); err != nil {
+		t.Fatal(err)
+	}
+	put("going")
+	if _, err := p.GetTableSpec(ctx, going); !errors.Is(err, catalogs.ErrNotFound) {
+		t.Errorf("GetTableSpec of a table being dropped: %v, want NotFound", err)
+	}
+	if _, err := p.Scan(ctx, going, catalogs.ScanRequest{}); !errors.Is(err, catalogs.ErrNotFound) {
+		t.Errorf("Scan of a table being dropped: %v, want NotFound", err)
+	}
+
+	// A create once schema-0 is gone, the mark not yet.
+	again := lakeIdent("again")
+	rs := stageCreate(t, p, again, catalogtest.Schema, nil, 0, 3)
+	put("again")
+	removed := make(chan error, 1)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		removed <- os.Remove(mark("again"))
+	}()
+	if _, err := p.CommitCreate(ctx, again, catalogtest.Schema, nil, "c-again", rs); err != nil {
+		t.Fatalf("CommitCreate while a drop of the name finishes: %v", err)
+	}
+	if err := <-removed; err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if rows, err := scanAll(ctx, p, again); err != nil || len(rows) != 3 {
+		t.Fatalf("rows of the create: %d, %v; want 3", len(rows), err)
 	}
 }
