@@ -82,7 +82,9 @@ func (p *Provider) OpenCreateStream(ctx context.Context, t catalogs.TableIdent, 
 }
 
 // marks are the catalog's create marks, under the warehouse root.
-func (p *Provider) marks() lake.Marks { return lake.Marks{Store: p.fs, Root: lake.MarksDir} }
+func (p *Provider) marks() lake.Marks {
+	return lake.Marks{Store: p.fs, Root: lake.MarksDir, Local: p.fs.Local}
+}
 
 var _ catalogs.CreateKeeper = (*Provider)(nil)
 

@@ -34,7 +34,11 @@ func (p *Provider) marks(ctx context.Context) (lake.Marks, bool, error) {
 		return lake.Marks{}, false, nil
 	}
 	st := markStore{p: p, w: w, l: l}
-	return lake.Marks{Store: st, Root: strings.TrimSuffix(p.cfg.warehouse, "/") + "/" + lake.MarksDir}, true, nil
+	local := func(loc string) (string, bool) {
+		c, ok := canonPath(loc)
+		return c, ok && strings.HasPrefix(c, "/")
+	}
+	return lake.Marks{Store: st, Root: strings.TrimSuffix(p.cfg.warehouse, "/") + "/" + lake.MarksDir, Local: local}, true, nil
 }
 
 // markStore is lake.MarkStore over the warehouse's iceberg-go IO, through

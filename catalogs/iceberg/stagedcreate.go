@@ -215,7 +215,8 @@ func (p *Provider) OpenCreateStream(ctx context.Context, t catalogs.TableIdent, 
 	// The mark before the first file: the reclaimer finds the files of
 	// a create killed before its commit by it (lake.Marks).
 	var keep *lake.Keeper
-	if m, ok, err := p.marks(ctx); err != nil {
+	// Without the call's cancel: the stream refreshes the mark later.
+	if m, ok, err := p.marks(context.WithoutCancel(ctx)); err != nil {
 		return nil, err
 	} else if ok {
 		keep = &lake.Keeper{Marks: m, Table: t, ID: lake.NewMarkID()}

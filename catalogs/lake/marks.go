@@ -50,6 +50,9 @@ type MarkStore interface {
 type Marks struct {
 	Store MarkStore
 	Root  string
+	// Local, when set, gives the local path of a store path (Store.Local):
+	// the directories of a name's marks are removed once empty.
+	Local func(path string) (string, bool)
 }
 
 // NewMarkID is the id of a new create stream's mark.
@@ -103,6 +106,20 @@ func (m Marks) Remove(ctx context.Context, t catalogs.TableIdent, ids ...string)
 		}
 		if p, err := m.path(t, id); err == nil {
 			_ = m.Store.Remove(ctx, p)
+		}
+	}
+	m.tidy(t)
+}
+
+// tidy removes, on local storage, the directories of t's marks (and of
+// its namespace's) when no mark is left in them.
+func (m Marks) tidy(t catalogs.TableIdent) {
+	if m.Local == nil || len(t.Namespace) != 1 {
+		return
+	}
+	for _, d := range []string{m.Root + "/" + t.Namespace[0] + "/" + t.Name, m.Root + "/" + t.Namespace[0]} {
+		if l, ok := m.Local(d); ok {
+			_ = os.Remove(l) // fails while not empty
 		}
 	}
 }
@@ -333,6 +350,9 @@ func (r Reclaimer) dropMarks(ctx context.Context, m Marks, t catalogs.TableIdent
 			return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: reclaim: delete create mark %s", t, c.Path))
 		}
 		count(rep, c)
+	}
+	if !opts.DryRun {
+		m.tidy(t)
 	}
 	return nil
 }

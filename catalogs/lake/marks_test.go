@@ -74,7 +74,7 @@ func TestReclaimCreates(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			st := lake.Local{Root: root}
-			marks := lake.Marks{Store: st, Root: lake.MarksDir}
+			marks := lake.Marks{Store: st, Root: lake.MarksDir, Local: st.Local}
 			id := lake.NewMarkID()
 			if err := marks.Put(ctx, tbl, id); err != nil {
 				t.Fatal(err)
@@ -113,8 +113,10 @@ func TestReclaimCreates(t *testing.T) {
 				t.Errorf("mark deleted %v, want %v (report %+v)", gone, tc.markGone, rep)
 			}
 			if tc.gone {
-				if _, err := os.Stat(filepath.Join(root, "ns/t")); !os.IsNotExist(err) {
-					t.Errorf("the create's directory is left: %v", err)
+				for _, d := range []string{"ns/t", lake.MarksDir + "/ns"} {
+					if _, err := os.Stat(filepath.Join(root, d)); !os.IsNotExist(err) {
+						t.Errorf("the directory %s is left: %v", d, err)
+					}
 				}
 				if rep.Creates != 1 || rep.DataFiles != 1 || rep.MetadataFiles != 1 {
 					t.Errorf("report %+v, want 1 create, 1 data file, 1 mark", rep)

@@ -141,7 +141,9 @@ func (p *Provider) OpenCreateStream(ctx context.Context, t catalogs.TableIdent, 
 // marks are the catalog's create marks, under the warehouse root (not
 // in a database directory: pypaimon lists every directory there as a
 // table).
-func (p *Provider) marks() lake.Marks { return lake.Marks{Store: p.fs, Root: lake.MarksDir} }
+func (p *Provider) marks() lake.Marks {
+	return lake.Marks{Store: p.fs, Root: lake.MarksDir, Local: p.fs.Local}
+}
 
 var _ catalogs.CreateKeeper = (*Provider)(nil)
 
