@@ -17,10 +17,14 @@ import (
 // and delete files, manifests and manifest lists of every snapshot, the
 // metadata files of the metadata log, statistics files), nor anything
 // outside the table's location. It re-reads the table's metadata right
-// before deleting, so that a commit landing meanwhile is respected.
+// before deleting, so that a commit landing meanwhile is respected. A
+// StagedCreator's Reclaimer also deletes the files of staged creates no
+// table took (killed before their commit) once every mark of the name is
+// older than MinAge (CreateKeeper).
 type Reclaimer interface {
-	// Reclaim examines every table of the catalog and deletes its orphan
-	// files (or, with DryRun, only reports them). A table that cannot be
+	// Reclaim examines every table of the catalog, and the staged creates
+	// no table took, and deletes their orphan files (or, with DryRun, only
+	// reports them). A table that cannot be
 	// examined is skipped and counted in TablesFailed; the error joins
 	// those failures, and the report still counts what was done.
 	Reclaim(ctx context.Context, opts ReclaimOptions) (ReclaimReport, error)
@@ -51,6 +55,11 @@ type ReclaimReport struct {
 	// in a dry run); Bytes is their size.
 	DataFiles, ManifestFiles, MetadataFiles int
 	Bytes                                   int64
+	// Creates counts the directories of staged creates that no table
+	// took (a create killed before its commit) whose files were deleted
+	// (or found); their files count in DataFiles and the others, their
+	// marks in MetadataFiles.
+	Creates int
 	// Young counts the unreferenced files kept because they are younger
 	// than MinAge or held by a live unit of work.
 	Young int
@@ -69,6 +78,7 @@ func (r *ReclaimReport) Add(o ReclaimReport) {
 	r.ManifestFiles += o.ManifestFiles
 	r.MetadataFiles += o.MetadataFiles
 	r.Bytes += o.Bytes
+	r.Creates += o.Creates
 	r.Young += o.Young
 	r.Orphans = append(r.Orphans, o.Orphans...)
 }

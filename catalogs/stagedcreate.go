@@ -2,6 +2,7 @@ package catalogs
 
 import (
 	"context"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -39,6 +40,26 @@ type StagedCreator interface {
 	// landed returns that commit's outcome.
 	CommitCreate(ctx context.Context, table TableIdent, schema *arrow.Schema, opts map[string]string, commitID string, receipts []WriteReceipt) (CommitOutcome, error)
 }
+
+// CreateKeeper is implemented by StagedCreators whose create streams
+// leave a mark that the orphan reclaimer reads as their lease (a create
+// killed before its commit leaves files that belong to no table: the
+// reclaimer deletes them once every mark of the name is older than
+// ReclaimOptions.MinAge). A stream refreshes its mark as it writes; a unit
+// of work that holds a staged create's receipts (a transaction awaiting
+// COMMIT) refreshes theirs with KeepCreate, so that a create is kept
+// however long it lives, on any replica sharing the lake.
+//
+// The marks are refreshed every CreateKeepEvery: ReclaimOptions.MinAge
+// must be far above it.
+type CreateKeeper interface {
+	// KeepCreate refreshes the marks of receipts, of streams that
+	// OpenCreateStream opened into table.
+	KeepCreate(ctx context.Context, table TableIdent, receipts []WriteReceipt) error
+}
+
+// CreateKeepEvery is how often a live staged create refreshes its marks.
+const CreateKeepEvery = time.Minute
 
 // CreateScanner is implemented by StagedCreators that can read a table a
 // transaction is creating, which exists nowhere but in that transaction:

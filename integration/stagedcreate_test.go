@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -285,12 +286,13 @@ func stagedCreateRace(t *testing.T, be stagedBackend) {
 	}
 }
 
-// TestStagedCreateKilled: a gateway killed with SIGKILL while a create
-// streams leaves no table: the gateway started again lists none, and a
-// create of the name succeeds. On Iceberg and Paimon the killed create's
-// staged data files lie in the directory the table gets: once the name is
-// created again, the reclaimer (run here every 200ms with the smallest
-// age) deletes them, and the table's files are the new create's only.
+// TestStagedCreateKilled: a gateway killed with SIGKILL while two creates
+// stream leaves no table: the gateway started again lists none, and a
+// create of one name succeeds. The killed creates' staged files belong to
+// no table: the reclaimer (run here every 200ms, min age 2s) deletes
+// them, those of the name created again as the new table's orphans, those
+// of the name never created again by the create's marks, with the marks
+// and the directory, while the new create, younger, keeps its files.
 func TestStagedCreateKilled(t *testing.T) {
 	requireEngine(t)
 	if testing.Short() {
@@ -305,42 +307,62 @@ func stagedCreateKilled(t *testing.T, be stagedBackend) {
 	dir := t.TempDir()
 	yaml := strings.ReplaceAll(be.yaml, "${DATA}", dir)
 	p1 := startChild(t, dir, yaml)
-	st := &stallingReader{RecordReader: reader(t, people(t, 0, 3), people(t, 3, 3)), sent: make(chan struct{}), release: make(chan struct{})}
-	done := make(chan error, 1)
-	go func() {
-		_, err := p1.flightClient(t).ExecuteIngest(context.Background(), st, be.create("killed"))
-		done <- err
-	}()
-	<-st.sent
-	staged := func() []string {
+	done := make(chan error, 2)
+	var stalled []*stallingReader
+	for _, name := range []string{"killed", "orphan"} {
+		st := &stallingReader{RecordReader: reader(t, people(t, 0, 3), people(t, 3, 3)), sent: make(chan struct{}), release: make(chan struct{})}
+		stalled = append(stalled, st)
+		go func() {
+			_, err := p1.flightClient(t).ExecuteIngest(context.Background(), st, be.create(name))
+			done <- err
+		}()
+		<-st.sent
+	}
+	staged := func(table string) []string {
 		if be.files == nil {
 			return nil
 		}
-		return be.files(t, dir, "killed")
+		return be.files(t, dir, table)
 	}
 	if be.files != nil {
-		waitUntil(t, "the create staged a data file", func() bool { return len(staged()) > 0 }, p1.logs)
+		waitUntil(t, "the creates staged data files", func() bool { return len(staged("killed")) > 0 && len(staged("orphan")) > 0 }, p1.logs)
 	} else {
-		time.Sleep(200 * time.Millisecond) // the gateway has the first batch
+		time.Sleep(200 * time.Millisecond) // the gateway has the first batches
 	}
 	p1.kill(t)
-	close(st.release)
-	if err := <-done; err == nil {
-		t.Fatal("the create into a killed gateway succeeded")
+	for _, st := range stalled {
+		close(st.release)
 	}
-	left := staged()
-	if be.files != nil {
-		yaml += "reclaim: {interval: 200ms, min_age: 1ms}\n"
+	for range stalled {
+		if err := <-done; err == nil {
+			t.Fatal("a create into a killed gateway succeeded")
+		}
 	}
-	p2 := startChild(t, dir, yaml)
-	if be.exists(t, dir, "killed") {
-		t.Fatal("the killed create left a table")
+	left := staged("killed")
+	orphan := be.dirFiles(t, dir, "orphan")
+	if len(orphan) == 0 {
+		t.Fatal("the killed create of orphan left no file (not even its mark)")
+	}
+	p2 := startChild(t, dir, yaml+"reclaim: {interval: 200ms, min_age: 2s}\n")
+	for _, name := range []string{"killed", "orphan"} {
+		if be.exists(t, dir, name) {
+			t.Fatalf("the killed create of %s left a table", name)
+		}
 	}
 	if n, err := p2.flightClient(t).ExecuteIngest(context.Background(), reader(t, people(t, 10, 4)), be.create("killed")); err != nil || n != 4 {
 		t.Fatalf("create after the kill: n=%d err=%v", n, err)
 	}
 	if got := queryOne(t, p2.gateway, be.count("killed")); got != "4" {
 		t.Errorf("rows = %s, want 4", got)
+	}
+	waitUntil(t, "the reclaimer deleted the files of the create never made again, and its marks", func() bool {
+		return len(be.dirFiles(t, dir, "orphan")) == 0
+	}, p2.logs)
+	if be.exists(t, dir, "orphan") {
+		t.Error("the reclaim of a killed create made a table")
+	}
+	if _, err := os.Stat(filepath.Join(be.warehouse(dir), "default"+be.dbSuffix(), "orphan")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the killed create's directory is left: %v", err)
 	}
 	if be.files == nil {
 		return
@@ -359,4 +381,49 @@ func stagedCreateKilled(t *testing.T, be stagedBackend) {
 	if got := queryOne(t, p2.gateway, be.count("killed")); got != "4" {
 		t.Errorf("rows after the reclaim = %s, want 4", got)
 	}
+}
+
+// warehouse is the backend's warehouse directory under dataDir.
+func (be stagedBackend) warehouse(dataDir string) string {
+	switch be.name {
+	case "iceberg":
+		return filepath.Join(dataDir, "warehouse")
+	default:
+		return filepath.Join(dataDir, be.name)
+	}
+}
+
+// dbSuffix ends a namespace's directory name (Iceberg's and Paimon's
+// databases are <name>.db).
+func (be stagedBackend) dbSuffix() string {
+	if be.name == "delta" {
+		return ""
+	}
+	return ".db"
+}
+
+// dirFiles lists every file a create of default.<table> leaves: under the
+// table's directory, and its create marks.
+func (be stagedBackend) dirFiles(t *testing.T, dataDir, table string) []string {
+	t.Helper()
+	wh := be.warehouse(dataDir)
+	var out []string
+	for _, root := range []string{filepath.Join(wh, "default"+be.dbSuffix(), table), filepath.Join(wh, ".flightgw-creates", "default", table)} {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if !d.IsDir() {
+				out = append(out, p)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }

@@ -41,6 +41,10 @@ func newReclaimLoop(cfg ReclaimConfig, txnIdle time.Duration, cats []handlers.Ca
 		log.Warn("reclaim.min_age is below timeouts.txn_idle: the staged files of a live transaction may be deleted",
 			"min_age", l.opts.MinAge, "txn_idle", txnIdle)
 	}
+	if l.interval > 0 && len(l.catalogs) > 0 && l.opts.MinAge < 2*catalogs.CreateKeepEvery {
+		log.Warn("reclaim.min_age is below twice the refresh of a staged create's marks: the files of a create in flight may be deleted",
+			"min_age", l.opts.MinAge, "refresh", catalogs.CreateKeepEvery)
+	}
 	return l
 }
 

@@ -152,3 +152,61 @@ func TestStagedCreate(t *testing.T) {
 		}
 	})
 }
+
+// keepingStager is a stager whose creates leave marks
+// (catalogs.CreateKeeper): it records each KeepCreate.
+type keepingStager struct {
+	*stager
+	kept chan []catalogs.WriteReceipt
+}
+
+func (k keepingStager) KeepCreate(_ context.Context, _ catalogs.TableIdent, rs []catalogs.WriteReceipt) error {
+	select {
+	case k.kept <- rs:
+	default:
+	}
+	return nil
+}
+
+// TestKeepCreates: while a transaction holds a staged create's receipts
+// the reaper refreshes their marks (KeepCreate) every keep interval, so
+// that no replica's reclaimer takes the create's files for a killed
+// create's however long the transaction lives; once it commits, they are
+// no longer refreshed.
+func TestKeepCreates(t *testing.T) {
+	ctx := context.Background()
+	tbl := catalogs.TableIdent{Catalog: "c", Namespace: []string{"n"}, Name: "t"}
+	m := NewManager(time.Minute, nil, WithKeepEvery(20*time.Millisecond))
+	defer m.Close()
+	p := keepingStager{stager: newStager(), kept: make(chan []catalogs.WriteReceipt, 1)}
+	tx, err := m.Begin("o", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Write(ctx, Write{Table: tbl, Provider: p, CreateIfMissing: true, IfExists: ExistsFail, Txn: tx}, oneBatch(t)); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		select {
+		case rs := <-p.kept:
+			if len(rs) != 1 {
+				t.Fatalf("KeepCreate of %d receipts, want the create's 1", len(rs))
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the marks of the transaction's staged create were not refreshed")
+		}
+	}
+	if err := m.Commit(ctx, "o", tx.ID()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-p.kept: // a round under way when the commit landed
+	default:
+	}
+	select {
+	case <-p.kept:
+		t.Fatal("KeepCreate after the create's commit")
+	case <-time.After(100 * time.Millisecond):
+	}
+}

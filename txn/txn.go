@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -217,6 +218,11 @@ type Manager struct {
 	// maintaining holds the keys of the tables a maintenance run is under
 	// way on (maintain.go).
 	maintaining sync.Map
+	// keepEvery is how often the reaper refreshes the marks of the staged
+	// creates open transactions hold (keepCreates); kept is when it last
+	// did.
+	keepEvery time.Duration
+	kept      time.Time
 }
 
 type endedTxn struct {
@@ -247,6 +253,17 @@ func WithOrphanGrace(d time.Duration) Option {
 	}
 }
 
+// WithKeepEvery sets how often the marks of the staged creates open
+// transactions hold are refreshed (catalogs.CreateKeepEvery when not
+// positive).
+func WithKeepEvery(d time.Duration) Option {
+	return func(m *Manager) {
+		if d > 0 {
+			m.keepEvery = d
+		}
+	}
+}
+
 // NewManager starts a manager whose reaper rolls back transactions idle for
 // longer than idle (DefaultIdleTimeout when zero). Close stops it.
 func NewManager(idle time.Duration, log *slog.Logger, opts ...Option) *Manager {
@@ -256,7 +273,7 @@ func NewManager(idle time.Duration, log *slog.Logger, opts ...Option) *Manager {
 	if log == nil {
 		log = slog.Default()
 	}
-	m := &Manager{idle: idle, orphan: DefaultOrphanGrace, log: log, open: map[string]*Txn{}, ended: map[string]endedTxn{},
+	m := &Manager{idle: idle, orphan: DefaultOrphanGrace, keepEvery: catalogs.CreateKeepEvery, log: log, open: map[string]*Txn{}, ended: map[string]endedTxn{},
 		stop: make(chan struct{}), done: make(chan struct{}), obs: noObserver{}}
 	for _, o := range opts {
 		o(m)
@@ -586,7 +603,7 @@ func (m *Manager) OpenCount() int {
 
 func (m *Manager) reap() {
 	defer close(m.done)
-	tick := time.NewTicker(min(m.idle/4, m.orphan/4, 30*time.Second))
+	tick := time.NewTicker(min(m.idle/4, m.orphan/4, m.keepEvery/2, 30*time.Second))
 	defer tick.Stop()
 	for {
 		select {
@@ -600,6 +617,7 @@ func (m *Manager) reap() {
 				var err error
 				defer recovered.Catch(&err, "transaction reaper")
 				m.expireIdle(time.Now())
+				m.keepCreates(time.Now())
 			}()
 		}
 	}
@@ -648,6 +666,44 @@ func (m *Manager) expireIdle(now time.Time) {
 	m.mu.Unlock()
 	for _, t := range stale {
 		m.abort(t, Expired)
+	}
+}
+
+// keepCreates refreshes, every keepEvery, the marks of the staged
+// creates open transactions hold (catalogs.CreateKeeper): their files
+// belong to no table until COMMIT, and the orphan reclaimer of any
+// replica keeps them only while a mark is younger than its min age,
+// however long the transaction lives. A failure is logged; the next
+// round tries again.
+func (m *Manager) keepCreates(now time.Time) {
+	if now.Sub(m.kept) < m.keepEvery {
+		return
+	}
+	m.kept = now
+	type hold struct {
+		k        catalogs.CreateKeeper
+		table    catalogs.TableIdent
+		receipts []catalogs.WriteReceipt
+	}
+	var holds []hold
+	m.mu.Lock()
+	for _, t := range m.open {
+		t.mu.Lock()
+		for _, s := range t.tables {
+			k, ok := s.Provider.(catalogs.CreateKeeper)
+			if ok && s.create != nil && !s.landed && len(s.Receipts) > 0 {
+				holds = append(holds, hold{k, s.Table, slices.Clone(s.Receipts)})
+			}
+		}
+		t.mu.Unlock()
+	}
+	m.mu.Unlock()
+	for _, h := range holds {
+		ctx, cancel := context.WithTimeout(context.Background(), m.keepEvery)
+		if err := h.k.KeepCreate(ctx, h.table, h.receipts); err != nil {
+			m.log.Warn("refresh the marks of a staged create", "table", h.table.String(), "err", err)
+		}
+		cancel()
 	}
 }
 

@@ -71,6 +71,11 @@ type Config struct {
 	// commit has landed on. When false a DropUnwritten that keeps such a
 	// table is accepted; a table with a commit is never dropped either way.
 	DropsUnwritten bool
+	// ModTimeGranularity is the coarsest step of the modification times
+	// the backend's storage listing gives (S3 lists whole seconds); zero
+	// when finer than a millisecond. The checks of what a reclaim keeps
+	// because it is young wait for it.
+	ModTimeGranularity time.Duration
 	// UnstorableType is a column type CreateTable must refuse with
 	// ErrInvalidArgument naming the column; nil when the backend stores
 	// every Arrow type (the check is then skipped).
@@ -189,6 +194,8 @@ func (s suite) checks() []check {
 		{"CheckUnreferenced", s.testCheckUnreferenced},
 		{"PayloadCodec", s.testPayloadCodec},
 		{"Maintainer", s.testMaintainer},
+		{"StagedCreate", s.testStagedCreate},
+		{"StagedCreateReclaim", s.testStagedCreateReclaim},
 	}
 }
 

@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -48,13 +49,64 @@ func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (c
 		}
 	}
 	r := lake.Reclaimer{Log: p.log, MetadataName: "log", BeforeRecheck: reclaimBeforeRecheck}
-	return lake.All(ctx, p.name, opts, tables, func(ctx context.Context, t catalogs.TableIdent, cutoff time.Time) (catalogs.ReclaimReport, error) {
+	rep, err := lake.All(ctx, p.name, opts, tables, func(ctx context.Context, t catalogs.TableIdent, cutoff time.Time) (catalogs.ReclaimReport, error) {
 		tr, err := p.vacuumTable(ctx, t, opts)
 		if err != nil {
 			return catalogs.ReclaimReport{}, err
 		}
 		return r.Reclaim(ctx, t, tr, opts, cutoff)
 	})
+	if opts.MinAge <= 0 {
+		return rep, err
+	}
+	rc, cerr := r.ReclaimCreates(ctx, p.name, p.marks(), opts, time.Now().Add(-opts.MinAge), p.createDir)
+	rep.Add(rc)
+	return rep, errors.Join(err, cerr)
+}
+
+// createDir is the directory of a staged create of t that may belong to
+// no table (lake.CreateDir): a table exists once its _delta_log does
+// (as ListTables counts it, even before version 0), and the create's
+// files are the directory's non-hidden ones (VACUUM's data files).
+type createDir struct {
+	p    *Provider
+	dir  string
+	held map[string]bool
+}
+
+func (p *Provider) createDir(ctx context.Context, t catalogs.TableIdent, opts catalogs.ReclaimOptions) (lake.CreateDir, error) {
+	dir, err := p.tableDir(t)
+	if err != nil {
+		return nil, err
+	}
+	held, err := heldFiles(ctx, t, opts.Held)
+	if err != nil {
+		return nil, err
+	}
+	return &createDir{p: p, dir: dir, held: held}, nil
+}
+
+func (d *createDir) IsTable(ctx context.Context) (bool, error) {
+	return d.p.fs.Exists(ctx, d.dir+"/_delta_log")
+}
+
+func (d *createDir) Candidates(ctx context.Context, fn func(lake.Candidate) error) error {
+	return d.p.fs.Walk(ctx, d.dir, func(rel string, size int64, mod time.Time) error {
+		if hidden(rel) {
+			return nil
+		}
+		return fn(lake.Candidate{Path: d.dir + "/" + rel, Ref: rel, Kind: lake.KindData, Size: size, Mod: mod})
+	})
+}
+
+func (d *createDir) Held(ref string) bool { return d.held[ref] }
+
+func (d *createDir) Delete(ctx context.Context, p string) error { return d.p.fs.Remove(ctx, p) }
+
+func (d *createDir) Tidy(context.Context) {
+	if l, ok := d.p.fs.Local(d.dir); ok {
+		lake.RemoveEmptyDirs(l)
+	}
 }
 
 // reclaimBeforeRecheck, set by tests only, runs between the listing and
@@ -81,21 +133,32 @@ func (p *Provider) vacuumTable(ctx context.Context, t catalogs.TableIdent, opts 
 	if err != nil {
 		return nil, err
 	}
-	v := &vacuum{p: p, t: t, dir: dir, refs: map[string]bool{}, held: map[string]bool{}}
-	if opts.Held != nil {
-		ms, err := decodeReceipts(t, opts.Held(ctx, t))
-		if err != nil {
-			return nil, fmt.Errorf("table %s: reclaim: held receipts: %w", t, err)
-		}
-		for _, m := range ms {
-			for _, a := range m.Adds {
-				if rel, err := dcodec.DecodePath(a.Path); err == nil {
-					v.held[rel] = true
-				}
+	held, err := heldFiles(ctx, t, opts.Held)
+	if err != nil {
+		return nil, err
+	}
+	return &vacuum{p: p, t: t, dir: dir, refs: map[string]bool{}, held: held}, nil
+}
+
+// heldFiles are the files (relative to the table directory) of the
+// receipts live units of work hold.
+func heldFiles(ctx context.Context, t catalogs.TableIdent, held func(context.Context, catalogs.TableIdent) []catalogs.WriteReceipt) (map[string]bool, error) {
+	out := map[string]bool{}
+	if held == nil {
+		return out, nil
+	}
+	ms, err := decodeReceipts(t, held(ctx, t))
+	if err != nil {
+		return nil, fmt.Errorf("table %s: reclaim: held receipts: %w", t, err)
+	}
+	for _, m := range ms {
+		for _, a := range m.Adds {
+			if rel, err := dcodec.DecodePath(a.Path); err == nil {
+				out[rel] = true
 			}
 		}
 	}
-	return v, nil
+	return out, nil
 }
 
 // Refs replays the latest version and adds what it references.

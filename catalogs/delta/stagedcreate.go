@@ -68,7 +68,34 @@ func (p *Provider) OpenCreateStream(ctx context.Context, t catalogs.TableIdent, 
 	if err != nil {
 		return nil, err
 	}
-	return p.streamOn(st)
+	s, err := p.streamOn(st)
+	if err != nil {
+		return nil, err
+	}
+	// The mark before the first file: the reclaimer finds the files of
+	// a create killed before its commit by it (lake.Marks).
+	s.keep = &lake.Keeper{Marks: p.marks(), Table: t, ID: lake.NewMarkID()}
+	if err := s.keep.Start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// marks are the catalog's create marks, under the warehouse root.
+func (p *Provider) marks() lake.Marks {
+	return lake.Marks{Store: p.fs, Root: lake.MarksDir, Local: p.fs.Local}
+}
+
+var _ catalogs.CreateKeeper = (*Provider)(nil)
+
+// KeepCreate implements catalogs.CreateKeeper: the receipts' create marks
+// are written again, younger.
+func (p *Provider) KeepCreate(ctx context.Context, t catalogs.TableIdent, receipts []catalogs.WriteReceipt) error {
+	ms, err := decodeReceipts(t, receipts)
+	if err != nil {
+		return err
+	}
+	return p.marks().Keep(ctx, t, receiptMarks(ms))
 }
 
 // CommitCreate implements catalogs.StagedCreator: version 0, written by
@@ -130,5 +157,6 @@ func (p *Provider) CommitCreate(ctx context.Context, t catalogs.TableIdent, sche
 	case err != nil:
 		return catalogs.CommitOutcome{}, lake.MapErr(err, fmt.Sprintf("table %s: write log version 0", t))
 	}
+	p.marks().Remove(context.WithoutCancel(ctx), t, receiptMarks(rs)...)
 	return catalogs.CommitOutcome{SnapshotID: 0, CommittedAt: time.UnixMilli(now).UTC()}, nil
 }

@@ -36,6 +36,8 @@ type receiptMeta struct {
 	// Partition are the partition columns the files were written for.
 	Partition []string         `json:"partition"`
 	Adds      []dcodec.AddFile `json:"adds"`
+	// Mark is the create mark (lake.Marks) of a staged create's stream.
+	Mark string `json:"mark,omitempty"`
 }
 
 func decodeReceipts(t catalogs.TableIdent, receipts []catalogs.WriteReceipt) ([]receiptMeta, error) {
@@ -228,6 +230,9 @@ type stream struct {
 
 	open   map[string]*fileWriter // by partition directory ("" unpartitioned)
 	closed bool
+	// keep refreshes the create mark of a staged create's stream (nil
+	// for a stream into an existing table).
+	keep *lake.Keeper
 
 	mu    sync.Mutex // guards what the lanes share: count, files, adds
 	count int
@@ -269,6 +274,11 @@ func (s *stream) conform(ctx context.Context, b arrow.RecordBatch) (out arrow.Re
 func (s *stream) Write(ctx context.Context, b arrow.RecordBatch) error {
 	if s.closed {
 		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: write to a closed stream", s.st.ident)
+	}
+	if s.keep != nil {
+		if err := s.keep.Keep(ctx); err != nil {
+			return err
+		}
 	}
 	conformed, err := s.conform(ctx, b)
 	if err != nil {
@@ -498,6 +508,7 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 		return nil, err
 	}
 	if len(s.adds) == 0 {
+		s.dropMark(ctx)
 		return nil, nil
 	}
 	var rows, bytes uint64
@@ -507,7 +518,7 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 		bytes += uint64(a.Size)
 	}
 	b, err := json.Marshal(receiptMeta{Format: receiptFormat, Table: s.st.ident.String(), Schema: s.st.snap.Metadata.SchemaString,
-		Partition: s.partCols, Adds: s.adds})
+		Partition: s.partCols, Adds: s.adds, Mark: s.markID()})
 	if err != nil {
 		s.cleanup(context.WithoutCancel(ctx))
 		return nil, err
@@ -539,6 +550,22 @@ func (s *stream) cleanup(ctx context.Context) {
 			s.p.log.Warn("delete staged data file", "table", s.st.ident.String(), "file", f, "err", err)
 		}
 	}
+	s.dropMark(ctx)
+}
+
+// markID is the stream's create mark, "" for a stream into a table.
+func (s *stream) markID() string {
+	if s.keep == nil {
+		return ""
+	}
+	return s.keep.ID
+}
+
+// dropMark removes the create mark of a stream that leaves no files.
+func (s *stream) dropMark(ctx context.Context) {
+	if s.keep != nil {
+		s.keep.Marks.Remove(context.WithoutCancel(ctx), s.st.ident, s.keep.ID)
+	}
 }
 
 // Discard deletes the data files the receipts staged.
@@ -559,7 +586,19 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 			}
 		}
 	}
+	p.marks().Remove(ctx, t, receiptMarks(ms)...)
 	return nil
+}
+
+// receiptMarks are the create marks of the receipts.
+func receiptMarks(ms []receiptMeta) []string {
+	var out []string
+	for _, m := range ms {
+		if m.Mark != "" {
+			out = append(out, m.Mark)
+		}
+	}
+	return out
 }
 
 // statsObserver gathers a file's statistics: null counts of the

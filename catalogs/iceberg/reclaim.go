@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -51,7 +52,7 @@ func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (c
 		locs[i], _ = canonPath(tbl.Location())
 	}
 	r := lake.Reclaimer{Log: p.log, MetadataName: "metadata", BeforeRecheck: p.beforeRecheck}
-	return lake.All(ctx, p.name, opts, tables, func(ctx context.Context, t catalogs.TableIdent, cutoff time.Time) (catalogs.ReclaimReport, error) {
+	rep, err := lake.All(ctx, p.name, opts, tables, func(ctx context.Context, t catalogs.TableIdent, cutoff time.Time) (catalogs.ReclaimReport, error) {
 		i := at[t.Key()]
 		if loadErrs[i] != nil {
 			return catalogs.ReclaimReport{}, loadErrs[i]
@@ -66,6 +67,19 @@ func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (c
 		}
 		return r.Reclaim(ctx, t, tr, opts, cutoff)
 	})
+	if opts.MinAge <= 0 {
+		return rep, err
+	}
+	for i := range locs {
+		if loadErrs[i] != nil {
+			// A table whose location is unknown may be any directory's:
+			// no staged create's files are judged this run.
+			return rep, err
+		}
+	}
+	rc, cerr := p.reclaimCreates(ctx, r, opts, locs)
+	rep.Add(rc)
+	return rep, errors.Join(err, cerr)
 }
 
 // overlapping returns the index of another location equal to, inside or

@@ -212,12 +212,27 @@ func (p *Provider) OpenCreateStream(ctx context.Context, t catalogs.TableIdent, 
 	if err != nil {
 		return nil, err
 	}
+	// The mark before the first file: the reclaimer finds the files of
+	// a create killed before its commit by it (lake.Marks).
+	var keep *lake.Keeper
+	// Without the call's cancel: the stream refreshes the mark later.
+	if m, ok, err := p.marks(context.WithoutCancel(ctx)); err != nil {
+		return nil, err
+	} else if ok {
+		keep = &lake.Keeper{Marks: m, Table: t, ID: lake.NewMarkID()}
+		if err := keep.Start(ctx); err != nil {
+			return nil, err
+		}
+	}
 	ws, err := p.openStream(ctx, t, c.tbl, nil)
 	if err != nil {
+		if keep != nil {
+			keep.Marks.Remove(context.WithoutCancel(ctx), t, keep.ID)
+		}
 		return nil, err
 	}
 	s := ws.(*stream)
-	s.create = c.digest
+	s.create, s.keep = c.digest, keep
 	return s, nil
 }
 
@@ -270,6 +285,7 @@ func (p *Provider) CommitCreate(ctx context.Context, t catalogs.TableIdent, sche
 		return catalogs.CommitOutcome{}, mapErr(err, fmt.Sprintf("table %s: create", t))
 	}
 	r.out.Retried = retried
+	p.dropMarks(context.WithoutCancel(ctx), t, rms)
 	return r.out, nil
 }
 

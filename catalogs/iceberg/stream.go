@@ -9,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/lake"
 )
 
 // OpenStream opens a write session on table t (catalogs.StreamWriter). The
@@ -65,6 +66,8 @@ type stream struct {
 	// create is set when the stream writes a staged create's files: the
 	// digest of the table it makes (stagedcreate.go).
 	create string
+	// keep refreshes a staged create's mark (lake.Marks); nil otherwise.
+	keep   *lake.Keeper
 	w      *fileWriter
 	in     chan arrow.RecordBatch
 	closed bool
@@ -78,6 +81,11 @@ type stream struct {
 func (s *stream) Write(ctx context.Context, batch arrow.RecordBatch) error {
 	if s.closed {
 		return catalogs.Errorf(catalogs.ErrInvalidArgument, "table %s: write on a closed stream", s.ident)
+	}
+	if s.keep != nil {
+		if err := s.keep.Keep(ctx); err != nil {
+			return err
+		}
 	}
 	rec, err := conform(ctx, s.ident.String(), s.target, s.props, batch)
 	if err != nil {
@@ -131,16 +139,19 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 		return nil, err
 	}
 	out := make([]catalogs.WriteReceipt, 0, len(files))
+	if len(files) == 0 {
+		s.dropMark(ctx)
+	}
 	if len(files) == 0 && s.replace != nil {
 		// An empty replace still carries its schema to the commit.
-		r, err := s.w.p.receiptFor(s.ident, s.w.tbl, nil, s.replace, s.create)
+		r, err := s.w.p.receiptFor(s.ident, s.w.tbl, nil, s.replace, s.create, s.markID())
 		if err != nil {
 			return nil, err
 		}
 		return append(out, r), nil
 	}
 	for _, f := range files {
-		r, err := s.w.p.receiptFor(s.ident, s.w.tbl, []ice.DataFile{f}, s.replace, s.create)
+		r, err := s.w.p.receiptFor(s.ident, s.w.tbl, []ice.DataFile{f}, s.replace, s.create, s.markID())
 		if err != nil {
 			s.w.cleanup(context.WithoutCancel(ctx), files)
 			return nil, err
@@ -165,5 +176,21 @@ func (s *stream) Abort(context.Context) error {
 	if files, err := s.w.wait(); err == nil {
 		s.w.cleanup(context.WithoutCancel(s.w.ctx), files)
 	}
+	s.dropMark(s.w.ctx)
 	return nil
+}
+
+// markID is a staged create's mark, "" for a stream into a table.
+func (s *stream) markID() string {
+	if s.keep == nil {
+		return ""
+	}
+	return s.keep.ID
+}
+
+// dropMark removes the mark of a create stream that leaves no files.
+func (s *stream) dropMark(ctx context.Context) {
+	if s.keep != nil {
+		s.keep.Marks.Remove(context.WithoutCancel(ctx), s.ident, s.keep.ID)
+	}
 }

@@ -45,6 +45,8 @@ type receiptMeta struct {
 	// (stagedcreate.go): the digest of the table the create makes, which
 	// its commit checks.
 	Create string `json:"create,omitempty"`
+	// Mark is the create mark (lake.Marks) of a staged create's stream.
+	Mark string `json:"mark,omitempty"`
 
 	schema *ice.Schema // decoded Replace.Schema
 }
@@ -440,18 +442,18 @@ func removeFile(fsys iceio.IO, path string) error {
 
 // receipt encodes files into one receipt.
 func (p *Provider) receipt(t catalogs.TableIdent, tbl *table.Table, files []ice.DataFile) (catalogs.WriteReceipt, error) {
-	return p.receiptFor(t, tbl, files, nil, "")
+	return p.receiptFor(t, tbl, files, nil, "", "")
 }
 
 // receiptFor encodes files written under tbl's current schema into one
 // receipt; rep is set when that schema is a replace's new one, create
 // when tbl is a staged create's (its digest).
-func (p *Provider) receiptFor(t catalogs.TableIdent, tbl *table.Table, files []ice.DataFile, rep *replacement, create string) (catalogs.WriteReceipt, error) {
+func (p *Provider) receiptFor(t catalogs.TableIdent, tbl *table.Table, files []ice.DataFile, rep *replacement, create, mark string) (catalogs.WriteReceipt, error) {
 	meta := tbl.Metadata()
 	spec := meta.PartitionSpec()
 	sc := meta.CurrentSchema()
 	rm := receiptMeta{Format: receiptFormat, Table: t.String(), TableUUID: meta.TableUUID().String(),
-		FormatVersion: meta.Version(), SpecID: spec.ID(), SchemaID: sc.ID, Files: []stagedFile{}, Create: create}
+		FormatVersion: meta.Version(), SpecID: spec.ID(), SchemaID: sc.ID, Files: []stagedFile{}, Create: create, Mark: mark}
 	if rep != nil {
 		raw, err := json.Marshal(rep.schema)
 		if err != nil {
@@ -584,6 +586,7 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 		}
 	}
 	if len(paths) == 0 {
+		p.dropMarks(ctx, t, rms)
 		return nil
 	}
 	fsys, root, ok, err := p.discardIO(ctx, t, paths[0])
@@ -618,6 +621,9 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 	if len(errs) > 0 {
 		return catalogs.Wrap(catalogs.ErrUnavailable, errors.Join(errs...), fmt.Sprintf("table %s: discard staged files", t))
 	}
+	// The marks last: files a failed discard left are still found by
+	// theirs.
+	p.dropMarks(ctx, t, rms)
 	return nil
 }
 

@@ -26,6 +26,11 @@
 //     layout's candidates and reads its references (Table); the floor
 //     owns the age, the second read of the references before deleting,
 //     the deletion and the report.
+//   - Marks: the create marks of staged creates (a stream's lease, kept
+//     fresh by Keeper and catalogs.CreateKeeper), and ReclaimCreates, the
+//     reclaim of a killed create's directory that no table took (a
+//     backend says what a table is there and which files are its, in
+//     CreateDir).
 //   - ParquetFile: the rolling data file writer of both backends' lanes
 //     (buffered pqarrow, row groups closed by encoded size, high-cardinality
 //     columns without a dictionary), with an Observer that accumulates the

@@ -142,15 +142,7 @@ func (r Reclaimer) Reclaim(ctx context.Context, t catalogs.TableIdent, tbl Table
 			errs = append(errs, fmt.Errorf("%s: %w", c.Path, err))
 			continue
 		}
-		switch c.Kind {
-		case KindData:
-			rep.DataFiles++
-		case KindManifest:
-			rep.ManifestFiles++
-		case KindMetadata:
-			rep.MetadataFiles++
-		}
-		rep.Bytes += c.Size
+		count(&rep, c)
 	}
 	if r.Log != nil {
 		rep.LogTable(ctx, r.Log, t, opts.DryRun, r.MetadataName)
@@ -159,4 +151,17 @@ func (r Reclaimer) Reclaim(ctx context.Context, t catalogs.TableIdent, tbl Table
 		return rep, catalogs.Wrap(catalogs.ErrUnavailable, errors.Join(errs...), fmt.Sprintf("table %s: reclaim: delete orphan files", t))
 	}
 	return rep, nil
+}
+
+// count adds a deleted (or found) candidate to rep.
+func count(rep *catalogs.ReclaimReport, c Candidate) {
+	switch c.Kind {
+	case KindData:
+		rep.DataFiles++
+	case KindManifest:
+		rep.ManifestFiles++
+	case KindMetadata:
+		rep.MetadataFiles++
+	}
+	rep.Bytes += c.Size
 }

@@ -18,3 +18,7 @@ func SetBeforeAttempt(p *Provider, fn func()) { p.beforeAttempt = fn }
 // the snapshots it made by moving the clock on. Set it before p is used
 // concurrently.
 func SetNow(p *Provider, now func() time.Time) { p.now = now }
+
+// UnwrittenMark is what a drop of a table whose create failed puts in
+// snapshot-1's place while it removes the table.
+var UnwrittenMark = unwrittenMark

@@ -137,6 +137,9 @@ type tableState struct {
 	// create is the layout digest of a table a staged create makes
 	// (stagedcreate.go), before it exists; "" for a table read from disk.
 	create string
+	// keep refreshes the create mark (lake.Marks) of a staged create's
+	// stream; nil otherwise.
+	keep *lake.Keeper
 }
 
 // load reads the table's latest schema and snapshot.

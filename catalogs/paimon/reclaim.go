@@ -1,8 +1,10 @@
 package paimon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -42,13 +44,66 @@ func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (c
 		}
 	}
 	r := lake.Reclaimer{Log: p.log, MetadataName: "temporary", BeforeRecheck: reclaimBeforeRecheck}
-	return lake.All(ctx, p.name, opts, tables, func(ctx context.Context, t catalogs.TableIdent, cutoff time.Time) (catalogs.ReclaimReport, error) {
+	rep, err := lake.All(ctx, p.name, opts, tables, func(ctx context.Context, t catalogs.TableIdent, cutoff time.Time) (catalogs.ReclaimReport, error) {
 		tr, err := p.reclaimTable(ctx, t, opts)
 		if err != nil {
 			return catalogs.ReclaimReport{}, err
 		}
 		return r.Reclaim(ctx, t, tr, opts, cutoff)
 	})
+	if opts.MinAge <= 0 {
+		return rep, err
+	}
+	rc, cerr := r.ReclaimCreates(ctx, p.name, p.marks(), opts, time.Now().Add(-opts.MinAge), p.createDir)
+	rep.Add(rc)
+	return rep, errors.Join(err, cerr)
+}
+
+// createDir is the directory of a staged create of t that may belong to
+// no table (lake.CreateDir): a table exists once its schema directory
+// does (as ListTables counts it), and the create's files are those this
+// layout produces (candidate: data files, and the manifests of a first
+// commit that failed and was dropped).
+type createDir struct {
+	p    *Provider
+	dir  string
+	held map[string]bool
+}
+
+func (p *Provider) createDir(ctx context.Context, t catalogs.TableIdent, opts catalogs.ReclaimOptions) (lake.CreateDir, error) {
+	dir, err := p.tableDir(t)
+	if err != nil {
+		return nil, err
+	}
+	held, err := heldFiles(ctx, t, opts.Held)
+	if err != nil {
+		return nil, err
+	}
+	return &createDir{p: p, dir: dir, held: held}, nil
+}
+
+func (d *createDir) IsTable(ctx context.Context) (bool, error) {
+	return d.p.fs.Exists(ctx, d.dir+"/schema")
+}
+
+func (d *createDir) Candidates(ctx context.Context, fn func(lake.Candidate) error) error {
+	return d.p.fs.Walk(ctx, d.dir, func(rel string, size int64, mod time.Time) error {
+		kind, ok := candidate(rel)
+		if !ok {
+			return nil
+		}
+		return fn(lake.Candidate{Path: d.dir + "/" + rel, Ref: rel, Kind: kind, Size: size, Mod: mod})
+	})
+}
+
+func (d *createDir) Held(ref string) bool { return d.held[ref] || d.held[path.Base(ref)] }
+
+func (d *createDir) Delete(ctx context.Context, p string) error { return d.p.fs.Remove(ctx, p) }
+
+func (d *createDir) Tidy(context.Context) {
+	if l, ok := d.p.fs.Local(d.dir); ok {
+		lake.RemoveEmptyDirs(l)
+	}
 }
 
 // reclaimTable is one table's side of the floor's reclaim (lake.Table):
@@ -202,6 +257,10 @@ func (r *reclaimRefs) collectDir(ctx context.Context, dir string) error {
 		}
 		if err != nil {
 			return lake.MapErr(err, fmt.Sprintf("table %s: reclaim: read %s", st.ident, f))
+		}
+		if bytes.Equal(b, unwrittenMark) {
+			// The table is being dropped (its create failed): gone.
+			return catalogs.Errorf(catalogs.ErrNotFound, "table %s: reclaim: being dropped", st.ident)
 		}
 		var s snapshot
 		if err := json.Unmarshal(b, &s); err != nil {

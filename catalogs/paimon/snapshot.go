@@ -1,6 +1,7 @@
 package paimon
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,12 @@ func (p *Provider) readSnapshot(ctx context.Context, t catalogs.TableIdent, dir 
 	b, err := p.fs.Read(ctx, snapshotPath(dir, id))
 	if err != nil {
 		return nil, err
+	}
+	if bytes.Equal(b, unwrittenMark) {
+		// A drop of a table whose create failed holds snapshot-1 while it
+		// removes the table (dropCreated, DropUnwritten): the table is
+		// going, and a committer must not build on it.
+		return nil, catalogs.Errorf(catalogs.ErrNotFound, "table %s does not exist: it is being dropped, its create failed before its first commit", t)
 	}
 	var s snapshot
 	if err := json.Unmarshal(b, &s); err != nil {

@@ -1,6 +1,7 @@
 package paimon
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -123,7 +125,36 @@ func (p *Provider) OpenCreateStream(ctx context.Context, t catalogs.TableIdent, 
 	if err != nil {
 		return nil, err
 	}
-	return p.newStream(st)
+	s, err := p.newStream(st)
+	if err != nil {
+		return nil, err
+	}
+	// The mark before the first file: the reclaimer finds the files of
+	// a create killed before its commit by it (lake.Marks).
+	st.keep = &lake.Keeper{Marks: p.marks(), Table: t, ID: lake.NewMarkID()}
+	if err := st.keep.Start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// marks are the catalog's create marks, under the warehouse root (not
+// in a database directory: pypaimon lists every directory there as a
+// table).
+func (p *Provider) marks() lake.Marks {
+	return lake.Marks{Store: p.fs, Root: lake.MarksDir, Local: p.fs.Local}
+}
+
+var _ catalogs.CreateKeeper = (*Provider)(nil)
+
+// KeepCreate implements catalogs.CreateKeeper: the receipts' create marks
+// are written again, younger.
+func (p *Provider) KeepCreate(ctx context.Context, t catalogs.TableIdent, receipts []catalogs.WriteReceipt) error {
+	_, metas, err := decodeReceipts(t, receipts)
+	if err != nil {
+		return err
+	}
+	return p.marks().Keep(ctx, t, receiptMarks(metas))
 }
 
 // CommitCreate implements catalogs.StagedCreator: schema/schema-0 by
@@ -169,11 +200,16 @@ func (p *Provider) CommitCreate(ctx context.Context, t catalogs.TableIdent, sche
 	case err != nil:
 		return catalogs.CommitOutcome{}, lake.MapErr(err, fmt.Sprintf("table %s: write schema", t))
 	}
+	// A drop of an earlier failed create of the name may still hold
+	// snapshot-1 (it removes its mark after that create's schema-0, which
+	// this create has just replaced): its mark is gone in milliseconds.
+	p.awaitDrop(ctx, st.dir)
 	if len(receipts) == 0 {
 		return catalogs.CommitOutcome{CommittedAt: p.now().UTC()}, nil
 	}
 	out, err := p.commit(ctx, t, commitID, receipts, false)
 	if err == nil {
+		p.marks().Remove(context.WithoutCancel(ctx), t, receiptMarks(metas)...)
 		return out, nil
 	}
 	// The table exists without the snapshot that was to make it: drop it
@@ -223,6 +259,25 @@ func (p *Provider) dropCreated(ctx context.Context, t catalogs.TableIdent, dir s
 		}
 	}
 	return true, nil
+}
+
+// awaitDrop waits, within the commit loop's total timeout, until
+// snapshot-1 of the table directory dir holds no drop's mark
+// (unwrittenMark). A mark still there then fails the commit on it, as a
+// table being dropped does.
+func (p *Provider) awaitDrop(ctx context.Context, dir string) {
+	deadline := time.Now().Add(p.cfg.commit.TotalTimeout)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		b, err := p.fs.Read(ctx, snapshotPath(dir, 1))
+		if err != nil || !bytes.Equal(b, unwrittenMark) || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 }
 
 // dropEmptyCreate removes, on a local warehouse, the directories a

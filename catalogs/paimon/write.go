@@ -44,6 +44,8 @@ type receiptMeta struct {
 	// Create is the layout digest (layoutDigest) of the table a staged
 	// create makes, for files written before it exists; "" otherwise.
 	Create string `json:"create,omitempty"`
+	// Mark is the create mark (lake.Marks) of a staged create's stream.
+	Mark string `json:"mark,omitempty"`
 }
 
 // WriteBatch writes batch as Parquet data files (one per partition and
@@ -166,6 +168,11 @@ type group struct {
 func (s *stream) Write(ctx context.Context, batch arrow.RecordBatch) error {
 	if s.closed {
 		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "table %s: write on a closed stream", s.st.ident)
+	}
+	if s.st.keep != nil {
+		if err := s.st.keep.Keep(ctx); err != nil {
+			return err
+		}
 	}
 	rec, err := conform(ctx, s.st.ident.String(), s.target, batch)
 	if err != nil {
@@ -462,6 +469,7 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 	}
 	s.open = nil
 	if len(s.done) == 0 {
+		s.dropMark(ctx)
 		return nil, nil
 	}
 	r, err := s.p.receipt(s.st, s.done, s.files)
@@ -501,6 +509,33 @@ func (s *stream) cleanup(ctx context.Context) {
 		}
 	}
 	s.files = nil
+	s.dropMark(ctx)
+}
+
+// dropMark removes the create mark of a stream that leaves no files.
+func (s *stream) dropMark(ctx context.Context) {
+	if k := s.st.keep; k != nil {
+		k.Marks.Remove(context.WithoutCancel(ctx), s.st.ident, k.ID)
+	}
+}
+
+// markID is the create mark of a staged create's stream, "" otherwise.
+func (st *tableState) markID() string {
+	if st.keep == nil {
+		return ""
+	}
+	return st.keep.ID
+}
+
+// receiptMarks are the create marks of the receipts.
+func receiptMarks(metas []receiptMeta) []string {
+	var out []string
+	for _, m := range metas {
+		if m.Mark != "" {
+			out = append(out, m.Mark)
+		}
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -526,7 +561,7 @@ func (p *Provider) receipt(st *tableState, msgs []pcodec.CommitMessage, files []
 		}
 	}
 	meta, err := json.Marshal(receiptMeta{Format: receiptFormat, Table: st.ident.String(), Version: receiptVersion,
-		Messages: b, Files: files, SchemaID: st.schema.ID, Create: st.create})
+		Messages: b, Files: files, SchemaID: st.schema.ID, Create: st.create, Mark: st.markID()})
 	if err != nil {
 		return catalogs.WriteReceipt{}, err
 	}
@@ -581,6 +616,7 @@ func (p *Provider) Discard(ctx context.Context, t catalogs.TableIdent, receipts 
 		created = created || m.Create != ""
 	}
 	if created {
+		p.marks().Remove(ctx, t, receiptMarks(metas)...)
 		p.dropEmptyCreate(ctx, t, dir, metas)
 	}
 	return nil
