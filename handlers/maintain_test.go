@@ -92,8 +92,8 @@ func TestMaintainTable(t *testing.T) {
 		t.Fatalf("backend got %d requests, want 1", len(mp.got))
 	}
 	got := mp.got[0]
-	if !got.DryRun || got.Held == nil || got.KeepNewerThan < ttl {
-		t.Errorf("backend request = %+v: want a dry run, Held set and KeepNewerThan >= %s", got, ttl)
+	if !got.DryRun || got.Held == nil || got.ReplayWindow < ttl {
+		t.Errorf("backend request = %+v: want a dry run, Held set and ReplayWindow >= %s", got, ttl)
 	}
 	if id := mp.tbls[0]; id.Catalog != "lake" || strings.Join(id.Namespace, ".") != "default" || id.Name != "t" {
 		t.Errorf("backend table = %v", id)

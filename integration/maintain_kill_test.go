@@ -256,8 +256,9 @@ func TestMaintenanceKilled(t *testing.T) {
 // backdate rewrites table t of the Iceberg catalog "lake" so that its
 // history is a day older (every timestamp of its metadata shifted) with
 // history.expire.max-snapshot-age-ms 1: expiry through a gateway keeps
-// every snapshot younger than the commit messages' TTL plus five minutes of
-// clock skew. The new metadata file lists the old one in its log, and the
+// the snapshots of commit ids a client may send again younger than the
+// commit messages' TTL plus the clock skew, and those of another process
+// (p0's, here) for some minutes (docs/maintenance.md). The new metadata file lists the old one in its log, and the
 // catalog's row points at it (no gateway runs meanwhile).
 func backdate(t *testing.T, g *gatewayProc) {
 	t.Helper()

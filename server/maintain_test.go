@@ -83,8 +83,8 @@ func TestMaintainAfterCommits(t *testing.T) {
 	}
 	waitFor(t, "the run after 6 commits", func() bool { return f.count("a") == 2 })
 	req := f.runs["a"][0]
-	if len(req.Tasks) != 1 || req.Tasks[0] != catalogs.TaskExpireSnapshots || req.Held == nil || req.KeepNewerThan < time.Hour {
-		t.Errorf("request = %+v: want the configured task, Held and a floor of at least the TTL", req)
+	if len(req.Tasks) != 1 || req.Tasks[0] != catalogs.TaskExpireSnapshots || req.Held == nil || req.ReplayWindow < time.Hour {
+		t.Errorf("request = %+v: want the configured task, Held and a replay window of at least the TTL", req)
 	}
 	if got := value(t, m.commits.WithLabelValues("lake", "iceberg", "ok")); got != 6 {
 		t.Errorf("commits counted = %v, want 6", got)

@@ -75,7 +75,13 @@
 // append as one snapshot recording each member's id and rows under
 // CommitIDsKey, and answers each member; overwrites go alone, in queue
 // order. A commit attempt that did not land deletes the manifests and the
-// metadata file it wrote.
+// metadata file it wrote. Those snapshots also name their writer
+// (WriterKey, random per Provider), so that snapshot expiry can tell the
+// snapshots whose commit this Provider has answered, which no lookup needs
+// any more, from those another process may still look up (unsettled.go,
+// maintain.go). Maintenance commits (a rewrite, an expiry) are not queued
+// with the writers' rounds: each is one compare-and-swap of its own that
+// gives up to a writer's commit rather than retrying against it.
 //
 // # Replace
 //

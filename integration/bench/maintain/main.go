@@ -10,12 +10,17 @@
 // MaintainTable with the table's defaults (Iceberg: rewrite_data_files,
 // expire_snapshots, rewrite_manifests; Delta: optimize, checkpoint;
 // Paimon: compact, the append table's small files, expire_snapshots); table
-// "one_commit" the same rows in one ingest. For each it
+// "one_commit" the same rows in one ingest. On Iceberg the two appended
+// tables are created with the options a continuous writer's table sets
+// (snapshots older than a second may expire, metadata.json files that
+// leave the metadata log are deleted; docs/maintenance.md). For each it
 // times a full-table aggregate (SELECT count(*), sum(k), max(v), the
-// median of 5 rounds over the three tables, after every table is
-// written), and prints its live data files and metadata bytes (Delta:
-// its _delta_log's; Paimon: its snapshot and manifest directories); then the aggregate's ratio to
-// "one_commit" with maintenance off and on.
+// median of -rounds rounds (5) over the three tables, after every table is
+// written), and prints its live data files and metadata bytes and files
+// (Iceberg: its metadata directory, and the newest metadata.json, which
+// every load reads; Delta: its _delta_log's; Paimon: its snapshot and
+// manifest directories), appends_on's before the maintenance too; then the
+// aggregate's ratio to "one_commit" with maintenance off and on.
 package main
 
 import (
@@ -28,6 +33,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-adbc/go/adbc"
@@ -53,12 +59,18 @@ func main() {
 	appends := flag.Int("appends", 1000, "auto-commit appends")
 	rows := flag.Int("rows", 1000, "rows per append")
 	catalog := flag.String("catalog", "iceberg", "iceberg (the embedded lake), delta or paimon")
+	rounds := flag.Int("rounds", 5, "rounds of the three aggregates (the median is reported)")
+	keep := flag.Bool("keep", false, "keep the data directory (its path is printed) to look at the tables after")
 	flag.Parse()
 	if _, ok := formats[*catalog]; !ok {
 		fmt.Fprintf(os.Stderr, "bench: -catalog %q: iceberg, delta or paimon\n", *catalog)
 		os.Exit(2)
 	}
-	if err := run(*bin, *catalog, *appends, *rows); err != nil {
+	if *rounds < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds must be at least 1")
+		os.Exit(2)
+	}
+	if err := run(*bin, *catalog, *appends, *rows, *rounds, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -70,12 +82,21 @@ var formats = map[string]struct {
 	config string // a config file's text; "" for the embedded lake
 	meta   func(dir, table string) []string
 	tasks  []string
+	// opts are the table options the appended tables are created with.
+	opts map[string]string
 }{
 	"iceberg": {
 		meta: func(dir, t string) []string {
 			return []string{filepath.Join(dir, "warehouse", "default.db", t, "metadata")}
 		},
 		tasks: []string{"rewrite_data_files", "expire_snapshots", "rewrite_manifests"},
+		// What a table written by a continuous writer sets: snapshots
+		// older than a second may expire (Iceberg's default keeps 5
+		// days of them, every one in every metadata.json), and the
+		// metadata.json files that leave the metadata log (100) are
+		// deleted at the next commit (Iceberg's default keeps them for
+		// the orphan reclaimer).
+		opts: map[string]string{"history.expire.max-snapshot-age-ms": "1000", "write.metadata.delete-after-commit.enabled": "true"},
 	},
 	"delta": {
 		config: "catalogs:\n  - name: dl\n    type: delta\n    properties: {warehouse: %q, create-namespaces: default}\ndefault_catalog: dl\n",
@@ -92,12 +113,16 @@ var formats = map[string]struct {
 	},
 }
 
-func run(bin, catalog string, appends, rows int) error {
+func run(bin, catalog string, appends, rows, rounds int, keep bool) error {
 	dir, err := os.MkdirTemp("", "flightgw-bench-maintain-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if keep {
+		defer fmt.Println("kept:", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
 	f := formats[catalog]
 	var args []string
 	if f.config != "" {
@@ -162,19 +187,29 @@ func run(bin, catalog string, appends, rows int) error {
 		return fmt.Errorf("one_commit: %w", err)
 	}
 	tables = append(tables, written{"one_commit", time.Since(t0), 1})
+	if len(f.opts) > 0 {
+		fmt.Printf("the appended tables are created with %v\n", f.opts)
+	}
 	for _, name := range []string{"appends_off", "appends_on"} {
 		t0 := time.Now()
 		for i := range appends {
-			mode := adbc.OptionValueIngestModeAppend
+			var err error
 			if i == 0 {
-				mode = adbc.OptionValueIngestModeCreate
+				err = create(ctx, fc, name, f.opts, batch(0, rows))
+			} else {
+				err = ingestOn(ctx, cnxn, name, adbc.OptionValueIngestModeAppend, batch(i*rows, rows))
 			}
-			if err := ingestOn(ctx, cnxn, name, mode, batch(i*rows, rows)); err != nil {
+			if err != nil {
 				return fmt.Errorf("%s: append %d: %w", name, i, err)
 			}
 		}
 		took, files := time.Since(t0), appends
 		if name == "appends_on" {
+			m, err := metaOf(f.meta(dir, name))
+			if err != nil {
+				return err
+			}
+			fmt.Printf("%-34s %s\n", "appends_on before MaintainTable:", m)
 			m0 := time.Now()
 			res, err := client.MaintainTable(ctx, fc, actions.MaintainRequest{TableRef: actions.TableRef{Table: name}, Tasks: f.tasks})
 			if err != nil {
@@ -193,8 +228,9 @@ func run(bin, catalog string, appends, rows int) error {
 					rw.RewrittenFiles, rw.AddedFiles, time.Since(m0).Seconds(), len(res.Tasks[1].ExpiredSnapshots))
 			} else {
 				rm := res.Tasks[2]
-				fmt.Printf("%-34s rewrote %d files into %d, %d manifests into %d, in %.2fs; expired %d snapshots\n", "MaintainTable appends_on:",
-					rw.RewrittenFiles, rw.AddedFiles, rm.RewrittenFiles, rm.AddedFiles, time.Since(m0).Seconds(), len(res.Tasks[1].ExpiredSnapshots))
+				fmt.Printf("%-34s rewrote %d files into %d, %d manifests into %d, in %.2fs; expired %d snapshots, %d retained\n", "MaintainTable appends_on:",
+					rw.RewrittenFiles, rw.AddedFiles, rm.RewrittenFiles, rm.AddedFiles, time.Since(m0).Seconds(), len(res.Tasks[1].ExpiredSnapshots),
+					res.Tasks[1].RetainedSnapshots)
 			}
 		}
 		tables = append(tables, written{name, took, files})
@@ -202,7 +238,7 @@ func run(bin, catalog string, appends, rows int) error {
 
 	times := make([][]time.Duration, len(tables))
 	var want string
-	for range 5 {
+	for range rounds {
 		for k, tb := range tables {
 			took, got, err := aggregate(ctx, cnxn, tb.name)
 			if err != nil {
@@ -220,16 +256,12 @@ func run(bin, catalog string, appends, rows int) error {
 	for k, tb := range tables {
 		slices.Sort(times[k])
 		agg[k] = times[k][len(times[k])/2]
-		var meta int64
-		for _, m := range f.meta(dir, tb.name) {
-			n, err := dirBytes(m)
-			if err != nil {
-				return err
-			}
-			meta += n
+		m, err := metaOf(f.meta(dir, tb.name))
+		if err != nil {
+			return err
 		}
-		fmt.Printf("%-34s writes %7.2fs  aggregate %7.1f ms  live data files %5d  metadata %6.1f MB\n",
-			tb.name+":", tb.took.Seconds(), float64(agg[k].Microseconds())/1000, tb.files, float64(meta)/1e6)
+		fmt.Printf("%-34s writes %7.2fs  aggregate %7.1f ms  live data files %5d  %s\n",
+			tb.name+":", tb.took.Seconds(), float64(agg[k].Microseconds())/1000, tb.files, m)
 	}
 	fmt.Printf("aggregate vs one commit: maintenance off %.2fx, on %.2fx\n", agg[1].Seconds()/agg[0].Seconds(), agg[2].Seconds()/agg[0].Seconds())
 	return nil
@@ -312,18 +344,63 @@ func query(ctx context.Context, cnxn adbc.Connection, q string) (string, error) 
 	return fmt.Sprintf("%v %v %v", rec.Column(0).ValueStr(0), rec.Column(1).ValueStr(0), rec.Column(2).ValueStr(0)), nil
 }
 
-// dirBytes is the size of the files under dir.
-func dirBytes(dir string) (int64, error) {
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
+// metaStat is what a table's metadata directories hold.
+type metaStat struct {
+	bytes, files int64
+	current      int64 // Iceberg: the newest metadata.json's size, which every load reads
+}
+
+func (m metaStat) String() string {
+	out := fmt.Sprintf("metadata %6.1f MB in %4d files", float64(m.bytes)/1e6, m.files)
+	if m.current > 0 {
+		out += fmt.Sprintf(" (metadata.json %6.1f KB)", float64(m.current)/1e3)
+	}
+	return out
+}
+
+// metaOf sums the files under dirs.
+func metaOf(dirs []string) (metaStat, error) {
+	var m metaStat
+	newest := ""
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			m.bytes, m.files = m.bytes+info.Size(), m.files+1
+			// The embedded lake names them <zero-padded version>-<uuid>.
+			if name := d.Name(); strings.HasSuffix(name, ".metadata.json") && name > newest {
+				newest, m.current = name, info.Size()
+			}
+			return nil
+		})
+		if err != nil {
+			return m, err
 		}
-		info, err := d.Info()
-		if err == nil {
-			n += info.Size()
-		}
+	}
+	return m, nil
+}
+
+// create creates table from b with the table options opts: an ingest
+// through the Flight SQL client, since ADBC sets no ingest options.
+func create(ctx context.Context, fc *flightsql.Client, table string, opts map[string]string, b arrow.RecordBatch) error {
+	defer b.Release()
+	rd, err := array.NewRecordReader(schema, []arrow.RecordBatch{b})
+	if err != nil {
 		return err
+	}
+	defer rd.Release()
+	_, err = fc.ExecuteIngest(ctx, rd, &flightsql.ExecuteIngestOpts{
+		Table: table,
+		TableDefinitionOptions: &flightsql.TableDefinitionOptions{
+			IfNotExist: flightsql.TableDefinitionOptionsTableNotExistOptionCreate,
+			IfExists:   flightsql.TableDefinitionOptionsTableExistsOptionFail,
+		},
+		Options: opts,
 	})
-	return n, err
+	return err
 }
