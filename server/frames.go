@@ -29,8 +29,10 @@ import (
 // FlightData message itself: the field headers and IPC metadata in a
 // buffer of gRPC's pool, followed by the batch's own Arrow buffers, which
 // gRPC then sends as they are (frameCodec). The only copy left is gRPC's
-// own, into its write buffer. Every other message goes through protobuf
-// as before.
+// own, into its write buffer. A batch relayed from an upstream Flight
+// server (flightframe.Relayer: a flightsql catalog's pushed query) is
+// sent as the very buffers gRPC received it in, not encoded at all.
+// Every other message goes through protobuf as before.
 
 const (
 	fieldDataHeader = flightframe.FieldDataHeader

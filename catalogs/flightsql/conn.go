@@ -45,8 +45,9 @@ type conn struct {
 // KiB, grown by its bandwidth estimate) keeps a loopback or LAN upstream
 // waiting on the gateway's window updates: a window of 8 MiB streamed
 // 10M rows about 7% faster (docs/upstream.md). It bounds what gRPC
-// buffers per stream unread, beside the batches read ahead
-// (endpointBuffer).
+// buffers unread per stream (the connection's window is given back as
+// data arrives, a stream's as it is read), beside the batches read
+// ahead (endpointBuffer).
 const streamWindow = 8 << 20
 
 // dial connects to addr (the configured one, or an allowed endpoint

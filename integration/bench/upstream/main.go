@@ -38,7 +38,8 @@
 // a CPU profile taken while the stream's rounds run. -ab-bin starts a
 // second federating gateway from another binary and then runs the
 // stream in rounds of three (direct, one federating gateway, the other,
-// the order rotating): two builds compared under the same load; -ab-env
+// the order rotating), then the small aggregate through each in turn
+// (-small-runs calls): two builds compared under the same load; -ab-env
 // adds to the second one's environment.
 package main
 
@@ -135,7 +136,7 @@ debug: {pprof_listen: %q}
 	defer closeThrough()
 
 	if abBin != "" {
-		return compare(ctx, abBin, abEnv, tmp, cfg, rows, runs, direct, through, up, fed)
+		return compare(ctx, abBin, abEnv, tmp, cfg, rows, runs, smallRuns, direct, through, up, fed)
 	}
 	load := loadavg()
 	upStream0, err1 := up.CPU()
@@ -312,8 +313,10 @@ func loadavg() string {
 
 // compare starts a second federating gateway from abBin and runs the
 // stream in rounds of three, printing each federating gateway's ratio to
-// the direct rate and its CPU per call.
-func compare(ctx context.Context, abBin, abEnv, tmp, cfg string, rows int64, runs int, direct, through adbc.Connection, up, fed *benchutil.Gateway) error {
+// the direct rate and its CPU per call; then the small aggregate,
+// small calls of each alternately, with each one's median and CPU per
+// call.
+func compare(ctx context.Context, abBin, abEnv, tmp, cfg string, rows int64, runs, small int, direct, through adbc.Connection, up, fed *benchutil.Gateway) error {
 	var env []string
 	if abEnv != "" {
 		env = strings.Split(abEnv, ",")
@@ -366,7 +369,6 @@ func compare(ctx context.Context, abBin, abEnv, tmp, cfg string, rows int64, run
 	fmt.Printf("B (-ab-bin)  ratio %.2f (rounds %.2f-%.2f), CPU per call %s\n", ratioB[runs/2], ratioB[0], ratioB[runs-1], ((b1 - b0) / calls).Round(time.Millisecond))
 
 	// The small aggregate, A and B alternately: the CPU each adds to a call.
-	const small = 41
 	var added [2][]time.Duration
 	a0, err1 = fed.CPU()
 	b0, err2 = fedB.CPU()
@@ -389,7 +391,7 @@ func compare(ctx context.Context, abBin, abEnv, tmp, cfg string, rows int64, run
 		return err
 	}
 	fmt.Printf("small aggregate, %d calls each: A median %s, CPU per call %s; B median %s, CPU per call %s\n", small,
-		median(added[0]).Round(10*time.Microsecond), ((a1 - a0) / small).Round(10*time.Microsecond),
-		median(added[1]).Round(10*time.Microsecond), ((b1 - b0) / small).Round(10*time.Microsecond))
+		median(added[0]).Round(10*time.Microsecond), ((a1 - a0) / time.Duration(small)).Round(10*time.Microsecond),
+		median(added[1]).Round(10*time.Microsecond), ((b1 - b0) / time.Duration(small)).Round(10*time.Microsecond))
 	return nil
 }
