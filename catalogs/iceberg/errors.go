@@ -40,8 +40,9 @@ func kindOf(err error) error {
 		errors.Is(err, table.ErrSnapshotNotFound):
 		return catalogs.ErrNotFound
 	case errors.Is(err, catalog.ErrTableAlreadyExists), errors.Is(err, catalog.ErrNamespaceAlreadyExists),
-		strings.Contains(err.Error(), "already referenced by table"):
-		// The last: a receipt committed before (a retried plain Commit).
+		strings.Contains(err.Error(), "already referenced by table"), uniqueViolation(err):
+		// "already referenced": a receipt committed before (a retried
+		// plain Commit).
 		return catalogs.ErrAlreadyExists
 	case isConflict(err):
 		return catalogs.ErrConflict
@@ -62,6 +63,17 @@ func kindOf(err error) error {
 		return catalogs.ErrUnavailable
 	}
 	return catalogs.ErrUnavailable
+}
+
+// uniqueViolation reports whether the SQL catalog refused to insert a
+// table's row because one exists (iceberg-go's SQL catalog passes the
+// database's error on when a create's CommitTable loses to a concurrent
+// create): the name is taken, not the database unavailable, which would
+// count against the catalog's breaker.
+func uniqueViolation(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || // SQLite
+		strings.Contains(msg, "duplicate key value violates unique constraint") // PostgreSQL
 }
 
 // isConflict reports whether a commit failed because another writer moved

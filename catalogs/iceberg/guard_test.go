@@ -71,3 +71,29 @@ func TestGuardTimesOutEachAttempt(t *testing.T) {
 		t.Errorf("hanging call: %v after %d attempts, want deadline exceeded after 2", err, calls)
 	}
 }
+
+// TestUniqueViolationKeepsBreakerClosed: the SQL catalog's refusal to
+// insert a table row that a concurrent create inserted first (as SQLite
+// and PostgreSQL spell it) is AlreadyExists, not a catalog failure: a
+// race of staged creates must not open the catalog's breaker, whose open
+// state then failed the losers' "whose table is it?" read with a raw
+// constraint error instead of AlreadyExists (found by catalogtest
+// StagedCreate on S3).
+func TestUniqueViolationKeepsBreakerClosed(t *testing.T) {
+	for _, msg := range []string{
+		"failed to create table: constraint failed: UNIQUE constraint failed: iceberg_tables.catalog_name, iceberg_tables.table_namespace, iceberg_tables.table_name (1555)",
+		`ERROR: duplicate key value violates unique constraint "iceberg_tables_pkey" (SQLSTATE 23505)`,
+	} {
+		err := errors.New(msg)
+		if k := kindOf(err); k != catalogs.ErrAlreadyExists {
+			t.Errorf("kindOf(%q) = %v, want AlreadyExists", msg, k)
+		}
+		r := catalogs.NewRemote("test", catalogs.RemotePolicy{Timeout: time.Second, Attempts: 1, BreakerFailures: 2, BreakerOpen: time.Hour}, isTransient)
+		for range 3 {
+			_, _ = catalogs.Guard(context.Background(), r, false, func(context.Context) (int, error) { return 0, err })
+		}
+		if st := r.State(); st != catalogs.BreakerClosed {
+			t.Errorf("breaker state %d after 3 unique violations, want closed", st)
+		}
+	}
+}
