@@ -55,50 +55,22 @@ func (s *stream) laneErr(err error) error {
 	return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write data files", s.st.ident))
 }
 
-// lane writes the batches it takes from in into files of its own. A file
-// it leaves open on error is closed here; the stream's cleanup deletes it
-// (newFile listed it).
-func (s *stream) lane(ctx context.Context, _ int, in <-chan arrow.RecordBatch) (err error) {
-	var w *fileWriter
-	mem := pqwrite.NewAlloc()
-	defer func() {
-		if w != nil {
-			w.pf.Abort()
-		}
-	}()
-	for {
-		var b arrow.RecordBatch
-		select {
-		case b = <-in:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-		if b == nil { // in is closed: the upload is complete
-			break
-		}
-		if w == nil {
-			if w, err = s.newFile(ctx, "", nil, b, mem); err != nil {
-				b.Release()
-				return err
+// lane is a lane's loop (pqwrite.LaneFiles): unpartitioned files of the
+// stream's target size.
+func (s *stream) lane(ctx context.Context, n int, in <-chan arrow.RecordBatch) error {
+	return pqwrite.LaneFiles[*fileWriter]{
+		Open: func(ctx context.Context, first arrow.RecordBatch, mem *pqwrite.Alloc) (*fileWriter, error) {
+			return s.newFile(ctx, "", nil, first, mem)
+		},
+		Write: func(w *fileWriter, b arrow.RecordBatch) error {
+			if err := w.pf.Write(b); err != nil {
+				return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write %s", s.st.ident, w.rel))
 			}
-		}
-		err = w.pf.Write(b)
-		b.Release()
-		if err != nil {
-			return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write %s", s.st.ident, w.rel))
-		}
-		if w.pf.Size() >= s.target {
-			f := w
-			w = nil
-			if err := s.finish(f); err != nil {
-				return err
-			}
-		}
-	}
-	if w != nil {
-		f := w
-		w = nil
-		return s.finish(f)
-	}
-	return nil
+			return nil
+		},
+		Size:   func(w *fileWriter) int64 { return w.pf.Size() },
+		Target: s.target,
+		Finish: s.finish,
+		Abort:  func(w *fileWriter) { w.pf.Abort() },
+	}.Run(ctx, n, in)
 }

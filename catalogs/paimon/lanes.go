@@ -63,50 +63,17 @@ func (s *stream) laneErr(err error) error {
 	return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write data files", s.st.ident))
 }
 
-// lane writes the batches it takes from in into files of its own. A file
-// it leaves open on error is closed here; the stream's cleanup deletes it
-// (newFile listed it).
-func (s *stream) lane(ctx context.Context, _ int, in <-chan arrow.RecordBatch) (err error) {
-	var w *fileWriter
-	mem := pqwrite.NewAlloc()
-	defer func() {
-		if w != nil {
-			w.pf.Abort()
-		}
-	}()
-	for {
-		var b arrow.RecordBatch
-		select {
-		case b = <-in:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-		if b == nil { // in is closed: the upload is complete
-			break
-		}
-		if w == nil {
-			if w, err = s.newFile(ctx, unawareGroup, b, mem); err != nil {
-				b.Release()
-				return err
-			}
-		}
-		err = w.write(b)
-		b.Release()
-		if err != nil {
-			return err
-		}
-		if w.size() >= s.p.cfg.targetFileSize {
-			f := w
-			w = nil
-			if err := s.finish(f); err != nil {
-				return err
-			}
-		}
-	}
-	if w != nil {
-		f := w
-		w = nil
-		return s.finish(f)
-	}
-	return nil
+// lane is a lane's loop (pqwrite.LaneFiles): files of the unaware
+// bucket, of the table's target file size.
+func (s *stream) lane(ctx context.Context, n int, in <-chan arrow.RecordBatch) error {
+	return pqwrite.LaneFiles[*fileWriter]{
+		Open: func(ctx context.Context, first arrow.RecordBatch, mem *pqwrite.Alloc) (*fileWriter, error) {
+			return s.newFile(ctx, unawareGroup, first, mem)
+		},
+		Write:  (*fileWriter).write,
+		Size:   (*fileWriter).size,
+		Target: s.p.cfg.targetFileSize,
+		Finish: s.finish,
+		Abort:  func(w *fileWriter) { w.pf.Abort() },
+	}.Run(ctx, n, in)
 }

@@ -12,7 +12,8 @@ import (
 
 // Lanes fans the batches of one upload out to encoder goroutines
 // ("lanes"), each writing files of its own, for a writer that is handed
-// batches one call at a time (a Paimon write stream). Parquet encoding is
+// batches one call at a time (a Paimon or Delta write stream, whose lanes
+// run LaneFiles.Run). Parquet encoding is
 // the cost of an ingest and one file is encoded on one core: up to n lanes
 // encode at once. The first lane works alone until spread bytes have been
 // sent, so that a small upload stays one file in its order; then the
@@ -177,4 +178,74 @@ func BatchBytes(b arrow.RecordBatch) int64 {
 		n += int64(c.Data().SizeInBytes())
 	}
 	return n
+}
+
+// LaneFiles is how a lane makes, fills and closes its files: Run is the
+// loop every backend's lane runs (the run of NewLanes), so that what a
+// lane does with a file it leaves open on an error is written once. F is
+// the backend's open file.
+type LaneFiles[F any] struct {
+	// Open starts a file for the batch first, its page buffers from mem
+	// (one Alloc per lane). The backend lists the file for its stream's
+	// cleanup before it returns.
+	Open func(ctx context.Context, first arrow.RecordBatch, mem *Alloc) (F, error)
+	// Write appends b to f; its error is returned as it is (name the
+	// table and file in it).
+	Write func(f F, b arrow.RecordBatch) error
+	// Size is f's bytes so far; at Target or more the file is finished
+	// and the next batch starts another.
+	Size   func(f F) int64
+	Target int64
+	// Finish closes f and records it; it cleans up after its own error.
+	Finish func(f F) error
+	// Abort closes a file left open by an error or the context's end
+	// (the stream's cleanup deletes it).
+	Abort func(f F)
+}
+
+// Run writes the batches it takes from in into files of its own until in
+// is closed or ctx ends, releasing each batch.
+func (lf LaneFiles[F]) Run(ctx context.Context, _ int, in <-chan arrow.RecordBatch) (err error) {
+	var f F
+	open := false
+	mem := NewAlloc()
+	defer func() {
+		if open {
+			lf.Abort(f)
+		}
+	}()
+	for {
+		var b arrow.RecordBatch
+		select {
+		case b = <-in:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		if b == nil { // in is closed: the upload is complete
+			break
+		}
+		if !open {
+			if f, err = lf.Open(ctx, b, mem); err != nil {
+				b.Release()
+				return err
+			}
+			open = true
+		}
+		err = lf.Write(f, b)
+		b.Release()
+		if err != nil {
+			return err
+		}
+		if lf.Size(f) >= lf.Target {
+			open = false
+			if err := lf.Finish(f); err != nil {
+				return err
+			}
+		}
+	}
+	if open {
+		open = false
+		return lf.Finish(f)
+	}
+	return nil
 }
