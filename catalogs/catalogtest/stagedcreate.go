@@ -258,6 +258,11 @@ func (s suite) testStagedCreateReclaim(t *testing.T) {
 		}
 	}
 
+	// Refreshed again: under load the two reclaims above can outlast
+	// minAge, which a live unit of work would have refreshed across.
+	if err := ck.KeepCreate(ctx, kept, keptRs); err != nil {
+		t.Fatalf("KeepCreate: %v", err)
+	}
 	rep, err = rc.Reclaim(ctx, catalogs.ReclaimOptions{MinAge: minAge, Held: holds})
 	if err != nil {
 		t.Fatalf("Reclaim: %v", err)

@@ -68,12 +68,6 @@ func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (c
 // no table (lake.CreateDir): a table exists once its _delta_log does
 // (as ListTables counts it, even before version 0), and the create's
 // files are the directory's non-hidden ones (VACUUM's data files).
-type createDir struct {
-	p    *Provider
-	dir  string
-	held map[string]bool
-}
-
 func (p *Provider) createDir(ctx context.Context, t catalogs.TableIdent, opts catalogs.ReclaimOptions) (lake.CreateDir, error) {
 	dir, err := p.tableDir(t)
 	if err != nil {
@@ -83,30 +77,11 @@ func (p *Provider) createDir(ctx context.Context, t catalogs.TableIdent, opts ca
 	if err != nil {
 		return nil, err
 	}
-	return &createDir{p: p, dir: dir, held: held}, nil
-}
-
-func (d *createDir) IsTable(ctx context.Context) (bool, error) {
-	return d.p.fs.Exists(ctx, d.dir+"/_delta_log")
-}
-
-func (d *createDir) Candidates(ctx context.Context, fn func(lake.Candidate) error) error {
-	return d.p.fs.Walk(ctx, d.dir, func(rel string, size int64, mod time.Time) error {
-		if hidden(rel) {
-			return nil
-		}
-		return fn(lake.Candidate{Path: d.dir + "/" + rel, Ref: rel, Kind: lake.KindData, Size: size, Mod: mod})
-	})
-}
-
-func (d *createDir) Held(ref string) bool { return d.held[ref] }
-
-func (d *createDir) Delete(ctx context.Context, p string) error { return d.p.fs.Remove(ctx, p) }
-
-func (d *createDir) Tidy(context.Context) {
-	if l, ok := d.p.fs.Local(d.dir); ok {
-		lake.RemoveEmptyDirs(l)
-	}
+	return &lake.StoreCreateDir{
+		FS: p.fs, Dir: dir, TableEntry: "_delta_log",
+		Candidate: func(rel string) (lake.FileKind, bool) { return lake.KindData, !hidden(rel) },
+		HeldRef:   func(rel string) bool { return held[rel] },
+	}, nil
 }
 
 // reclaimBeforeRecheck, set by tests only, runs between the listing and

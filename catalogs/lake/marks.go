@@ -373,3 +373,45 @@ func RemoveEmptyDirs(dir string) {
 		_ = os.Remove(d)
 	}
 }
+
+// StoreCreateDir is the CreateDir of a staged create whose table is a
+// directory of a Store (Delta, Paimon): what differs by format is the
+// entry whose presence makes the directory a table, and which of its
+// files a create writes.
+type StoreCreateDir struct {
+	FS  Store
+	Dir string
+	// TableEntry, relative to Dir, exists once a table does (as the
+	// format's table listing counts one).
+	TableEntry string
+	// Candidate tells whether the file at rel (relative to Dir) is one a
+	// create writes, and its kind.
+	Candidate func(rel string) (FileKind, bool)
+	// HeldRef tells whether a live unit of work of this process holds
+	// the file at rel.
+	HeldRef func(rel string) bool
+}
+
+func (d *StoreCreateDir) IsTable(ctx context.Context) (bool, error) {
+	return d.FS.Exists(ctx, d.Dir+"/"+d.TableEntry)
+}
+
+func (d *StoreCreateDir) Candidates(ctx context.Context, fn func(Candidate) error) error {
+	return d.FS.Walk(ctx, d.Dir, func(rel string, size int64, mod time.Time) error {
+		kind, ok := d.Candidate(rel)
+		if !ok {
+			return nil
+		}
+		return fn(Candidate{Path: d.Dir + "/" + rel, Ref: rel, Kind: kind, Size: size, Mod: mod})
+	})
+}
+
+func (d *StoreCreateDir) Held(ref string) bool { return d.HeldRef(ref) }
+
+func (d *StoreCreateDir) Delete(ctx context.Context, p string) error { return d.FS.Remove(ctx, p) }
+
+func (d *StoreCreateDir) Tidy(context.Context) {
+	if l, ok := d.FS.Local(d.Dir); ok {
+		RemoveEmptyDirs(l)
+	}
+}

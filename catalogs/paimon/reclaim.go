@@ -64,12 +64,6 @@ func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (c
 // does (as ListTables counts it), and the create's files are those this
 // layout produces (candidate: data files, and the manifests of a first
 // commit that failed and was dropped).
-type createDir struct {
-	p    *Provider
-	dir  string
-	held map[string]bool
-}
-
 func (p *Provider) createDir(ctx context.Context, t catalogs.TableIdent, opts catalogs.ReclaimOptions) (lake.CreateDir, error) {
 	dir, err := p.tableDir(t)
 	if err != nil {
@@ -79,31 +73,11 @@ func (p *Provider) createDir(ctx context.Context, t catalogs.TableIdent, opts ca
 	if err != nil {
 		return nil, err
 	}
-	return &createDir{p: p, dir: dir, held: held}, nil
-}
-
-func (d *createDir) IsTable(ctx context.Context) (bool, error) {
-	return d.p.fs.Exists(ctx, d.dir+"/schema")
-}
-
-func (d *createDir) Candidates(ctx context.Context, fn func(lake.Candidate) error) error {
-	return d.p.fs.Walk(ctx, d.dir, func(rel string, size int64, mod time.Time) error {
-		kind, ok := candidate(rel)
-		if !ok {
-			return nil
-		}
-		return fn(lake.Candidate{Path: d.dir + "/" + rel, Ref: rel, Kind: kind, Size: size, Mod: mod})
-	})
-}
-
-func (d *createDir) Held(ref string) bool { return d.held[ref] || d.held[path.Base(ref)] }
-
-func (d *createDir) Delete(ctx context.Context, p string) error { return d.p.fs.Remove(ctx, p) }
-
-func (d *createDir) Tidy(context.Context) {
-	if l, ok := d.p.fs.Local(d.dir); ok {
-		lake.RemoveEmptyDirs(l)
-	}
+	return &lake.StoreCreateDir{
+		FS: p.fs, Dir: dir, TableEntry: "schema",
+		Candidate: candidate,
+		HeldRef:   func(rel string) bool { return held[rel] || held[path.Base(rel)] },
+	}, nil
 }
 
 // reclaimTable is one table's side of the floor's reclaim (lake.Table):
