@@ -130,8 +130,7 @@ func TestFailedCreateLeavesNoTable(t *testing.T) {
 						// The cancel comes once the create has made the table.
 						t.Error("the create never made the table")
 					}
-					cancel()
-					close(st.release)
+					cancelStalled(cancel, st)
 					return <-done
 				},
 				"batch refused": func(c *flightsql.Client, table string) error {

@@ -140,8 +140,7 @@ func stagedCreateFailed(t *testing.T, be stagedBackend) {
 			<-st.sent
 			time.Sleep(200 * time.Millisecond) // the gateway has the first batch
 			invisible(t, g, be, table, "while the create streams")
-			cancel()
-			close(st.release)
+			cancelStalled(cancel, st)
 			return <-done
 		},
 		"batch refused": func(c *flightsql.Client, table string) error {

@@ -200,6 +200,18 @@ type stallingReader struct {
 	n       int
 }
 
+// cancelStalled cancels a stalled ingest's context, then releases its
+// reader. The pause between lets gRPC's client reset the stream first: a
+// reader released at once can end the upload (its last frames and
+// END_STREAM) before the reset goes out, and the server then sees a
+// complete upload of the batches sent so far, which it rightly commits
+// (TestStagedCreateFailedLeavesNoTable failed so under CI's load).
+func cancelStalled(cancel context.CancelFunc, st *stallingReader) {
+	cancel()
+	time.Sleep(200 * time.Millisecond)
+	close(st.release)
+}
+
 func (s *stallingReader) Next() bool {
 	if s.n == 1 {
 		close(s.sent)
@@ -232,8 +244,7 @@ func TestFailedCreateNeverDropsOthersRows(t *testing.T) {
 		t.Fatalf("B's create_append: n = %d, %v", n, err)
 	}
 	// A dies mid-stream.
-	cancelA()
-	close(st.release)
+	cancelStalled(cancelA, st)
 	if err := <-done; err == nil {
 		t.Fatal("A's cancelled ingest succeeded")
 	}
