@@ -2,7 +2,6 @@ package delta
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -41,27 +40,10 @@ var _ catalogs.Reclaimer = (*Provider)(nil)
 // they were written. Interrupted atomic writes (.*.tmp) in _delta_log are
 // orphans too.
 func (p *Provider) Reclaim(ctx context.Context, opts catalogs.ReclaimOptions) (catalogs.ReclaimReport, error) {
-	var tables []catalogs.TableIdent
-	if opts.MinAge > 0 {
-		var err error
-		if tables, err = catalogs.AllTables(ctx, p); err != nil {
-			return catalogs.ReclaimReport{}, err
-		}
-	}
 	r := lake.Reclaimer{Log: p.log, MetadataName: "log", BeforeRecheck: reclaimBeforeRecheck}
-	rep, err := lake.All(ctx, p.name, opts, tables, func(ctx context.Context, t catalogs.TableIdent, cutoff time.Time) (catalogs.ReclaimReport, error) {
-		tr, err := p.vacuumTable(ctx, t, opts)
-		if err != nil {
-			return catalogs.ReclaimReport{}, err
-		}
-		return r.Reclaim(ctx, t, tr, opts, cutoff)
-	})
-	if opts.MinAge <= 0 {
-		return rep, err
-	}
-	rc, cerr := r.ReclaimCreates(ctx, p.name, p.marks(), opts, time.Now().Add(-opts.MinAge), p.createDir)
-	rep.Add(rc)
-	return rep, errors.Join(err, cerr)
+	return r.ReclaimProvider(ctx, p.name, p, opts, func(ctx context.Context, t catalogs.TableIdent, opts catalogs.ReclaimOptions) (lake.Table, error) {
+		return p.vacuumTable(ctx, t, opts)
+	}, p.marks(), p.createDir)
 }
 
 // createDir is the directory of a staged create of t that may belong to

@@ -415,3 +415,32 @@ func (d *StoreCreateDir) Tidy(context.Context) {
 		RemoveEmptyDirs(l)
 	}
 }
+
+// ReclaimProvider is the whole reclaim of a backend whose every table is
+// one Table: every table of l that open reaches (All), then the staged
+// creates of catalog name that no table took (ReclaimCreates with m and
+// createDir). A non-positive opts.MinAge is refused, as All refuses it.
+func (r Reclaimer) ReclaimProvider(ctx context.Context, name string, l catalogs.Lister, opts catalogs.ReclaimOptions,
+	open func(ctx context.Context, t catalogs.TableIdent, opts catalogs.ReclaimOptions) (Table, error),
+	m Marks, createDir func(ctx context.Context, t catalogs.TableIdent, opts catalogs.ReclaimOptions) (CreateDir, error)) (catalogs.ReclaimReport, error) {
+	var tables []catalogs.TableIdent
+	if opts.MinAge > 0 {
+		var err error
+		if tables, err = catalogs.AllTables(ctx, l); err != nil {
+			return catalogs.ReclaimReport{}, err
+		}
+	}
+	rep, err := All(ctx, name, opts, tables, func(ctx context.Context, t catalogs.TableIdent, cutoff time.Time) (catalogs.ReclaimReport, error) {
+		tbl, err := open(ctx, t, opts)
+		if err != nil {
+			return catalogs.ReclaimReport{}, err
+		}
+		return r.Reclaim(ctx, t, tbl, opts, cutoff)
+	})
+	if opts.MinAge <= 0 {
+		return rep, err
+	}
+	rc, cerr := r.ReclaimCreates(ctx, name, m, opts, time.Now().Add(-opts.MinAge), createDir)
+	rep.Add(rc)
+	return rep, errors.Join(err, cerr)
+}
