@@ -329,11 +329,30 @@ func FuzzPlainPage(f *testing.F) {
 	f.Add([]byte{}, []byte{3, 0, 0, 0, 'x', 'y', 'z', 0xff, 0xff, 0, 0}, uint16(2), uint8(2), false)
 	f.Add([]byte{4 << 1, 0, 4 << 1, 1}, []byte{0b1010}, uint16(8), uint8(3), true)
 	f.Add([]byte{}, []byte{1, 2, 3, 4, 5, 6, 7}, uint16(2), uint8(0), false)
+	f.Add([]byte{1<<1 | 1, 0b01010101, 2 << 1, 0}, bytes.Repeat([]byte{0xAB}, 32), uint16(10), uint8(1), true)
+	// Rows enough for pooled buffers (4 KiB up), every other one null.
+	half := binary.AppendUvarint(nil, 250<<1|1)
+	half = append(half, bytes.Repeat([]byte{0b01010101}, 250)...)
+	f.Add(half, bytes.Repeat([]byte{0xAB}, 8000), uint16(1999), uint8(1), true)
+	f.Add(half, bytes.Repeat([]byte{0xAB}, 8000), uint16(1999), uint8(0), true)
+	f.Add(half, bytes.Repeat([]byte{3, 0, 0, 0, 'a', 'b', 'c'}, 1000), uint16(1999), uint8(2), true)
+	f.Add(half, bytes.Repeat([]byte{0xAB}, 125), uint16(1999), uint8(3), true)
 	f.Fuzz(func(t *testing.T, defs, vals []byte, rows uint16, kind uint8, optional bool) {
 		n := int(rows%3000) + 1
 		k := fuzzColumns[int(kind)%len(fuzzColumns)]
 		wantValid, wantVals, wantErr := refPage(defs, vals, n, k.width, optional)
-		c := &plainColumn{name: "col", typ: k.typ, width: k.width, optional: optional, mem: unzeroed{newBufferPool(1 << 20)},
+		// A pool of buffers that held other bytes, as the engine's does.
+		pool := newBufferPool(1 << 20)
+		for c := class(minPooled); c <= class(3001*8); c++ {
+			held := [][]byte{pool.allocate(1 << c), pool.allocate(1 << c)}
+			for _, b := range held {
+				for i := range b {
+					b[i] = 0xAB
+				}
+				pool.Free(b)
+			}
+		}
+		c := &plainColumn{name: "col", typ: k.typ, width: k.width, optional: optional, mem: unzeroed{pool},
 			left: n, defs: levels{buf: defs}, vals: vals}
 		var got []arrow.Array
 		var err error
@@ -381,6 +400,9 @@ func FuzzPlainPage(f *testing.F) {
 					t.Fatalf("row %d: null with value bytes %x, want zeros", row, v)
 				case !wantValid[row] && k.width == 0 && len(v) != 0:
 					t.Fatalf("row %d: null with %d bytes", row, len(v))
+				}
+				if bm := a.NullBitmapBytes(); a.NullN() > 0 && i == a.Len()-1 && bitutil.CountSetBits(bm, 0, len(bm)*8) != a.Len()-a.NullN() {
+					t.Fatalf("a bitmap with bits set past its %d rows", a.Len())
 				}
 				row++
 			}
