@@ -23,7 +23,7 @@ import (
 // BenchmarkFileDecode compares the CPU a plain SELECT * costs on the
 // native path (duckdb: DuckDB decodes the Parquet files and the engine
 // gathers its vectors into Arrow batches), on the direct path (direct:
-// pqarrow, direct.go) and with bare pqarrow readers, one per file (the
+// the plain reader, plainread.go; direct-pqarrow: pqarrow) and with bare pqarrow readers, one per file (the
 // pages decompressed by the process's zstd codec, C zstd once
 // internal/pqwrite is linked). It reads the files of FLIGHTGW_BENCH_PARQUET_DIR (the
 // Parquet files of one table, e.g. the data directory
@@ -42,14 +42,17 @@ func BenchmarkFileDecode(b *testing.B) {
 		b.Fatalf("no Parquet files in %s (%v)", dir, err)
 	}
 	schema := fileSchema(b, files[0])
-	for _, direct := range []bool{false, true} {
-		name := "duckdb"
-		if direct {
-			name = "direct" // the engine's direct path (direct.go)
-		}
-		b.Run(name, func(b *testing.B) {
-			directScans = direct
-			defer func() { directScans = true }()
+	for _, v := range []struct {
+		name          string
+		direct, plain bool
+	}{
+		{"duckdb", false, false},
+		{"direct-pqarrow", true, false}, // the direct path decoding with pqarrow only
+		{"direct", true, true},          // the engine's direct path (direct.go, plainread.go)
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			directScans, plainReads = v.direct, v.plain
+			defer func() { directScans, plainReads = true, true }()
 			engineReads(b, dir, files, schema)
 		})
 	}

@@ -35,11 +35,14 @@ import (
 // The direct path: a query that only lists columns of one table with a
 // plain file plan (SELECT * FROM t, SELECT a, b AS c FROM t LIMIT 10
 // OFFSET 5; no WHERE, expression, join, GROUP BY, ORDER BY, DISTINCT,
-// parameter, or LIMIT other than of constants) is read by arrow-go's
-// pqarrow straight from the planned Parquet files into Arrow batches. DuckDB's decoding of the pages and the copy out of its
+// parameter, or LIMIT other than of constants) is read straight from the
+// planned Parquet files into Arrow batches: by the plain reader
+// (plainread.go) where every column chunk is flat, PLAIN and without a
+// dictionary, as the gateway writes most, by arrow-go's pqarrow
+// otherwise. DuckDB's decoding of the pages and the copy out of its
 // vectors were most of a streamed query's CPU; on the query benchmark's
 // files pqarrow (with C zstd) decodes them in about 30% less
-// (BenchmarkFileDecode).
+// (BenchmarkFileDecode), the plain reader in less again.
 //
 // The result is the native path's: DuckDB still binds the query over the
 // files' view, and its result schema (names, types, nullability) is the
@@ -64,6 +67,10 @@ import (
 
 // directScans turns the direct path on; tests turn it off to compare.
 var directScans = true
+
+// plainReads lets the direct path read the column chunks it can with the
+// plain reader (plainread.go); tests turn it off to compare with pqarrow.
+var plainReads = true
 
 // directWorkers decode the row groups of a query read whole at once: the
 // cores the gateway is sized for.
@@ -236,8 +243,9 @@ func directType(t arrow.DataType) bool {
 type directFile struct {
 	path   string
 	meta   *metadata.FileMetaData
-	leaves []int // the file's columns to read, ascending
-	pos    []int // result column i is column pos[i] of a read batch
+	leaves []int            // the file's columns to read, ascending
+	types  []arrow.DataType // the Arrow type pqarrow reads each leaf as
+	pos    []int            // result column i is column pos[i] of a read batch
 	// relabel[i] is true when result column i has the time zone DuckDB
 	// names, not the file's (sameValues).
 	relabel []bool
@@ -283,7 +291,8 @@ type directScan struct {
 	table   catalogs.TableIdent
 	units   []directUnit
 	props   *parquet.ReaderProperties
-	mem     memory.Allocator  // the batches' buffers (decodeMem)
+	mem     memory.Allocator  // the batches' buffers for pqarrow (decodeMem)
+	raw     memory.Allocator  // the same for the plain reader (unzeroed)
 	outs    []chan aheadBatch // worker w sends units w, w+workers, ...
 	next    int               // the unit being read
 	ctx     context.Context
@@ -386,6 +395,9 @@ func directFileOf(pf *file.Reader, path string, cols []string, schema *arrow.Sch
 		}
 	}
 	slices.Sort(df.leaves)
+	for _, leaf := range df.leaves {
+		df.types = append(df.types, fs.Field(leaf).Type)
+	}
 	for _, x := range idx {
 		df.pos = append(df.pos, slices.Index(df.leaves, x))
 	}
@@ -404,7 +416,7 @@ func newDirectScan(ctx context.Context, t catalogs.TableIdent, schema *arrow.Sch
 	// The batches' buffers come from the pool too (on the Go heap, zeroed
 	// fresh for every batch, the direct path cost 19% more CPU), zeroed
 	// only where the decoders do not write (decodeMem, scrub).
-	d := &directScan{schema: schema, table: t, props: props, mem: decodeMem{pool}}
+	d := &directScan{schema: schema, table: t, props: props, mem: decodeMem{pool}, raw: unzeroed{pool}}
 	var first int64 // the scan's row index of the next unit
 	add := func(f *directFile, rgs []int, rows int64) {
 		u := directUnit{file: f, rowGroups: rgs, first: first, take: -1}
@@ -508,72 +520,96 @@ func (d *directScan) read(w int, u directUnit) error {
 	if err != nil {
 		return d.errorf(err)
 	}
+	src, err := d.batchesOf(pf, u)
+	if err != nil {
+		return d.errorf(err)
+	}
+	defer src.close()
+	cols := make([]arrow.Array, len(u.file.pos))
+	var at int64 // the unit's row index of the batch's first row
+	for {
+		batch, rows, err := src.next()
+		if err != nil {
+			return d.errorf(err)
+		}
+		if batch == nil {
+			return nil
+		}
+		done, err := d.emit(w, u, cols, batch, rows, &at)
+		for _, c := range batch {
+			c.Release()
+		}
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// batchesOf is the source of u's batches: the plain reader when it reads
+// every column chunk of u (plainReadable), pqarrow otherwise.
+func (d *directScan) batchesOf(pf *file.Reader, u directUnit) (batches, error) {
+	if plainReads && plainReadable(u.file, u) {
+		return newPlainBatches(pf, u.file, u, d.raw), nil
+	}
 	// PreAllocBinaryData sizes a batch's string data from the row group's
 	// footer at once: grown by doubling, the buffer was copied on every
 	// step (2-3% of a direct read's CPU, BenchmarkFileDecode).
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows, PreAllocBinaryData: true}, d.mem)
 	if err != nil {
-		return d.errorf(err)
+		return nil, err
 	}
 	rr, err := fr.GetRecordReader(d.ctx, u.file.leaves, u.rowGroups)
 	if err != nil {
-		return d.errorf(err)
+		return nil, err
 	}
-	defer rr.Release()
-	cols := make([]arrow.Array, len(u.file.pos))
-	var at int64 // the unit's row index of the batch's first row
-	for rr.Next() {
-		rec := rr.RecordBatch()
-		for _, c := range rec.Columns() {
-			scrub(c)
+	return pqBatches{rr}, nil
+}
+
+// emit sends the rows of a read batch (the unit's rows at.. of the file's
+// leaves) the query keeps, as a batch of the result's columns; done when
+// the unit has no more rows the query keeps, or the scan stopped.
+func (d *directScan) emit(w int, u directUnit, cols, batch []arrow.Array, rows int64, at *int64) (done bool, err error) {
+	for _, c := range batch {
+		scrub(c)
+	}
+	// The rows of the batch the query keeps: [lo, hi).
+	lo, hi := max(u.skip-*at, 0), rows
+	if u.take >= 0 {
+		hi = min(hi, u.skip+u.take-*at)
+	}
+	*at += rows
+	last := u.take >= 0 && *at >= u.skip+u.take
+	if lo >= hi {
+		return last, nil
+	}
+	for i, p := range u.file.pos {
+		if lo == 0 && hi == rows {
+			cols[i] = batch[p]
+			cols[i].Retain()
+		} else {
+			cols[i] = array.NewSlice(batch[p], lo, hi)
 		}
-		// The rows of the batch the query keeps: [lo, hi).
-		lo, hi := max(u.skip-at, 0), rec.NumRows()
-		if u.take >= 0 {
-			hi = min(hi, u.skip+u.take-at)
+		if u.file.relabel[i] {
+			re := relabeled(cols[i], d.schema.Field(i).Type)
+			cols[i].Release()
+			cols[i] = re
 		}
-		at += rec.NumRows()
-		if lo >= hi {
-			if u.take >= 0 && at >= u.skip+u.take {
-				return nil
-			}
-			continue
+	}
+	release := func() {
+		for _, c := range cols {
+			c.Release()
 		}
-		for i, p := range u.file.pos {
-			if lo == 0 && hi == rec.NumRows() {
-				cols[i] = rec.Column(p)
-				cols[i].Retain()
-			} else {
-				cols[i] = array.NewSlice(rec.Column(p), lo, hi)
-			}
-			if u.file.relabel[i] {
-				re := relabeled(cols[i], d.schema.Field(i).Type)
-				cols[i].Release()
-				cols[i] = re
-			}
-		}
-		release := func() {
-			for _, c := range cols {
-				c.Release()
-			}
-		}
-		if err := validUTF8(d.schema, cols); err != nil {
-			release()
-			return d.errorf(err)
-		}
-		out := array.NewRecordBatch(d.schema, cols, hi-lo)
+	}
+	if err := validUTF8(d.schema, cols); err != nil {
 		release()
-		if !d.send(w, aheadBatch{out, nil}) {
-			return nil
-		}
-		if u.take >= 0 && at >= u.skip+u.take {
-			return nil
-		}
+		return true, d.errorf(err)
 	}
-	if err := rr.Err(); err != nil {
-		return d.errorf(err)
+	out := array.NewRecordBatch(d.schema, cols, hi-lo)
+	release()
+	if !d.send(w, aheadBatch{out, nil}) {
+		return true, nil
 	}
-	return nil
+	return last, nil
 }
 
 // validUTF8 refuses a string column holding a value that is not UTF-8,

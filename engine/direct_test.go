@@ -109,8 +109,9 @@ func writeRowGroups(t *testing.T, path string, first, n, rg int) {
 	writeTagged(t, path, first, n, rg, func(i int) string { return strings.Repeat("é", i%20) })
 }
 
-// writeTagged is writeRowGroups with the tag of row i given by tag.
-func writeTagged(t *testing.T, path string, first, n, rg int, tag func(int) string) {
+// writeTagged is writeRowGroups with the tag of row i given by tag, and
+// the writer's defaults overridden by opts.
+func writeTagged(t *testing.T, path string, first, n, rg int, tag func(int) string, opts ...parquet.WriterProperty) {
 	t.Helper()
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
@@ -134,12 +135,12 @@ func writeTagged(t *testing.T, path string, first, n, rg int, tag func(int) stri
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	writeFile(t, path, rec, rg)
+	writeFile(t, path, rec, rg, opts...)
 }
 
 // writeFile writes rec as one Parquet file of row groups of rg rows, ZSTD,
-// as the gateway's writers do.
-func writeFile(t *testing.T, path string, rec arrow.RecordBatch, rg int) {
+// as the gateway's writers do, the defaults overridden by opts.
+func writeFile(t *testing.T, path string, rec arrow.RecordBatch, rg int, opts ...parquet.WriterProperty) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -149,7 +150,8 @@ func writeFile(t *testing.T, path string, rec arrow.RecordBatch, rg int) {
 		t.Fatal(err)
 	}
 	w, err := pqarrow.NewFileWriter(rec.Schema(), out,
-		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(int64(rg))),
+		parquet.NewWriterProperties(append([]parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Zstd),
+			parquet.WithMaxRowGroupLength(int64(rg))}, opts...)...),
 		pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +256,19 @@ func emptyOf(t *testing.T, path string) arrow.RecordBatch {
 // bytes) is refused as DuckDB's native path refuses it, naming the table
 // and the column, never sent on as an Arrow string.
 func TestDirectRefusesInvalidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		plain bool // read by the plain reader, not pqarrow
+		opts  []parquet.WriterProperty
+	}{
+		{"dictionary", false, nil},
+		{"plain", true, plainProps},
+	} {
+		t.Run(tc.name, func(t *testing.T) { refusesInvalidUTF8(t, tc.plain, tc.opts...) })
+	}
+}
+
+func refusesInvalidUTF8(t *testing.T, plain bool, opts ...parquet.WriterProperty) {
 	f := newNativeFixture(t)
 	files := []string{filepath.Join(f.root, "bad", "data", "a.parquet")}
 	// Row 5000's tag is two halves of one "é": each value alone is invalid,
@@ -266,7 +281,10 @@ func TestDirectRefusesInvalidUTF8(t *testing.T) {
 			return "\xa9y"
 		}
 		return "ok"
-	})
+	}, opts...)
+	if got := plainFile(t, files[0]); got != plain {
+		t.Fatalf("plain reader %v, want %v", got, plain)
+	}
 	f.plain.files["bad"] = files
 	f.scan.tables["bad"] = emptyOf(t, files[0])
 	res, err := f.run(t, f.plain, `SELECT tag, id FROM bad`, nil)
@@ -323,6 +341,20 @@ func TestDirectLastBatchOfAUnit(t *testing.T) {
 // the IPC writer sends. The pool is filled with buffers of 0xAB first,
 // a byte the table's own IPC body never holds.
 func TestDirectSendsNoStaleBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		plain bool // read by the plain reader, not pqarrow
+		opts  []parquet.WriterProperty
+	}{
+		{"dictionary", false, nil},
+		{"plain", true, plainProps},
+		{"plain v1 pages", true, append([]parquet.WriterProperty{parquet.WithDataPageVersion(parquet.DataPageV1)}, plainProps...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) { sendsNoStaleBytes(t, tc.plain, tc.opts...) })
+	}
+}
+
+func sendsNoStaleBytes(t *testing.T, plain bool, opts ...parquet.WriterProperty) {
 	f := newNativeFixture(t)
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
@@ -361,7 +393,10 @@ func TestDirectSendsNoStaleBytes(t *testing.T) {
 		t.Fatalf("the table's own IPC body holds 0xAB at %d: pick other values", i)
 	}
 	files := []string{filepath.Join(f.root, "stale", "data", "a.parquet")}
-	writeFile(t, files[0], rec, 7_000)
+	writeFile(t, files[0], rec, 7_000, opts...)
+	if got := plainFile(t, files[0]); got != plain {
+		t.Fatalf("plain reader %v, want %v", got, plain)
+	}
 	f.plain.files["stale"] = files
 	f.scan.tables["stale"] = emptyOf(t, files[0])
 
