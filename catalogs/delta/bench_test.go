@@ -87,7 +87,8 @@ func ingestBatches(rows int) []arrow.RecordBatch {
 // BenchmarkIngestShape: one stream of the Delta ingest benchmark's rows
 // (FLIGHTGW_BENCH_ROWS, 2M by default) into a new unpartitioned table,
 // and its commit, on local files: the encode side of
-// make delta-ingest-bench without gRPC.
+// make delta-ingest-bench without gRPC. It reports the CPU seconds and
+// the bytes of data files per stream.
 func BenchmarkIngestShape(b *testing.B) {
 	rows := 2_000_000
 	if v, err := strconv.Atoi(os.Getenv("FLIGHTGW_BENCH_ROWS")); err == nil && v > 0 {
@@ -103,6 +104,7 @@ func BenchmarkIngestShape(b *testing.B) {
 	ctx := context.Background()
 	b.SetBytes(int64(rows) * 44)
 	n := 0
+	var written uint64
 	cpu0 := cpuTime()
 	for b.Loop() {
 		n++
@@ -123,11 +125,15 @@ func BenchmarkIngestShape(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		for _, r := range rs {
+			written += r.ByteCount
+		}
 		if _, err := p.Commit(ctx, id, rs); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(n), "cpu-s/op")
+	b.ReportMetric(float64(written)/1e6/float64(n), "file-MB/op")
 }
 
 // cpuTime is the process's user and system CPU time so far.
