@@ -274,6 +274,10 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 			[]deltaVersionRows{{{0, 10}}, {{0, 10}, {10, 5}}, {{20, 6}}, {{20, 6}, {26, 4}}}},
 		{"hostile_cm", hostileSchema, hostileRow, map[string]string{"partition": "p,q", "delta.columnMapping.mode": "name", "delta.checkpointInterval": "2"}, []int{3, 7},
 			[]deltaVersionRows{{{0, 26}}, {{0, 26}, {26, 13}}, {{100, 13}}, {{100, 13}, {113, 7}}}},
+		// Batches large enough for the writer's encoding sample
+		// (pqwrite.DeltaPackedColumns): id and ntz, in narrow steps, are
+		// written DELTA_BINARY_PACKED.
+		{"packed", everySchema, everyRow, nil, []int{3, 7}, []deltaVersionRows{{{0, 110}}}}, // i16 overflows past 112
 	}
 	// Twelve appends: past delta.checkpointInterval (10 when unset), so the
 	// readers read from a checkpoint once the gateway writes one.

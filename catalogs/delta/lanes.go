@@ -2,7 +2,6 @@ package delta
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -11,18 +10,22 @@ import (
 	"github.com/flightgw/flightgw/internal/pqwrite"
 )
 
-// An unpartitioned table's files hold rows in any order, so an ingest
-// stream encodes several at once, as the Paimon backend's unaware-bucket
-// streams do: Parquet encoding (zstd above all) is the cost of an ingest,
-// and one file is encoded on one core, on the goroutine that also
-// receives and decodes the upload. pqwrite.Lanes hands the batches to up
-// to maxLanes lanes (one per core); the first works alone until
-// laneSpread bytes have gone out, so that a small upload stays one file
-// in its order. Each lane writes its own files, each with its own stats,
-// rolled at the target file size. A lane holds the batch it encodes, one
-// row group of at most 4 MiB encoded (newFile) and the page buffers it
-// reuses; the queue one batch per lane. OPTIMIZE writes through one lane
-// of its own (the stream's goroutine): its point is fewer files.
+// A table's files hold rows in any order, so an ingest stream encodes
+// several at once, as the Paimon backend's unaware-bucket streams do:
+// Parquet encoding (zstd above all) is the cost of an ingest, and one file
+// is encoded on one core, on the goroutine that also receives and decodes
+// the upload. pqwrite.Lanes hands the batches to up to maxLanes lanes (one
+// per core); the first works alone until laneSpread bytes have gone out,
+// so that a small upload stays one file (per partition) in its order.
+// Each lane writes its own files, each with its own stats, rolled at the
+// target file size. An unpartitioned table's lane holds the batch it
+// encodes, one row group of at most 4 MiB encoded (newFile) and the page
+// buffers it reuses; the queue one batch per lane. A partitioned table's
+// lane takes whole batches of the table's columns, splits them by
+// partition and keeps a file open per partition it has seen, at most
+// maxOpenFiles over all lanes (so a partition the lanes share has a file
+// from each). OPTIMIZE writes through one lane of its own (the stream's
+// goroutine): its point is fewer files.
 
 // maxLanes bounds the files one stream encodes at once.
 const maxLanes = 4
@@ -31,33 +34,18 @@ const maxLanes = 4
 // starts (a variable for tests).
 var laneSpread int64 = 16 << 20
 
-// sendLane hands rec to the lanes, starting them at the first batch. The
-// lanes' context is the stream's, not this call's: they serve every
-// later Write; a Write or Close whose context ends while it waits stops
-// them (Lanes.Send, Lanes.Close).
+// sendLane hands rec to the lanes (pqwrite.SendTo), opening them at the
+// first batch.
 func (s *stream) sendLane(ctx context.Context, rec arrow.RecordBatch) error {
-	if s.lanes == nil {
-		s.lanes = pqwrite.NewLanes(ctx, pqwrite.LaneCount(maxLanes), laneSpread, s.lane)
-	}
-	rec.Retain() // the lane's now: it releases it
-	if err := s.lanes.Send(ctx, rec); err != nil {
-		return s.laneErr(err)
-	}
-	return nil
+	return pqwrite.StreamErr(s.st.ident, pqwrite.SendTo(ctx, &s.lanes, pqwrite.LaneCount(maxLanes), laneSpread, s.lane, rec))
 }
 
-// laneErr keeps a backend error's kind and names the table on any other
-// (a context's end, a lane's panic).
-func (s *stream) laneErr(err error) error {
-	if catalogs.Kind(err) != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write data files", s.st.ident))
-}
-
-// lane is a lane's loop (pqwrite.LaneFiles): unpartitioned files of the
-// stream's target size.
+// lane is a lane's loop: for an unpartitioned table pqwrite.LaneFiles,
+// files of the stream's target size; for a partitioned one partLane.
 func (s *stream) lane(ctx context.Context, n int, in <-chan arrow.RecordBatch) error {
+	if len(s.partCols) > 0 {
+		return s.partLane(ctx, in)
+	}
 	return pqwrite.LaneFiles[*fileWriter]{
 		Open: func(ctx context.Context, first arrow.RecordBatch, mem *pqwrite.Alloc) (*fileWriter, error) {
 			return s.newFile(ctx, "", nil, first, mem)
@@ -73,4 +61,33 @@ func (s *stream) lane(ctx context.Context, n int, in <-chan arrow.RecordBatch) e
 		Finish: s.finish,
 		Abort:  func(w *fileWriter) { w.pf.Abort() },
 	}.Run(ctx, n, in)
+}
+
+// partLane writes the batches it takes from in (the table's columns) by
+// partition into open files of its own until in is closed or ctx ends,
+// releasing each batch; files left open by an error are closed for the
+// stream's cleanup.
+func (s *stream) partLane(ctx context.Context, in <-chan arrow.RecordBatch) (err error) {
+	o := s.newOpenFiles(maxOpenFiles / pqwrite.LaneCount(maxLanes))
+	defer func() {
+		if err != nil {
+			o.abort()
+		}
+	}()
+	for {
+		var b arrow.RecordBatch
+		select {
+		case b = <-in:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		if b == nil { // in is closed: the upload is complete
+			return o.finishAll()
+		}
+		err = o.write(ctx, b)
+		b.Release()
+		if err != nil {
+			return err
+		}
+	}
 }

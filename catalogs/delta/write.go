@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -126,7 +127,8 @@ func (p *Provider) openStream(ctx context.Context, t catalogs.TableIdent) (*stre
 // from its log, or staged by OpenCreateStream).
 func (p *Provider) streamOn(st *tableState) (*stream, error) {
 	t := st.ident
-	s := &stream{p: p, st: st, id: uuid.NewString(), open: map[string]*fileWriter{}, target: p.cfg.targetFileSize, mem: pqwrite.NewAlloc()}
+	s := &stream{p: p, st: st, id: uuid.NewString(), target: p.cfg.targetFileSize}
+	s.open = s.newOpenFiles(maxOpenFiles)
 	// Data files hold the physical names (and, under column mapping, the
 	// ids as Parquet field ids); partition values and stats go by the
 	// physical names too. Without column mapping they are the logical ones.
@@ -156,7 +158,7 @@ func (p *Provider) streamOn(st *tableState) (*stream, error) {
 		}
 	}
 	s.dataSchema = arrow.NewSchema(fields, nil)
-	s.laned = len(s.partCols) == 0
+	s.laned = true
 	return s, nil
 }
 
@@ -201,8 +203,9 @@ func retypeData(d arrow.ArrayData, t arrow.DataType) arrow.ArrayData {
 	return array.NewData(t, d.Len(), d.Buffers(), children, d.NullN(), d.Offset())
 }
 
-// maxOpenFiles bounds the partitions a stream keeps a file open for;
-// one more first closes them all (each becomes an add of its own).
+// maxOpenFiles bounds the partitions a stream keeps a file open for, over
+// all its lanes (openFiles.limit); one more first closes them all (each
+// becomes an add of its own).
 const maxOpenFiles = 64
 
 type stream struct {
@@ -226,9 +229,8 @@ type stream struct {
 	// stream's goroutine in open.
 	laned bool
 	lanes *pqwrite.Lanes
-	mem   *pqwrite.Alloc // the page buffers of the files in open
 
-	open   map[string]*fileWriter // by partition directory ("" unpartitioned)
+	open   *openFiles // the files written on the stream's goroutine
 	closed bool
 	// keep refreshes the create mark of a staged create's stream (nil
 	// for a stream into an existing table).
@@ -285,11 +287,27 @@ func (s *stream) Write(ctx context.Context, b arrow.RecordBatch) error {
 		return err
 	}
 	defer conformed.Release()
-	cols := conformed.Columns()
-	n := b.NumRows()
-	if n == 0 {
+	if conformed.NumRows() == 0 {
 		return nil
 	}
+	if !s.laned {
+		return s.open.write(ctx, conformed)
+	}
+	if len(s.partCols) > 0 {
+		// A partitioned table's lanes take the table's columns: each
+		// splits its batches by partition into files of its own.
+		return s.sendLane(ctx, conformed)
+	}
+	rec := s.dataBatch(conformed)
+	defer rec.Release()
+	return s.sendLane(ctx, rec)
+}
+
+// dataBatch is the data columns of conformed (a batch of the table's
+// columns), under their physical names and the table's nullability: what
+// the files hold. The caller releases it.
+func (s *stream) dataBatch(conformed arrow.RecordBatch) arrow.RecordBatch {
+	cols := conformed.Columns()
 	data := make([]arrow.Array, 0, len(s.dataIdx))
 	for k, i := range s.dataIdx {
 		c := cols[i]
@@ -299,15 +317,34 @@ func (s *stream) Write(ctx context.Context, b arrow.RecordBatch) error {
 		}
 		data = append(data, c)
 	}
-	// Written under the table's schema (its nullability), not the batch's.
-	rec := array.NewRecordBatch(s.dataSchema, data, n)
+	return array.NewRecordBatch(s.dataSchema, data, conformed.NumRows())
+}
+
+// openFiles are the files one writer (a lane, or the stream's goroutine)
+// has open, by partition directory ("" unpartitioned), at most limit at
+// once: one more first closes them all (each becomes an add of its own).
+type openFiles struct {
+	s     *stream
+	files map[string]*fileWriter
+	limit int
+	mem   *pqwrite.Alloc // the page buffers of these files
+}
+
+func (s *stream) newOpenFiles(limit int) *openFiles {
+	return &openFiles{s: s, files: map[string]*fileWriter{}, limit: max(limit, 1), mem: pqwrite.NewAlloc()}
+}
+
+// write splits conformed (a batch of the table's columns) by partition
+// and appends each part's data columns to its partition's file.
+func (o *openFiles) write(ctx context.Context, conformed arrow.RecordBatch) error {
+	s := o.s
+	rec := s.dataBatch(conformed)
 	defer rec.Release()
-	if s.laned {
-		return s.sendLane(ctx, rec)
-	}
 	if len(s.partCols) == 0 {
-		return s.writeTo(ctx, "", nil, rec)
+		return o.writeTo(ctx, "", nil, rec)
 	}
+	cols := conformed.Columns()
+	n := conformed.NumRows()
 	var keys []string
 	rows := map[string][]int64{}
 	values := map[string]map[string]*string{}
@@ -330,14 +367,14 @@ func (s *stream) Write(ctx context.Context, b arrow.RecordBatch) error {
 		rows[k] = append(rows[k], int64(r))
 	}
 	if len(keys) == 1 {
-		return s.writeTo(ctx, keys[0], values[keys[0]], rec)
+		return o.writeTo(ctx, keys[0], values[keys[0]], rec)
 	}
 	for _, k := range keys {
 		part, err := arrowconv.Take(ctx, rec, rows[k])
 		if err != nil {
 			return catalogs.Wrap(catalogs.ErrInvalidArgument, err, fmt.Sprintf("table %s: split the batch by partition", s.st.ident))
 		}
-		err = s.writeTo(ctx, k, values[k], part)
+		err = o.writeTo(ctx, k, values[k], part)
 		part.Release()
 		if err != nil {
 			return err
@@ -347,28 +384,55 @@ func (s *stream) Write(ctx context.Context, b arrow.RecordBatch) error {
 }
 
 // writeTo appends rec to the open file of partition directory dir.
-func (s *stream) writeTo(ctx context.Context, dir string, values map[string]*string, rec arrow.RecordBatch) error {
-	w := s.open[dir]
+func (o *openFiles) writeTo(ctx context.Context, dir string, values map[string]*string, rec arrow.RecordBatch) error {
+	s := o.s
+	w := o.files[dir]
 	if w == nil {
-		if len(s.open) >= maxOpenFiles {
-			if err := s.finishAll(); err != nil {
+		if len(o.files) >= o.limit {
+			if err := o.finishAll(); err != nil {
 				return err
 			}
 		}
 		var err error
-		if w, err = s.newFile(ctx, dir, values, rec, s.mem); err != nil {
+		if w, err = s.newFile(ctx, dir, values, rec, o.mem); err != nil {
 			return err
 		}
-		s.open[dir] = w
+		o.files[dir] = w
 	}
 	if err := w.pf.Write(rec); err != nil {
 		return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write %s", s.st.ident, w.rel))
 	}
 	if w.pf.Size() >= s.target {
-		delete(s.open, dir)
+		delete(o.files, dir)
 		return s.finish(w)
 	}
 	return nil
+}
+
+// finishAll closes every open file, in partition order.
+func (o *openFiles) finishAll() error {
+	keys := make([]string, 0, len(o.files))
+	for k := range o.files {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		w := o.files[k]
+		delete(o.files, k)
+		if err := o.s.finish(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// abort closes the open files without finishing them (the stream's
+// cleanup deletes them).
+func (o *openFiles) abort() {
+	for k, w := range o.files {
+		w.pf.Abort()
+		delete(o.files, k)
+	}
 }
 
 // partitionValue is row r of a, typed as codec/delta's partition values.
@@ -446,6 +510,9 @@ func (s *stream) newFile(ctx context.Context, dir string, values map[string]*str
 	rg := min(max(s.target/4, 1<<10), 4<<20)
 	opts := []parquet.WriterProperty{parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCompressionLevel(pqwrite.DefaultZstdLevel),
 		parquet.WithStoreDecimalAsInteger(true), parquet.WithMaxRowGroupLength(1 << 20), parquet.WithDataPageSize(min(rg/16, 256<<10))}
+	// Integer columns in narrow steps (ids, ordered timestamps) are
+	// written delta-packed: zstd then compresses a fraction of the bytes.
+	opts = append(opts, pqwrite.DeltaPackedColumns(first)...)
 	w := &fileWriter{rel: rel, values: values, stats: newStats(s.dataSchema)}
 	w.pf, err = lake.NewParquetFile(out, s.dataSchema, first, lake.ParquetOptions{Props: opts, RowGroupBytes: rg, Mem: mem}, w.stats)
 	if err != nil {
@@ -481,23 +548,6 @@ func (s *stream) finish(w *fileWriter) error {
 	return nil
 }
 
-// finishAll closes every open file, in partition order.
-func (s *stream) finishAll() error {
-	keys := make([]string, 0, len(s.open))
-	for k := range s.open {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		w := s.open[k]
-		delete(s.open, k)
-		if err := s.finish(w); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 	if s.closed {
 		return nil, nil
@@ -506,10 +556,10 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 	if s.lanes != nil {
 		if err := s.lanes.Close(ctx); err != nil {
 			s.cleanup(context.WithoutCancel(ctx))
-			return nil, s.laneErr(err)
+			return nil, pqwrite.StreamErr(s.st.ident, err)
 		}
 	}
-	if err := s.finishAll(); err != nil {
+	if err := s.open.finishAll(); err != nil {
 		s.cleanup(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -543,10 +593,7 @@ func (s *stream) cleanup(ctx context.Context) {
 	if s.lanes != nil {
 		s.lanes.Abort() // waits for the lanes: no file is created after
 	}
-	for k, w := range s.open {
-		w.pf.Abort()
-		delete(s.open, k)
-	}
+	s.open.abort()
 	s.mu.Lock()
 	files := s.files
 	s.files = nil
@@ -610,20 +657,24 @@ func receiptMarks(ms []receiptMeta) []string {
 // statsObserver gathers a file's statistics: null counts of the
 // top-level primitive columns, and min/max where this backend writes them
 // exactly (integers, dates, finite floats, strings up to maxStatString
-// bytes). A bound not written is never wrong: readers skip data only on
-// the stats present. Null counts and the bounds of integers, dates and
-// strings come from the Parquet writer's own column-chunk statistics
-// (footer), which it computes anyway: a second pass over the Arrow
-// arrays cost about a twentieth of an ingest's CPU. Floats are observed
-// batch by batch (lake.Observer): the footer's bounds leave NaNs out, and
-// a file with a NaN gets no float bounds here.
+// bytes) or widened to the protocol's precision (timestamps, in
+// milliseconds: the minimum rounded down, the maximum up, so that a
+// reader comparing a microsecond value with them never skips a file that
+// holds it). A bound not written is never wrong: readers skip data only
+// on the stats present. Null counts and the bounds of integers, dates,
+// timestamps and strings come from the Parquet writer's own column-chunk
+// statistics (footer), which it computes anyway: a second pass over the
+// Arrow arrays cost about a twentieth of an ingest's CPU. Floats are
+// observed batch by batch (lake.Observer): the footer's bounds leave NaNs
+// out, and a file with a NaN gets no float bounds here.
 type statsObserver struct {
 	cols []colStats
 }
 
 type colStats struct {
 	name     string
-	kind     byte // 'i' integer, 'f' float, 's' string, 'd' date, 0: null count only, 'n' none
+	kind     byte // 'i' integer, 'f' float, 's' string, 'd' date, 't' timestamp (µs), 0: null count only, 'n' none
+	ntz      bool // a 't' column without a time zone (timestamp_ntz)
 	leaf     int  // the Parquet leaf column of a top-level primitive column
 	nulls    int64
 	noNulls  bool // a row group without a null count: no nullCount
@@ -654,6 +705,12 @@ func newStats(sc *arrow.Schema) *statsObserver {
 			c.kind = 's'
 		case arrow.DATE32:
 			c.kind = 'd'
+		case arrow.TIMESTAMP:
+			// The table's timestamps are µs (codec/delta's mapping);
+			// another unit would be a type this code does not bound.
+			if ts := f.Type.(*arrow.TimestampType); ts.Unit == arrow.Microsecond {
+				c.kind, c.ntz = 't', ts.TimeZone == ""
+			}
 		case arrow.STRUCT, arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
 			c.kind = 'n'
 		}
@@ -798,7 +855,7 @@ func (c *colStats) fold(st metadata.TypedStatistics) {
 		c.noBounds = true
 		return
 	}
-	if c.kind != 'i' && c.kind != 'd' {
+	if c.kind != 'i' && c.kind != 'd' && c.kind != 't' {
 		c.noBounds = true
 		return
 	}
@@ -834,8 +891,39 @@ func (o *statsObserver) json(rows int64) (string, error) {
 			}
 		case 's':
 			minV[c.name], maxV[c.name] = c.minS, c.maxS
+		case 't':
+			lo, okLo := statTimestamp(floorDiv(c.minI, 1000), c.ntz)
+			hi, okHi := statTimestamp(-floorDiv(-c.maxI, 1000), c.ntz)
+			if okLo && okHi {
+				minV[c.name], maxV[c.name] = lo, hi
+			}
 		}
 	}
 	b, err := json.Marshal(map[string]any{"numRecords": rows, "minValues": minV, "maxValues": maxV, "nullCount": nulls})
 	return string(b), err
+}
+
+// floorDiv is a / b rounded toward negative infinity (b > 0).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
+// statTimestamp formats ms milliseconds since the epoch as Delta's stats
+// write a timestamp: ISO 8601 with milliseconds, in UTC with a "Z"
+// (delta-rs's and Kernel's form), or without a zone for timestamp_ntz.
+// Years outside 1–9999 (Delta's range) get no bound.
+func statTimestamp(ms int64, ntz bool) (string, bool) {
+	const minMs, maxMs = -62135596800000, 253402300799999 // 0001-01-01, 9999-12-31T23:59:59.999
+	if ms < minMs || ms > maxMs {
+		return "", false
+	}
+	t := time.UnixMilli(ms).UTC()
+	if ntz {
+		return t.Format("2006-01-02T15:04:05.000"), true
+	}
+	return t.Format("2006-01-02T15:04:05.000Z"), true
 }

@@ -2,12 +2,9 @@ package paimon
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/flightgw/flightgw/catalogs"
 	pcodec "github.com/flightgw/flightgw/codec/paimon"
 	"github.com/flightgw/flightgw/internal/pqwrite"
 )
@@ -39,28 +36,10 @@ func (s *stream) useLanes() bool {
 // unaware-bucket table.
 var unawareGroup = &group{key: "0", partition: pcodec.EmptyRow, bucket: 0}
 
-// sendLane hands rec to the lanes, starting them at the first batch. The
-// lanes' context is the stream's, not this call's: they serve every
-// later Write; a Write or Close whose context ends while it waits stops
-// them (Lanes.Send, Lanes.Close), and so do the S3 uploads they run.
+// sendLane hands rec to the lanes (pqwrite.SendTo), opening them at the
+// first batch.
 func (s *stream) sendLane(ctx context.Context, rec arrow.RecordBatch) error {
-	if s.lanes == nil {
-		s.lanes = pqwrite.NewLanes(ctx, pqwrite.LaneCount(maxLanes), laneSpread, s.lane)
-	}
-	rec.Retain() // the lane's now: it releases it
-	if err := s.lanes.Send(ctx, rec); err != nil {
-		return s.laneErr(err)
-	}
-	return nil
-}
-
-// laneErr keeps a backend error's kind and names the table on any other
-// (a context's end, a lane's panic).
-func (s *stream) laneErr(err error) error {
-	if catalogs.Kind(err) != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write data files", s.st.ident))
+	return pqwrite.StreamErr(s.st.ident, pqwrite.SendTo(ctx, &s.lanes, pqwrite.LaneCount(maxLanes), laneSpread, s.lane, rec))
 }
 
 // lane is a lane's loop (pqwrite.LaneFiles): files of the unaware

@@ -454,7 +454,7 @@ func (s *stream) Close(ctx context.Context) ([]catalogs.WriteReceipt, error) {
 		s.lanes = nil
 		if err != nil {
 			s.cleanup(context.WithoutCancel(ctx))
-			return nil, s.laneErr(err)
+			return nil, pqwrite.StreamErr(s.st.ident, err)
 		}
 	}
 	if err := s.flushPK(ctx); err != nil {

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/flightgw/flightgw/catalogs"
 )
 
 // Lanes fans the batches of one upload out to encoder goroutines
@@ -109,6 +111,30 @@ func (l *Lanes) Send(ctx context.Context, b arrow.RecordBatch) error {
 		l.cancel(context.Cause(ctx))
 		return context.Cause(ctx)
 	}
+}
+
+// SendTo hands the lanes *l a reference of their own to b (the caller
+// keeps its own), opening them at the first batch with NewLanes(ctx, n,
+// spread, run): a write stream's lanes, whose context is that first
+// call's without its cancellation, so that they serve every later Write;
+// a Write or Close whose context ends while it waits stops them (Send,
+// Close). Its error is the stream's (StreamErr).
+func SendTo(ctx context.Context, l **Lanes, n int, spread int64, run func(ctx context.Context, lane int, in <-chan arrow.RecordBatch) error, b arrow.RecordBatch) error {
+	if *l == nil {
+		*l = NewLanes(ctx, n, spread, run)
+	}
+	b.Retain() // the lanes' now: they release it
+	return (*l).Send(ctx, b)
+}
+
+// StreamErr is a lane's error (nil for none) as a write stream into table
+// returns it: a backend error keeps its kind and a context's end stays
+// itself; any other (a lane's panic) is Unavailable naming the table.
+func StreamErr(table catalogs.TableIdent, err error) error {
+	if err == nil || catalogs.Kind(err) != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return catalogs.Wrap(catalogs.ErrUnavailable, err, fmt.Sprintf("table %s: write data files", table))
 }
 
 // failure is why the lanes stopped.
