@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 
@@ -214,5 +215,68 @@ func TestMetadataCacheLoadsDuringCommits(t *testing.T) {
 		if n := scanCount(t, p, id); n != commits*10 {
 			t.Errorf("provider %d: rows = %d, want %d", i, n, commits*10)
 		}
+	}
+}
+
+// BenchmarkQueryLoads: a table of 300 small commits loaded for its spec
+// (spec), and the loads of one query (its spec twice, then its plan,
+// which reads the 300 manifests), with the metadata cache and without
+// (metadata-cache.max-bytes 0, iceberg-go's own loads).
+func BenchmarkQueryLoads(b *testing.B) {
+	ctx := context.Background()
+	props, err := EmbeddedProperties(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := Open(ctx, EmbeddedCatalogName, props)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	id := catalogs.TableIdent{Catalog: EmbeddedCatalogName, Namespace: []string{"default"}, Name: "loads"}
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
+		b.Fatal(err)
+	}
+	for i := range int64(300) {
+		rec := catalogtest.Batch(i, 1)
+		r, err := p.WriteBatch(ctx, id, rec)
+		rec.Release()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.Commit(ctx, id, []catalogs.WriteReceipt{r}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	off := maps.Clone(props)
+	off[PropMetadataCacheBytes] = "0"
+	uncached, err := Open(ctx, EmbeddedCatalogName, off)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer uncached.Close()
+	for _, c := range []struct {
+		name string
+		p    *Provider
+	}{{"cached", p}, {"uncached", uncached}} {
+		b.Run("spec/"+c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.p.GetTableSpec(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("query/"+c.name, func(b *testing.B) {
+			for b.Loop() {
+				for range 2 {
+					if _, err := c.p.GetTableSpec(ctx, id); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := c.p.PlanFiles(ctx, id, catalogs.ScanRequest{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
