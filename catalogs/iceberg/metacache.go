@@ -153,7 +153,7 @@ func (m *metaPointers) lookup(ctx context.Context, id table.Identifier) (loc str
 	case errors.Is(err, sql.ErrNoRows):
 		return "", false, nil
 	case err != nil:
-		return "", false, fmt.Errorf("table %s: read its metadata location: %w", strings.Join(id, "."), err)
+		return "", false, fmt.Errorf("read the metadata location from the catalog: %w", err)
 	}
 	return v.String, v.Valid && v.String != "", nil
 }

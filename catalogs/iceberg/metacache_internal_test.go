@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"sync"
 	"testing"
 
@@ -278,5 +279,44 @@ func BenchmarkQueryLoads(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestMetadataCachePostgres: on PostgreSQL (make iceberg-postgres-check)
+// the pointer is read with PostgreSQL's placeholders, and the cache
+// answers the unchanged table's second load and sees the next commit.
+func TestMetadataCachePostgres(t *testing.T) {
+	uri := os.Getenv("FLIGHTGW_ICEBERG_PG_URI")
+	if uri == "" {
+		t.Skip("no PostgreSQL: run make iceberg-postgres-check")
+	}
+	ctx := context.Background()
+	p, err := Open(ctx, fmt.Sprintf("pgcache%d", os.Getpid()), map[string]string{
+		PropCatalogType: TypeSQL, PropURI: uri, PropWarehouse: "file://" + t.TempDir(), PropCreateNamespaces: "default",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.pointers == nil {
+		t.Fatal("loads are not cached on PostgreSQL")
+	}
+	id := catalogs.TableIdent{Catalog: p.name, Namespace: []string{"default"}, Name: "cached"}
+	if _, err := p.CreateTable(ctx, id, catalogtest.Schema, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := appendRows(t, p, id, 0, 10)
+	for i := range 2 {
+		before := p.meta.reads.Load()
+		tbl, err := p.load(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := tbl.CurrentSnapshot(); s == nil || s.SnapshotID != out.SnapshotID {
+			t.Errorf("load %d: current snapshot %v, want %d", i, s, out.SnapshotID)
+		}
+		if got := p.meta.reads.Load() - before; i == 1 && got != 0 {
+			t.Errorf("the second load read %d metadata files, want 0", got)
+		}
 	}
 }
