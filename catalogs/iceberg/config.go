@@ -47,6 +47,10 @@ const (
 	PropCommitGroupEnabled = "commit.group.enabled"
 	// PropCommitGroupMaxMembers bounds the commits one round merges.
 	PropCommitGroupMaxMembers = "commit.group.max-members"
+	// PropMetadataCacheBytes bounds the parsed table metadata a SQL
+	// catalog keeps between loads (metacache.go), in bytes of
+	// metadata.json (DefaultMetadataCacheBytes); 0 turns the cache off.
+	PropMetadataCacheBytes = "metadata-cache.max-bytes"
 
 	// S3 properties, as iceberg-go names them.
 	PropS3Endpoint        = "s3.endpoint"
@@ -104,6 +108,7 @@ type config struct {
 	createNamespaces [][]string
 	targetFileSize   int64
 	maxOpenFiles     int
+	metaCacheBytes   int64
 	commit           lake.Retry
 	group            groupPolicy
 	remote           catalogs.RemotePolicy
@@ -138,10 +143,12 @@ func parseConfig(props map[string]string) (config, error) {
 		catalogType:    TypeSQL,
 		targetFileSize: lake.DefaultTargetFileSize,
 		maxOpenFiles:   DefaultMaxOpenFiles,
+		metaCacheBytes: DefaultMetadataCacheBytes,
 		group:          groupPolicy{enabled: true, maxMembers: 1000},
 		passthrough:    map[string]string{},
 	}
-	own := map[string]bool{PropTargetFileSize: true, PropMaxOpenFiles: true, PropCommitGroupEnabled: true, PropCommitGroupMaxMembers: true}
+	own := map[string]bool{PropTargetFileSize: true, PropMaxOpenFiles: true, PropCommitGroupEnabled: true, PropCommitGroupMaxMembers: true,
+		PropMetadataCacheBytes: true}
 	for k := range props {
 		ours := strings.HasPrefix(k, "remote.") || strings.HasPrefix(k, "commit.retry.") || strings.HasPrefix(k, "commit.group.")
 		if lake.CommonKeys[k] {
@@ -198,7 +205,8 @@ func parseConfig(props map[string]string) (config, error) {
 	err = lake.ParseInts(props,
 		lake.IntProp{Key: PropTargetFileSize, Min: 1 << 10, Set: func(v int64) { cfg.targetFileSize = v }},
 		lake.IntProp{Key: PropMaxOpenFiles, Min: 1, Set: func(v int64) { cfg.maxOpenFiles = int(v) }},
-		lake.IntProp{Key: PropCommitGroupMaxMembers, Min: 1, Set: func(v int64) { cfg.group.maxMembers = int(v) }})
+		lake.IntProp{Key: PropCommitGroupMaxMembers, Min: 1, Set: func(v int64) { cfg.group.maxMembers = int(v) }},
+		lake.IntProp{Key: PropMetadataCacheBytes, Min: 0, Set: func(v int64) { cfg.metaCacheBytes = v }})
 	if err != nil {
 		return cfg, err
 	}
@@ -209,7 +217,7 @@ func parseConfig(props map[string]string) (config, error) {
 		switch {
 		case k == PropCatalogType || k == "type" || k == PropCreateNamespaces || strings.HasPrefix(k, "remote."):
 		case k == PropURI && cfg.catalogType == TypeSQL:
-		case strings.HasPrefix(k, "commit.retry.") || strings.HasPrefix(k, "commit.group.") || k == PropTargetFileSize:
+		case strings.HasPrefix(k, "commit.retry.") || strings.HasPrefix(k, "commit.group.") || k == PropTargetFileSize || k == PropMetadataCacheBytes:
 		default:
 			cfg.passthrough[k] = v
 		}

@@ -32,6 +32,8 @@ func TestParseConfigRejectsBadKeys(t *testing.T) {
 		{"group enabled", PropCommitGroupEnabled, "sometimes"},
 		{"group members", PropCommitGroupMaxMembers, "0"},
 		{"misspelt group key", "commit.group.size", "3"},
+		{"metadata cache bytes", PropMetadataCacheBytes, "-1"},
+		{"metadata cache bytes, a size", PropMetadataCacheBytes, "16mb"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -61,6 +63,27 @@ func TestParseConfigGroup(t *testing.T) {
 	}
 	if _, ok := cfg.passthrough[PropCommitGroupEnabled]; ok {
 		t.Error("commit.group.enabled is passed to iceberg-go")
+	}
+}
+
+// TestParseConfigMetadataCache: metadata-cache.max-bytes defaults to
+// DefaultMetadataCacheBytes, takes 0 (off), and stays the gateway's.
+func TestParseConfigMetadataCache(t *testing.T) {
+	base := map[string]string{PropURI: "sqlite:///tmp/x.db", PropWarehouse: "file:///tmp/wh"}
+	for _, c := range []struct {
+		value string
+		want  int64
+	}{{"", DefaultMetadataCacheBytes}, {"0", 0}, {"1048576", 1 << 20}} {
+		if c.value != "" {
+			base[PropMetadataCacheBytes] = c.value
+		}
+		cfg, err := parseConfig(base)
+		if err != nil || cfg.metaCacheBytes != c.want {
+			t.Errorf("%s=%q: %d, %v; want %d", PropMetadataCacheBytes, c.value, cfg.metaCacheBytes, err, c.want)
+		}
+		if _, ok := cfg.passthrough[PropMetadataCacheBytes]; ok {
+			t.Errorf("%s is passed to iceberg-go", PropMetadataCacheBytes)
+		}
 	}
 }
 

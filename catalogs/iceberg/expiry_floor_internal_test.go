@@ -178,3 +178,55 @@ func TestOutstandingPayloadCommitsAfterExpiry(t *testing.T) {
 		t.Errorf("rows = %d, want %d (every row once)", n, want)
 	}
 }
+
+// TestExpiryFloorsForgedWriter: the trust boundary of flightgw.writer
+// (docs/maintenance.md). The writer id is no secret (every snapshot
+// summary shows it), so another engine may write A's id into its own
+// snapshots. A then takes them for its own answered commits and expires
+// them without the commit window's wait: the one writer that may lose a
+// lookup is the forger, whose snapshot that was. The floors that protect
+// anyone else do not read the claim: a commit id a client may send again
+// keeps its snapshot, a commit of A's whose answer was an error keeps its
+// snapshot, and a writer that names itself (B before the forgery) keeps
+// the commit window's.
+func TestExpiryFloorsForgedWriter(t *testing.T) {
+	ctx := context.Background()
+	a, b, id := twoReplicas(t, "forged")
+	snaps := map[string]int64{}
+	commit := func(p *Provider, commitID string, from int64) {
+		t.Helper()
+		out, err := p.CommitOnce(ctx, id, commitID, []catalogs.WriteReceipt{stageIn(t, p, id, from, 10)})
+		if err != nil {
+			t.Fatalf("commit %s: %v", commitID, err)
+		}
+		snaps[commitID] = out.SnapshotID
+	}
+	commit(a, "write-a1", 0)
+	commit(b, "write-b1", 10) // B as itself
+	commit(a, "write-a2", 20)
+	a.unsettled.begin("write-a2")
+	a.unsettled.end("write-a2", errors.New("reply lost")) // A's writer looks it up next
+	b.writer = a.writer                                   // from here B claims A's id
+	commit(b, "write-forged", 30)
+	commit(b, "msg-forged", 40) // a commit message's id: its client may send it again
+	commit(a, "write-a3", 50)   // the current snapshot
+	time.Sleep(5 * time.Millisecond)
+
+	rep, err := a.Maintain(ctx, id, gatewayFloors(catalogs.TaskExpireSnapshots))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []int64{snaps["write-a1"], snaps["write-forged"]}
+	slices.Sort(want)
+	if tr := rep.Tasks[0]; !tr.Committed || !slices.Equal(tr.ExpiredSnapshots, want) || tr.RetainedSnapshots != 4 {
+		t.Errorf("expiry = %+v, want exactly A's answered write-a1 and the forged write-forged %v expired, 4 retained", tr, want)
+	}
+	for _, c := range []string{"write-b1", "write-a2", "msg-forged"} {
+		if _, found, err := a.FindCommit(ctx, id, c); err != nil || !found {
+			t.Errorf("commit %s after the expiry: found %v, %v; want its snapshot kept", c, found, err)
+		}
+	}
+	if n := scanCount(t, a, id); n != 60 {
+		t.Errorf("rows after expiry = %d, want 60", n)
+	}
+}

@@ -58,6 +58,15 @@ type Provider struct {
 	aws           awsBase              // the AWS configuration of the gateway's own S3 clients (encryption.go)
 	writer        string               // this provider's WriterKey (unsettled.go)
 	unsettled     unsettled            // its commits a writer may still look up (unsettled.go)
+	// A SQL catalog's parsed tables by metadata location (metacache.go):
+	// pointers is nil when loads are not cached (REST, a legacy schema,
+	// PropMetadataCacheBytes 0); sqlCat and catProps are the catalog a
+	// loaded table commits through and the properties of its FileIO, as
+	// iceberg-go's LoadTable gives them (tests may wrap cat).
+	pointers *metaPointers
+	meta     *metaCache
+	sqlCat   table.CatalogIO
+	catProps ice.Properties
 }
 
 // Interfaces the provider implements.
@@ -143,7 +152,11 @@ func (p *Provider) openSQL(ctx context.Context) error {
 		_ = db.Close()
 		return mapErr(err, fmt.Sprintf("catalog %q: open %s catalog %s", p.name, dialect, catalogs.RedactURI(p.cfg.uri)))
 	}
-	p.cat, p.db = cat, db
+	p.cat, p.db, p.sqlCat, p.catProps = cat, db, cat, props
+	p.meta = newMetaCache(p.cfg.metaCacheBytes, metaCacheEntries)
+	if p.cfg.metaCacheBytes > 0 {
+		p.pointers = newMetaPointers(ctx, db, p.name, dialect)
+	}
 	return nil
 }
 
@@ -220,7 +233,7 @@ func (p *Provider) load(ctx context.Context, t catalogs.TableIdent) (*table.Tabl
 	tbl, err := catalogs.Guard(ctx, p.remote, true, func(ctx context.Context) (*table.Table, error) {
 		var tbl *table.Table
 		err := protect(catalogs.ErrUnavailable, "load table", func() (err error) {
-			tbl, err = p.cat.LoadTable(ctx, id)
+			tbl, err = p.loadTable(ctx, id) // metacache.go
 			return err
 		})
 		return tbl, err
