@@ -130,8 +130,8 @@ func TestFrame(t *testing.T) {
 }
 
 // FuzzFrame: any bytes an upstream sends either fail to read as a Frame
-// or read as one whose header is read without a panic, and decode (or
-// fail to) without one.
+// or read as one whose header is read and checked (Layout.Check) without
+// a panic, and decode (or fail to) without one.
 func FuzzFrame(f *testing.F) {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	rec, _, _ := array.RecordFromJSON(memory.DefaultAllocator, schema, strings.NewReader(`[{"id": 1}]`))
@@ -143,6 +143,7 @@ func FuzzFrame(f *testing.F) {
 	for _, b := range s.frames {
 		f.Add(b)
 	}
+	layout := NewLayout(schema)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr := new(Frame)
 		if NewClientCodec().Unmarshal(received(b, 7), fr) != nil {
@@ -150,6 +151,7 @@ func FuzzFrame(f *testing.F) {
 		}
 		defer fr.Release()
 		_ = fr.Relayable(None)
+		_ = layout.Check(fr)
 		_, _ = fr.Decoded()
 	})
 }
