@@ -21,6 +21,10 @@ import (
 
 var debugSQL func(q, js, sql string)
 
+// debugPrepare, set by tests, is called for each describe DuckDB
+// prepares (not answered from describeCache).
+var debugPrepare func()
+
 // Describe parses and binds a query without reading any data: its tables
 // are registered as empty streams of their schemas.
 func (e *Engine) Describe(ctx context.Context, query string, resolve Resolver) (*Description, error) {
@@ -52,21 +56,33 @@ func (e *Engine) describeSplit(ctx context.Context, query string, resolve Resolv
 		return nil, nil, ctxErr(ctx, err)
 	}
 	*pp = p
-	release, err := c.registerEmpty(p)
-	if err != nil {
-		return nil, nil, err
+	key := describeKey(p)
+	var d *Description
+	if kept, ok := e.descs.get(key); ok {
+		d = &Description{Schema: kept.schema, Params: kept.params}
+	} else {
+		if debugPrepare != nil {
+			debugPrepare()
+		}
+		release, err := c.registerEmpty(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer release()
+		var st duck.PreparedStatement
+		defer duck.DestroyPrepare(&st)
+		if duck.Prepare(c.c, sql, &st) == duck.StateError {
+			return nil, nil, ctxErr(ctx, classifyMessage(duck.PrepareError(st)))
+		}
+		if d, err = describe(c, st); err != nil {
+			return nil, nil, err
+		}
+		// Kept as the client is shown it: DuckDB names computed
+		// columns after the rewritten text, whose private view names
+		// differ in every plan.
+		d.Schema = e.publicNames(p, d.Schema)
+		e.descs.put(key, describedTypes{schema: d.Schema, params: d.Params})
 	}
-	defer release()
-	var st duck.PreparedStatement
-	defer duck.DestroyPrepare(&st)
-	if duck.Prepare(c.c, sql, &st) == duck.StateError {
-		return nil, nil, ctxErr(ctx, classifyMessage(duck.PrepareError(st)))
-	}
-	d, err := describe(c, st)
-	if err != nil {
-		return nil, nil, err
-	}
-	d.Schema = e.publicNames(p, d.Schema)
 	d.Origins = resultOrigins(p, d.Schema)
 	if d.Params.NumFields() == 0 {
 		if _, q, ok := pushable(p.text, p); ok {
