@@ -15,14 +15,15 @@ import (
 // query over an upstream Flight SQL server or StarRocks) was most of the
 // gateway's own work on such a call: DuckDB registering an empty stream
 // per table, preparing the query over them and dropping the views again,
-// some 3 ms of CPU for a statement the backend then runs itself
+// some 3 ms of CPU with the rewrite, for a statement the backend then runs itself
 // (docs/upstream.md). The result's typing is DuckDB's function of the
 // statement's text and its tables' column types alone, so describeCache
 // keeps it by those: a BI tool or dashboard sends the same statements
-// again and again. Parsing, resolving the tables for the caller (realm,
-// rights), the rewrite and the push-down rule still run for every call;
-// only DuckDB's prepare is spared, and a table whose columns changed is
-// another key.
+// again and again. Parsing (itself cached: parsecache.go), resolving the
+// tables for the caller (realm, rights) and the push-down rule still run
+// for every call; DuckDB's rewrite of the tree into SQL
+// (json_deserialize_sql), the registration and the prepare are spared,
+// and a table whose columns changed is another key.
 type describeCache struct {
 	mu      sync.Mutex
 	entries map[string]describedTypes
