@@ -200,3 +200,36 @@ func TestLayoutCheck(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLayoutCheck: the check of one batch of the upstream bench's
+// columns (int64, float64, string, timestamp).
+func BenchmarkLayoutCheck(b *testing.B) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "x", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "tag", Type: arrow.BinaryTypes.String}, {Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}}}, nil)
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema, strings.NewReader(`[{"id": 1, "x": 2, "tag": "abcdefghijklmnop", "ts": 5}]`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rec.Release()
+	k := &keep{}
+	wr := flight.NewRecordWriter(k, ipc.WithSchema(schema))
+	if err := wr.Write(rec); err != nil {
+		b.Fatal(err)
+	}
+	wr.Close()
+	msg, err := proto.Marshal(k.fds[1])
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := new(Frame)
+	if err := NewClientCodec().Unmarshal(received(msg, 16384), f); err != nil {
+		b.Fatal(err)
+	}
+	defer f.Release()
+	l := NewLayout(schema)
+	for b.Loop() {
+		if err := l.Check(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
