@@ -140,10 +140,19 @@ func FuzzFrame(f *testing.F) {
 	_ = wr.Write(rec)
 	wr.Close()
 	rec.Release()
+	// And a plain batch of nested and variable-length columns, whose
+	// offsets the check reads.
+	nested := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)}}, nil)
+	rec, _, _ = array.RecordFromJSON(memory.DefaultAllocator, nested, strings.NewReader(`[{"s": "ab", "l": [1, 2]}, {"s": null, "l": []}]`))
+	wr = flight.NewRecordWriter(s, ipc.WithSchema(nested))
+	_ = wr.Write(rec)
+	wr.Close()
+	rec.Release()
 	for _, b := range s.frames {
 		f.Add(b)
 	}
-	layout := NewLayout(schema)
+	layouts := []*Layout{NewLayout(schema), NewLayout(nested)}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr := new(Frame)
 		if NewClientCodec().Unmarshal(received(b, 7), fr) != nil {
@@ -151,7 +160,9 @@ func FuzzFrame(f *testing.F) {
 		}
 		defer fr.Release()
 		_ = fr.Relayable(None)
-		_ = layout.Check(fr)
+		for _, l := range layouts {
+			_ = l.Check(fr)
+		}
 		_, _ = fr.Decoded()
 	})
 }
