@@ -30,6 +30,7 @@ type Engine struct {
 	keywords map[string]bool
 	pol      *policy // what queries may not name or must bound (policy.go)
 	parses   *parseCache
+	descs    *describeCache // pushed queries' result types (describecache.go)
 }
 
 // setting is one DuckDB configuration option.
@@ -87,7 +88,8 @@ func New(opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("engine: temp_dir %s: %w", opts.TempDir, err)
 		}
 	}
-	e := &Engine{opts: opts, pool: newBufferPool(defaultPoolBytes), parses: newParseCache(maxParseBytes, maxParseEntry)}
+	e := &Engine{opts: opts, pool: newBufferPool(defaultPoolBytes), parses: newParseCache(maxParseBytes, maxParseEntry),
+		descs: newDescribeCache()}
 	if err := open(&e.db, lockdown(opts)); err != nil {
 		return nil, err
 	}

@@ -185,3 +185,66 @@ func BenchmarkDescribePushed(b *testing.B) {
 		}
 	}
 }
+
+// TestDescribeCache: the describe of a query pushed whole is DuckDB's
+// once per statement text and column types: asked again it is not
+// prepared again and shows the same public column names (not the
+// private view names of the plan that prepared it); a table whose column
+// types changed is described afresh, and a query the engine runs (not
+// pushed) is prepared every time. Its tables are resolved every time.
+func TestDescribeCache(t *testing.T) {
+	f := newFixture(t)
+	ps := &pushScanner{memScanner: f.scan}
+	var resolved int
+	wideQty := false
+	resolve := func(cat, sch, name string) (Table, error) {
+		resolved++
+		tb, err := f.resolve(cat, sch, name)
+		tb.Scanner = ps
+		if wideQty && err == nil {
+			fields := tb.Schema.Fields()
+			for i := range fields {
+				if fields[i].Name == "qty" {
+					fields[i].Type = arrow.PrimitiveTypes.Float64
+				}
+			}
+			tb.Schema = arrow.NewSchema(fields, nil)
+		}
+		return tb, err
+	}
+	prepares := 0
+	debugPrepare = func() { prepares++ }
+	defer func() { debugPrepare = nil }()
+	describe := func(q string) *Description {
+		t.Helper()
+		d, _, err := f.eng.DescribeSplit(context.Background(), q, resolve, SplitOptions{MaxParts: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	const q = `SELECT count(*), max(qty) FROM sales WHERE amount > 1`
+	first := describe(q)
+	second := describe(q)
+	if prepares != 1 || resolved != 2 {
+		t.Fatalf("two describes of a pushed query: %d prepares, %d resolutions; want 1 and 2", prepares, resolved)
+	}
+	if first.Pushed == nil || second.Pushed == nil || !first.Schema.Equal(second.Schema) {
+		t.Fatalf("described %s, then %s (pushed %v, %v)", first.Schema, second.Schema, first.Pushed != nil, second.Pushed != nil)
+	}
+	for _, fl := range second.Schema.Fields() {
+		if strings.Contains(fl.Name, privatePrefix) {
+			t.Errorf("column %q names a private view", fl.Name)
+		}
+	}
+	wideQty = true
+	if got := describe(q).Schema.Field(1).Type; prepares != 2 || got.ID() != arrow.FLOAT64 {
+		t.Errorf("after qty became a double: max(qty) %s, %d prepares; want a double, 2", got, prepares)
+	}
+	for range 2 {
+		describe(`SELECT id FROM sales ORDER BY id`) // the engine's to run
+	}
+	if prepares != 4 {
+		t.Errorf("a query the engine runs: %d prepares in all, want 4", prepares)
+	}
+}

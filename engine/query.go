@@ -21,6 +21,10 @@ import (
 
 var debugSQL func(q, js, sql string)
 
+// debugPrepare, set by tests, is called for each describe DuckDB
+// prepares (not answered from describeCache).
+var debugPrepare func()
+
 // Describe parses and binds a query without reading any data: its tables
 // are registered as empty streams of their schemas.
 func (e *Engine) Describe(ctx context.Context, query string, resolve Resolver) (*Description, error) {
@@ -47,11 +51,30 @@ func (e *Engine) describeSplit(ctx context.Context, query string, resolve Resolv
 	defer c.close()
 	stop := c.interruptOn(ctx)
 	defer stop()
-	p, sql, err := c.plan(query, resolve, e.pol)
+	p, err := c.planTree(query, resolve, e.pol)
 	if err != nil {
 		return nil, nil, ctxErr(ctx, err)
 	}
 	*pp = p
+	key := describeKey(p)
+	if kept, ok := e.descs.get(key); ok {
+		// Neither the rewritten SQL nor a split is needed: a kept
+		// describe's tables are not read from files (describeKey).
+		d := &Description{Schema: kept.schema, Params: kept.params}
+		d.Origins = resultOrigins(p, d.Schema)
+		if _, q, ok := pushable(p.text, p); ok && d.Params.NumFields() == 0 {
+			q.Schema = d.Schema
+			d.Pushed = &q
+		}
+		return d, nil, nil
+	}
+	sql, err := c.rewrite(p)
+	if err != nil {
+		return nil, nil, ctxErr(ctx, err)
+	}
+	if debugPrepare != nil {
+		debugPrepare()
+	}
 	release, err := c.registerEmpty(p)
 	if err != nil {
 		return nil, nil, err
@@ -66,7 +89,11 @@ func (e *Engine) describeSplit(ctx context.Context, query string, resolve Resolv
 	if err != nil {
 		return nil, nil, err
 	}
+	// Kept as the client is shown it: DuckDB names computed columns
+	// after the rewritten text, whose private view names differ in every
+	// plan.
 	d.Schema = e.publicNames(p, d.Schema)
+	e.descs.put(key, describedTypes{schema: d.Schema, params: d.Params})
 	d.Origins = resultOrigins(p, d.Schema)
 	if d.Params.NumFields() == 0 {
 		if _, q, ok := pushable(p.text, p); ok {
@@ -177,11 +204,25 @@ func destroyTypes(types []duck.LogicalType) {
 // plan parses query with DuckDB's parser, resolves and rewrites its table
 // references, and returns the SQL to run.
 func (c *conn) plan(query string, resolve Resolver, pol *policy) (*plan, string, error) {
+	p, err := c.planTree(query, resolve, pol)
+	if err != nil {
+		return nil, "", err
+	}
+	sql, err := c.rewrite(p)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, sql, nil
+}
+
+// planTree parses query and resolves its table references: plan without
+// the SQL, which a describe answered from describeCache does not need.
+func (c *conn) planTree(query string, resolve Resolver, pol *policy) (*plan, error) {
 	// DuckDB's parser stops at a NUL byte, so the text after one would be
 	// checked by no one: a backend that runs the query whole gets the
 	// client's text, tail included.
 	if i := strings.IndexByte(query, 0); i >= 0 {
-		return nil, "", errInvalid("the query holds a NUL byte at offset %d", i)
+		return nil, errInvalid("the query holds a NUL byte at offset %d", i)
 	}
 	tree, err := c.parse(query)
 	if err != nil {
@@ -189,32 +230,38 @@ func (c *conn) plan(query string, resolve Resolver, pol *policy) (*plan, string,
 		// qualifiers.go.
 		quoted, ok := quoteQualifiers(query, pol.reserved)
 		if !ok || !errors.Is(err, catalogs.ErrInvalidArgument) {
-			return nil, "", err
+			return nil, err
 		}
 		t, qerr := c.parse(quoted)
 		if qerr != nil {
-			return nil, "", err
+			return nil, err
 		}
 		tree, query = t, quoted
 	}
 	prefix := privatePrefix + randomHex(8) + "_"
 	p, err := newPlan(tree, resolve, func(i int) string { return fmt.Sprintf("%s%d", prefix, i) }, pol)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
+	p.text = query
+	return p, nil
+}
+
+// rewrite is the SQL of p's rewritten tree (its tables as their private
+// views), printed by DuckDB.
+func (c *conn) rewrite(p *plan) (string, error) {
 	rewritten, err := p.marshal()
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
 	sql, err := c.queryString("SELECT json_deserialize_sql($1::VARCHAR::JSON)", rewritten)
 	if err != nil {
-		return nil, "", fmt.Errorf("engine: rewrite: %w", err)
+		return "", fmt.Errorf("engine: rewrite: %w", err)
 	}
 	if debugSQL != nil {
-		debugSQL(query, rewritten, sql)
+		debugSQL(p.text, rewritten, sql)
 	}
-	p.text = query
-	return p, sql, nil
+	return sql, nil
 }
 
 // parse is DuckDB's parse tree of query, or why it refuses it.

@@ -247,10 +247,16 @@ func (r *infoReader) openStream(c *conn, ep *flight.FlightEndpoint) (*relayStrea
 
 // relayStream reads one DoGet's messages as the connection's codec
 // receives them (flightframe.Frame): when relaying, a record batch of a
-// stream without dictionaries becomes a flightframe.Batch, which the gateway's DoGet
-// sends on as the very bytes received when its columns are what the
-// client is to get (no decode, no copy, no re-encode); every other
-// message goes through the IPC reader, which decodes it.
+// stream whose column types flightframe.Layout describes (no
+// dictionaries, views, unions) becomes a flightframe.Batch, which the
+// gateway's DoGet sends on as the very bytes received when its columns
+// are what the client is to get (no decode, no copy, no re-encode);
+// every other message goes through the IPC reader, which decodes it.
+// Every record batch of such a stream, relayed or decoded, is first
+// checked against its header and the schema (Layout.Check): a batch
+// whose buffers are shorter than its header says is the read's error,
+// not arrays that read past their memory here, in DuckDB or in the
+// client.
 type relayStream struct {
 	s   grpc.ClientStream
 	src *frameSource
@@ -265,24 +271,25 @@ func newRelayStream(s grpc.ClientStream, relay bool) (*relayStream, error) {
 	if err := s.RecvMsg(first); err != nil {
 		return nil, err
 	}
-	var stream *flightframe.Stream
+	var schemaMsg *flight.FlightData
 	if relay && first.Kind() == flightframe.KindSchema {
 		fd, err := first.Decoded()
 		if err != nil {
 			first.Release()
 			return nil, err
 		}
-		stream = flightframe.NewStream(fd, nil)
+		schemaMsg = fd
 	}
 	src := &frameSource{s: s, pending: first}
 	rd, err := flight.NewRecordReader(src)
 	if err != nil {
 		return nil, err
 	}
-	if hasDictionary(rd.Schema()) {
-		stream = nil // a batch's dictionaries are the reader's to track
+	st := &relayStream{s: s, src: src, rd: rd}
+	if src.layout = flightframe.NewLayout(rd.Schema()); src.layout != nil && schemaMsg != nil {
+		st.stream = flightframe.NewStream(schemaMsg, nil)
 	}
-	return &relayStream{s: s, src: src, rd: rd, stream: stream}, nil
+	return st, nil
 }
 
 // next is the stream's next batch, or io.EOF at its end.
@@ -293,6 +300,10 @@ func (st *relayStream) next() (arrow.RecordBatch, error) {
 			return nil, err
 		}
 		if f.Kind() == flightframe.KindRecordBatch {
+			if err := st.src.layout.Check(f); err != nil {
+				f.Release()
+				return nil, badBatch{err}
+			}
 			return flightframe.NewBatch(f, st.stream, st.rd.Schema()), nil
 		}
 		st.src.pending = f
@@ -317,10 +328,12 @@ func (st *relayStream) release() {
 }
 
 // frameSource feeds the IPC reader: the message the relay set aside,
-// else the stream's next, decoded.
+// else the stream's next, decoded; a record batch is checked first
+// when the stream's layout is known.
 type frameSource struct {
 	s       grpc.ClientStream
 	pending *flightframe.Frame
+	layout  *flightframe.Layout
 }
 
 func (f *frameSource) Recv() (*flight.FlightData, error) {
@@ -333,36 +346,27 @@ func (f *frameSource) Recv() (*flight.FlightData, error) {
 		}
 	}
 	defer fr.Release()
+	if f.layout != nil && fr.Kind() == flightframe.KindRecordBatch {
+		if err := f.layout.Check(fr); err != nil {
+			return nil, badBatch{err}
+		}
+	}
 	return fr.Decoded()
 }
 
-// hasDictionary reports whether a column of s, or a field nested in one,
-// is dictionary-encoded.
-func hasDictionary(s *arrow.Schema) bool {
-	var nested func(t arrow.DataType) bool
-	nested = func(t arrow.DataType) bool {
-		if t.ID() == arrow.DICTIONARY {
-			return true
-		}
-		if n, ok := t.(arrow.NestedType); ok {
-			for _, f := range n.Fields() {
-				if nested(f.Type) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for _, f := range s.Fields() {
-		if nested(f.Type) {
-			return true
-		}
-	}
-	return false
-}
+// badBatch is a record batch the upstream sent that does not hold what
+// its header says (flightframe.Layout.Check).
+type badBatch struct{ err error }
+
+func (b badBatch) Error() string { return b.err.Error() }
+func (b badBatch) Unwrap() error { return b.err }
 
 // failed counts a stream's failure against the breaker and names it.
 func (r *infoReader) failed(c *conn, err error) error {
+	if bad := (badBatch{}); errors.As(err, &bad) {
+		// The upstream answered, wrongly: not an outage for the breaker.
+		return catalogs.Errorf(catalogs.ErrFailedPrecondition, "catalog %q: upstream %s: %s: the upstream sent a malformed record batch: %v", r.p.name, c.addr, r.what, bad.err)
+	}
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}

@@ -31,7 +31,7 @@ func (c ClientCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		return f.parse(data)
 	}
 	if fd, ok := v.(*flight.FlightData); ok {
-		if Decode(data.Materialize(), fd) {
+		if Decode(Materialize(data), fd) {
 			return nil
 		}
 		fd.Reset()

@@ -28,6 +28,14 @@ type Frame struct {
 	kind  MessageKind
 	rows  int64
 	codec Compression
+	// body is where the data_body field's bytes lie in data.
+	bodyOff, bodyLen int
+	// The record batch's field nodes and buffers (Message.fbs), for
+	// Layout.Check: where each vector starts in header, and its length;
+	// variadic is set when it has variadic buffer counts (views).
+	nodesAt, buffersAt uint32
+	nodes, buffers     int
+	variadic           bool
 }
 
 // MessageKind is the IPC message a FlightData carries (Message.fbs).
@@ -83,7 +91,7 @@ func (f *Frame) Relay() mem.BufferSlice {
 
 // Decoded is the message as a FlightData, its fields aliasing one copy.
 func (f *Frame) Decoded() (*flight.FlightData, error) {
-	b := f.data.Materialize()
+	b := Materialize(f.data)
 	fd := &flight.FlightData{}
 	if Decode(b, fd) {
 		return fd, nil
@@ -119,6 +127,7 @@ func (f *Frame) parse(data mem.BufferSlice) error {
 			f.header = make([]byte, l)
 			copyAt(data, start, f.header)
 		case FieldDataBody:
+			f.bodyOff, f.bodyLen = start, int(l)
 		default:
 			sawOther = true
 		}
@@ -135,7 +144,7 @@ func (f *Frame) parse(data mem.BufferSlice) error {
 const binaryVarintMax = 10
 
 func (f *Frame) malformed(data mem.BufferSlice) error {
-	err := proto.Unmarshal(data.Materialize(), &flight.FlightData{})
+	err := proto.Unmarshal(Materialize(data), &flight.FlightData{})
 	if err == nil {
 		err = fmt.Errorf("flightframe: a FlightData message that does not parse")
 	}
@@ -143,11 +152,13 @@ func (f *Frame) malformed(data mem.BufferSlice) error {
 }
 
 // readHeader reads the kind, rows and compression from the IPC Message
-// flatbuffer: Message {version, header_type, header, bodyLength},
-// RecordBatch {length, nodes, buffers, compression}, BodyCompression
-// {codec}. The flatbuffers package does not check offsets: a header
-// that does not read leaves the frame unknown (kind 0), never relayed;
-// the IPC reader that decodes it then says what is wrong.
+// flatbuffer, and where a record batch's field nodes and buffers lie:
+// Message {version, header_type, header, bodyLength}, RecordBatch
+// {length, nodes, buffers, compression, variadicBufferCounts},
+// BodyCompression {codec}. The flatbuffers package does not check
+// offsets: a header that does not read (or whose vectors run past it)
+// leaves the frame unknown (kind 0), never relayed; the IPC reader that
+// decodes it then says what is wrong.
 func (f *Frame) readHeader() {
 	f.kind, f.rows, f.codec = 0, 0, None
 	defer func() {
@@ -179,6 +190,11 @@ func (f *Frame) readHeader() {
 	if o := flatbuffers.UOffsetT(rb.Offset(4)); o != 0 {
 		rows = rb.GetInt64(o + rb.Pos)
 	}
+	nodesAt, nodes, ok1 := vector(&rb, 6, fieldNodeSize)
+	buffersAt, buffers, ok2 := vector(&rb, 8, bufferSize)
+	if !ok1 || !ok2 {
+		return
+	}
 	codec := None
 	if o := flatbuffers.UOffsetT(rb.Offset(10)); o != 0 {
 		var bc flatbuffers.Table
@@ -192,6 +208,33 @@ func (f *Frame) readHeader() {
 		return
 	}
 	f.kind, f.rows, f.codec = kind, rows, codec
+	f.nodesAt, f.nodes, f.buffersAt, f.buffers = nodesAt, nodes, buffersAt, buffers
+	// An empty vector of variadic counts (which some writers may send)
+	// is none.
+	_, variadic, ok := vector(&rb, 12, 8)
+	f.variadic = !ok || variadic > 0
+}
+
+// The sizes of the FieldNode {length, null_count} and Buffer {offset,
+// length} structs.
+const (
+	fieldNodeSize = 16
+	bufferSize    = 16
+)
+
+// vector is where the vector of structs of size elem in t's field at
+// slot starts, and its length; ok is false when it does not lie within
+// the flatbuffer (flatbuffers does not check).
+func vector(t *flatbuffers.Table, slot flatbuffers.VOffsetT, elem int) (at uint32, n int, ok bool) {
+	o := flatbuffers.UOffsetT(t.Offset(slot))
+	if o == 0 {
+		return 0, 0, true
+	}
+	start, n := t.Vector(o), t.VectorLen(o)
+	if n < 0 || uint64(start)+uint64(n)*uint64(elem) > uint64(len(t.Bytes)) {
+		return 0, 0, false
+	}
+	return uint32(start), n, true
 }
 
 // copyAt copies data's bytes from off into dst, as many as there are,

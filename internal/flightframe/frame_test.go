@@ -130,8 +130,8 @@ func TestFrame(t *testing.T) {
 }
 
 // FuzzFrame: any bytes an upstream sends either fail to read as a Frame
-// or read as one whose header is read without a panic, and decode (or
-// fail to) without one.
+// or read as one whose header is read and checked (Layout.Check) without
+// a panic, and decode (or fail to) without one.
 func FuzzFrame(f *testing.F) {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	rec, _, _ := array.RecordFromJSON(memory.DefaultAllocator, schema, strings.NewReader(`[{"id": 1}]`))
@@ -140,9 +140,19 @@ func FuzzFrame(f *testing.F) {
 	_ = wr.Write(rec)
 	wr.Close()
 	rec.Release()
+	// And a plain batch of nested and variable-length columns, whose
+	// offsets the check reads.
+	nested := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)}}, nil)
+	rec, _, _ = array.RecordFromJSON(memory.DefaultAllocator, nested, strings.NewReader(`[{"s": "ab", "l": [1, 2]}, {"s": null, "l": []}]`))
+	wr = flight.NewRecordWriter(s, ipc.WithSchema(nested))
+	_ = wr.Write(rec)
+	wr.Close()
+	rec.Release()
 	for _, b := range s.frames {
 		f.Add(b)
 	}
+	layouts := []*Layout{NewLayout(schema), NewLayout(nested)}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr := new(Frame)
 		if NewClientCodec().Unmarshal(received(b, 7), fr) != nil {
@@ -150,6 +160,9 @@ func FuzzFrame(f *testing.F) {
 		}
 		defer fr.Release()
 		_ = fr.Relayable(None)
+		for _, l := range layouts {
+			_ = l.Check(fr)
+		}
 		_, _ = fr.Decoded()
 	})
 }
