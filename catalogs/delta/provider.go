@@ -44,6 +44,8 @@ type Provider struct {
 	groups lake.Groups[*member]
 	// checkpoints caches each table's newest checkpoint decoded.
 	checkpoints checkpoints
+	// states caches each table's newest replayed state (statecache.go).
+	states replays
 }
 
 var (
@@ -115,9 +117,10 @@ func (p *Provider) tableDir(t catalogs.TableIdent) (string, error) {
 // storeLog is a table's _delta_log on the store (dcodec.Log), with the
 // provider's checkpoint cache when it has one.
 type storeLog struct {
-	fs    lake.Store
-	dir   string // the table directory
-	cache *checkpoints
+	fs     lake.Store
+	dir    string // the table directory
+	cache  *checkpoints
+	states *replays
 }
 
 // checkpoints keeps the decoded actions of the newest checkpoint file
@@ -221,7 +224,7 @@ func (p *Provider) load(ctx context.Context, t catalogs.TableIdent, version int6
 	if err != nil {
 		return nil, err
 	}
-	snap, err := dcodec.Load(ctx, storeLog{fs: p.fs, dir: dir, cache: &p.checkpoints}, version)
+	snap, err := dcodec.Load(ctx, storeLog{fs: p.fs, dir: dir, cache: &p.checkpoints, states: &p.states}, version)
 	if err != nil {
 		return nil, p.logErr(t, version, err)
 	}
@@ -519,6 +522,9 @@ func (p *Provider) DropTable(ctx context.Context, t catalogs.TableIdent) error {
 	if err != nil {
 		return err
 	}
+	// A table created again at this location starts from version 0:
+	// nothing of this one's replayed state applies to it.
+	defer p.states.drop(st.dir)
 	if err := p.fs.RemoveAll(ctx, st.dir); err != nil {
 		return lake.MapErr(err, fmt.Sprintf("table %s: drop", t))
 	}

@@ -303,6 +303,12 @@ func (p *Provider) compact(ctx context.Context, t catalogs.TableIdent, req catal
 		return tr, err
 	}
 	tr.Committed, tr.AddedFiles = true, len(c.added)
+	// The COMPACT snapshot's delta deletes every rewritten file: merge the
+	// manifests so that reads decode only the live entries. The
+	// compaction stands whatever happens to this.
+	if _, err := p.compactManifests(ctx, t); err != nil {
+		p.log.WarnContext(ctx, "paimon manifest compaction after compact failed; the compaction stands", "table", t.String(), "error", err)
+	}
 	return tr, nil
 }
 

@@ -138,8 +138,9 @@ func retentionOf(t catalogs.TableIdent, opts map[string]string) (retention, erro
 // whatever their age; then, keeping at least snapshot.num-retained.min,
 // every snapshot older than snapshot.time-retained up to the first one
 // that is not; never one a consumer (consumer/) still reads, nor one
-// younger than req.Floor() (Paimon's expiry ends at the first snapshot it
-// keeps, so a floor for some snapshots is one for all after them).
+// younger than its floor (snapshotFloor; Paimon's expiry ends at the
+// first snapshot it keeps, so a floor for some snapshots is one for all
+// after them).
 // snapshot.expire.limit, which bounds
 // Java's post-commit runs, is not applied: this run is not on a commit's
 // path. The snapshot files go first, oldest first, then the EARLIEST
@@ -176,8 +177,7 @@ func (p *Provider) expireSnapshots(ctx context.Context, t catalogs.TableIdent, r
 	// lost). No attempt outlives the commit loop's total timeout, so a
 	// snapshot younger than twice that (margin for replicas' clocks) is
 	// never expired, whatever the caller's floor.
-	floor := max(req.Floor(), 2*p.cfg.commit.TotalTimeout)
-	end, err := p.expireEnd(ctx, st, ret, earliest, latest, floor)
+	end, err := p.expireEnd(ctx, st, ret, earliest, latest, p.snapshotFloor(req))
 	if err != nil {
 		return tr, err
 	}
@@ -231,9 +231,31 @@ func (p *Provider) expireSnapshots(ctx context.Context, t catalogs.TableIdent, r
 	return tr, p.countExpired(ctx, st, reach, keep, &tr, false)
 }
 
+// snapshotFloor is the age under which a snapshot is kept whatever the
+// table's retention, snapshot by snapshot as Iceberg's expiry reads its
+// floors: the caller's KeepNewerThan; ReplayWindow for a snapshot whose
+// commit user is a commit id a client may send again (req.Replays: this
+// backend's commit user is the commit id; a user it made itself,
+// flightgw-<uuid>, is known to no client); CommitWindow and the commit
+// loop's total timeout for every snapshot, since nothing in a Paimon
+// snapshot tells this process's answered commits from a writer still
+// looking its commit up (Iceberg's flightgw.writer); and always twice the
+// commit loop's total timeout (expireSnapshots). Expiry ends at the first
+// snapshot kept, so one kept keeps every later one.
+func (p *Provider) snapshotFloor(req catalogs.MaintainRequest) func(*snapshot) time.Duration {
+	total := p.cfg.commit.TotalTimeout
+	always := max(req.KeepNewerThan, 2*total, req.CommitWindow+total)
+	return func(s *snapshot) time.Duration {
+		if !strings.HasPrefix(s.CommitUser, "flightgw-") && req.Replays(s.CommitUser) {
+			return max(always, req.ReplayWindow)
+		}
+		return always
+	}
+}
+
 // expireEnd is the first snapshot kept: every snapshot in [earliest, end)
 // expires.
-func (p *Provider) expireEnd(ctx context.Context, st *tableState, ret retention, earliest, latest int64, floor time.Duration) (int64, error) {
+func (p *Provider) expireEnd(ctx context.Context, st *tableState, ret retention, earliest, latest int64, floor func(*snapshot) time.Duration) (int64, error) {
 	if earliest == 0 {
 		return 0, nil
 	}
@@ -246,7 +268,6 @@ func (p *Provider) expireEnd(ctx context.Context, st *tableState, ret retention,
 	end = min(end, next)
 	now := p.now()
 	older := now.Add(-ret.time).UnixMilli()
-	young := now.Add(-floor).UnixMilli()
 	for id := earliest; id < end; id++ {
 		s, err := p.readSnapshot(ctx, st.ident, st.dir, id)
 		if lake.IsNotExist(err) {
@@ -255,7 +276,7 @@ func (p *Provider) expireEnd(ctx context.Context, st *tableState, ret retention,
 		if err != nil {
 			return 0, lake.MapErr(err, fmt.Sprintf("table %s: expire snapshots: snapshot-%d", st.ident, id))
 		}
-		if s.TimeMillis >= young || (id >= lo && s.TimeMillis >= older) {
+		if s.TimeMillis >= now.Add(-floor(s)).UnixMilli() || (id >= lo && s.TimeMillis >= older) {
 			return id, nil
 		}
 	}

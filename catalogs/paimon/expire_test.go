@@ -223,3 +223,42 @@ func TestPaimonExpireKeeps(t *testing.T) {
 		t.Error("a refused expiry deleted snapshot-1")
 	}
 }
+
+// TestPaimonExpiryFloorsPerSnapshot: the floors are read snapshot by
+// snapshot, as Iceberg's expiry reads them: auto-commit writes (commit
+// user write-…, which no client sends again) expire once past the
+// commit window, while a snapshot recording a commit id a client may
+// send again (msg-3) is kept for the replay window, and with it every
+// later one (Paimon's expiry ends at the first snapshot it keeps); past
+// the replay window it expires too. Before, every snapshot younger than
+// the largest floor (12 h 10 min) was kept.
+func TestPaimonExpiryFloorsPerSnapshot(t *testing.T) {
+	p, _ := openLocal(t, map[string]string{paimon.PropTableDefaultPrefix + "snapshot.num-retained.min": "1",
+		paimon.PropTableDefaultPrefix + "snapshot.time-retained": "1 ms"})
+	ctx := context.Background()
+	id := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: "floors"}
+	if _, err := p.CreateTable(ctx, id, sampleSchema, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, user := range []string{"write-1", "write-2", "msg-3", "write-4", "write-5", "write-6"} {
+		if _, err := p.CommitOnce(ctx, id, user, stage(t, p, id, int64(i*10), 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := catalogs.MaintainRequest{Tasks: []string{catalogs.TaskExpireSnapshots},
+		ReplayWindow: 12*time.Hour + 10*time.Minute, CommitWindow: 5*time.Minute + 30*time.Second,
+		Replayable: func(id string) bool { return !strings.HasPrefix(id, "write-") }}
+	for _, c := range []struct {
+		after time.Duration
+		want  []int64
+	}{{time.Hour, []int64{1, 2}}, {13 * time.Hour, []int64{3, 4, 5}}} {
+		paimon.SetNow(p, func() time.Time { return time.Now().Add(c.after) })
+		rep, err := p.Maintain(ctx, id, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.Tasks[0].ExpiredSnapshots; !slices.Equal(got, c.want) {
+			t.Errorf("%v later: expired %v, want %v", c.after, got, c.want)
+		}
+	}
+}

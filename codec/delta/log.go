@@ -88,6 +88,12 @@ func parseLogName(name string) (logFile, bool) {
 		v, err := strconv.ParseInt(s, 10, 64)
 		return v, err == nil
 	}
+	// Most names are commits: read without a regular expression, which
+	// every replay would run on every name of the log.
+	if len(name) == 25 && strings.HasSuffix(name, ".json") && allDigits(name[:20]) {
+		v, ok := ver(name[:20])
+		return logFile{name: name, version: v, kind: kindCommit, json: true}, ok
+	}
 	if m := commitRe.FindStringSubmatch(name); m != nil {
 		v, ok := ver(m[1])
 		return logFile{name: name, version: v, kind: kindCommit, json: true}, ok
@@ -110,6 +116,15 @@ func parseLogName(name string) (logFile, bool) {
 		return logFile{name: name, version: v, kind: kindUUIDCheckpoint, json: m[3] == "json"}, ok
 	}
 	return logFile{}, false
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // CommitName is the file name of the commit of a version: 20 zero-padded digits.

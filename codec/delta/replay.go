@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"path"
 	"sort"
@@ -36,14 +37,17 @@ type Snapshot struct {
 	// Checkpoint is the name of the checkpoint replay started from, or "" when it replayed
 	// every commit from version 0.
 	Checkpoint string
-	// LastCheckpoint is _last_checkpoint, when present and readable.
+	// LastCheckpoint is _last_checkpoint, when present and readable, as it was when the
+	// snapshot was replayed (a snapshot a StateCache kept is returned as it was).
 	LastCheckpoint *LastCheckpoint
 }
 
 // Load replays the log to the snapshot at version, or the latest version when version is
 // negative. It starts from the newest complete checkpoint not after the version (multi-part
 // checkpoints with a missing part are ignored, as the protocol requires) and applies the
-// commits after it, which must be contiguous.
+// commits after it, which must be contiguous. With a Log that is a StateCache it starts
+// from the state kept instead when that is no older than the checkpoint. The snapshot may be
+// shared with other callers: it must not be modified.
 func Load(ctx context.Context, log Log, version int64) (*Snapshot, error) {
 	names, err := log.List(ctx)
 	if err != nil {
@@ -86,6 +90,48 @@ func Load(ctx context.Context, log Log, version int64) (*Snapshot, error) {
 		return nil, fmt.Errorf("delta log: %w: version %d, latest is %d", ErrVersionNotFound, version, latest)
 	}
 
+	// Newest first, over the versions that have checkpoints (not every version: a hostile
+	// file name can claim version 10^18).
+	cpVersions := make([]int64, 0, len(checkpoints))
+	for v := range checkpoints {
+		if v <= version {
+			cpVersions = append(cpVersions, v)
+		}
+	}
+	sort.Slice(cpVersions, func(i, j int) bool { return cpVersions[i] > cpVersions[j] })
+	var cpFiles []logFile
+	cpVersion := int64(-1)
+	for _, v := range cpVersions {
+		if files, ok := completeCheckpoint(checkpoints[v]); ok {
+			cpFiles, cpVersion = files, v
+			break
+		}
+	}
+	cache, _ := log.(StateCache)
+	var from *Replayed
+	if cache != nil {
+		from = cache.ReplayedState()
+		if from != nil && from.snap.Version > latest {
+			// The log holds fewer versions than the state kept: the table
+			// was dropped and created again at this location.
+			cache.DropReplayedState()
+			from = nil
+		}
+		if from != nil && (from.snap.Version > version || from.snap.Version < cpVersion) {
+			from = nil // time travel, or the checkpoint is nearer
+		}
+	}
+	if from != nil && from.snap.Version == version {
+		if from.snap.Checkpoint == checkpointName(cpFiles) {
+			return from.snap, nil
+		}
+		// A checkpoint of the version was written since: the snapshot
+		// says replay would start from it now.
+		s := *from.snap
+		s.Checkpoint = checkpointName(cpFiles)
+		return &s, nil
+	}
+
 	s := &Snapshot{Version: version, Txns: map[string]Txn{}, Domains: map[string]DomainMetadata{}}
 	if hasLast {
 		if b, err := log.Read(ctx, LastCheckpointName); err == nil {
@@ -96,24 +142,20 @@ func Load(ctx context.Context, log Log, version int64) (*Snapshot, error) {
 
 	st := newState()
 	start := int64(0)
-	// Newest first, over the versions that have checkpoints (not every version: a hostile
-	// file name can claim version 10^18).
-	cpVersions := make([]int64, 0, len(checkpoints))
-	for v := range checkpoints {
-		if v <= version {
-			cpVersions = append(cpVersions, v)
+	s.Checkpoint = checkpointName(cpFiles)
+	switch {
+	case from != nil:
+		// Commits are immutable once written (put-if-absent): the state
+		// kept at an earlier version plus the commits after it is the
+		// replay from the checkpoint, without reading the checkpoint or
+		// the commits before that version again.
+		st = from.st.clone()
+		start = from.snap.Version + 1
+	case cpFiles != nil:
+		if err := st.loadCheckpoint(ctx, log, cpFiles); err != nil {
+			return nil, err
 		}
-	}
-	sort.Slice(cpVersions, func(i, j int) bool { return cpVersions[i] > cpVersions[j] })
-	for _, v := range cpVersions {
-		if files, ok := completeCheckpoint(checkpoints[v]); ok {
-			if err := st.loadCheckpoint(ctx, log, files); err != nil {
-				return nil, err
-			}
-			s.Checkpoint = files[0].name
-			start = v + 1
-			break
-		}
+		start = cpVersion + 1
 	}
 	for v := start; v <= version; v++ {
 		f, ok := commits[v]
@@ -182,7 +224,54 @@ func Load(ctx context.Context, log Log, version int64) (*Snapshot, error) {
 	}
 	sort.Slice(s.Tombstones, func(i, j int) bool { return s.Tombstones[i].Path < s.Tombstones[j].Path })
 	s.Txns, s.Domains = st.txns, st.domains
+	if cache != nil {
+		cache.KeepReplayedState(&Replayed{snap: s, st: st})
+	}
 	return s, nil
+}
+
+// checkpointName is the name of a checkpoint's first file, "" for none.
+func checkpointName(files []logFile) string {
+	if len(files) == 0 {
+		return ""
+	}
+	return files[0].name
+}
+
+// StateCache is implemented by a Log that keeps the state replay reached at the newest
+// version it loaded: the next Load of that version returns its snapshot, and a Load of a
+// later one applies only the commits after it (commits are immutable once written, by
+// put-if-absent, and a commit's successor never changes the state before it). Load still
+// lists the log every time, so the latest version is always the listing's. A state kept
+// for a version the listing no longer reaches (the table was dropped and created again
+// at its location) is dropped; a table dropped and created again that has grown past the
+// kept version meanwhile is not told apart: callers that drop a table drop its state.
+type StateCache interface {
+	// ReplayedState returns the state kept, nil when none.
+	ReplayedState() *Replayed
+	// KeepReplayedState keeps r unless a state of a later version is kept.
+	KeepReplayedState(r *Replayed)
+	// DropReplayedState forgets the state kept.
+	DropReplayedState()
+}
+
+// Replayed is the state of a table's log replayed to one version: its snapshot, and the
+// reconciled actions later commits apply to. It is never modified once made.
+type Replayed struct {
+	snap *Snapshot
+	st   *state
+}
+
+// Version is the version replay reached.
+func (r *Replayed) Version() int64 { return r.snap.Version }
+
+// clone copies the state, so that commits applied to the copy leave st as it is.
+func (st *state) clone() *state {
+	return &state{
+		protocol: st.protocol, metadata: st.metadata,
+		adds: maps.Clone(st.adds), addDV: maps.Clone(st.addDV), removes: maps.Clone(st.removes),
+		txns: maps.Clone(st.txns), domains: maps.Clone(st.domains),
+	}
 }
 
 // completeCheckpoint picks one complete checkpoint among those of a version: a UUID-named

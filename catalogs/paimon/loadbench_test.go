@@ -1,0 +1,104 @@
+package paimon_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/flightgw/flightgw/catalogs"
+)
+
+var kvSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "k", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "v", Type: arrow.BinaryTypes.String},
+}, nil)
+
+// kvBatch is keys [from, from+n) as integration/bench/maintain writes them.
+func kvBatch(from, n int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, kvSchema)
+	defer b.Release()
+	for k := from; k < from+n; k++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(k))
+		b.Field(1).(*array.StringBuilder).Append("value-" + strconv.Itoa(k))
+	}
+	return b.NewRecordBatch()
+}
+
+// BenchmarkQueryMetadata is the metadata side of issue 27's bench
+// (integration/bench/maintain -catalog paimon) without the transport or
+// the data: what the gateway asks the backend for per query (the
+// table's spec when GetFlightInfo and DoGet resolve it, then the plan of
+// the files DuckDB reads), on an append table of 1,000 auto-commit
+// appends after compact and expire_snapshots, and on the same rows in
+// one commit (go test -run '^$' -bench QueryMetadata -benchtime 200x).
+func BenchmarkQueryMetadata(b *testing.B) {
+	const appends, rows = 1000, 100
+	ctx := context.Background()
+	p, _ := openLocal(b, nil)
+	id := func(n string) catalogs.TableIdent {
+		return catalogs.TableIdent{Catalog: "lake", Namespace: []string{"default"}, Name: n}
+	}
+	one, many := id("one_commit"), id("appends_on")
+	for _, t := range []catalogs.TableIdent{one, many} {
+		if _, err := p.CreateTable(ctx, t, kvSchema, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s, err := p.OpenStream(ctx, one, catalogs.WriteTxn{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range appends {
+		bt := kvBatch(i*rows, rows)
+		err := s.Write(ctx, bt)
+		bt.Release()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	rs, err := s.Close(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := p.Commit(ctx, one, rs); err != nil {
+		b.Fatal(err)
+	}
+	for i := range appends {
+		bt := kvBatch(i*rows, rows)
+		r, err := p.WriteBatch(ctx, many, bt)
+		bt.Release()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := p.Commit(ctx, many, []catalogs.WriteReceipt{r}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rep, err := p.Maintain(ctx, many, catalogs.MaintainRequest{Tasks: []string{catalogs.TaskCompact, catalogs.TaskExpireSnapshots}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("compact: %d files into %d", rep.Tasks[0].RewrittenFiles, rep.Tasks[0].AddedFiles)
+	for _, t := range []catalogs.TableIdent{one, many} {
+		b.Run(t.Name, func(b *testing.B) {
+			for b.Loop() {
+				for range 2 {
+					if _, err := p.GetTableSpec(ctx, t); err != nil {
+						b.Fatal(err)
+					}
+				}
+				plan, err := p.PlanFiles(ctx, t, catalogs.ScanRequest{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if t.Name == many.Name && plan.FilesTotal != 1 {
+					b.Fatalf("%d live files after compact", plan.FilesTotal)
+				}
+			}
+		})
+	}
+}
