@@ -2,31 +2,11 @@ package delta_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/catalogtest"
 )
-
-var kvSchema = arrow.NewSchema([]arrow.Field{
-	{Name: "k", Type: arrow.PrimitiveTypes.Int64},
-	{Name: "v", Type: arrow.BinaryTypes.String},
-}, nil)
-
-// kvBatch is keys [from, from+n) as integration/bench/maintain writes them.
-func kvBatch(from, n int) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, kvSchema)
-	defer b.Release()
-	for k := from; k < from+n; k++ {
-		b.Field(0).(*array.Int64Builder).Append(int64(k))
-		b.Field(1).(*array.StringBuilder).Append("value-" + strconv.Itoa(k))
-	}
-	return b.NewRecordBatch()
-}
 
 // BenchmarkQueryMetadata is the metadata side of issue 27's bench
 // (integration/bench/maintain -catalog delta) without the transport or
@@ -40,41 +20,7 @@ func BenchmarkQueryMetadata(b *testing.B) {
 	ctx := context.Background()
 	p := openLocal(b, "")
 	one, many := ident("default", "one_commit"), ident("default", "appends_on")
-	for _, id := range []catalogs.TableIdent{one, many} {
-		if _, err := p.CreateTable(ctx, id, kvSchema, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	s, err := p.OpenStream(ctx, one, catalogs.WriteTxn{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range appends {
-		bt := kvBatch(i*rows, rows)
-		err := s.Write(ctx, bt)
-		bt.Release()
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	rs, err := s.Close(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := p.Commit(ctx, one, rs); err != nil {
-		b.Fatal(err)
-	}
-	for i := range appends {
-		bt := kvBatch(i*rows, rows)
-		r, err := p.WriteBatch(ctx, many, bt)
-		bt.Release()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := p.Commit(ctx, many, []catalogs.WriteReceipt{r}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	catalogtest.SeedAppends(b, p, one, many, appends, rows)
 	rep, err := p.Maintain(ctx, many, catalogs.MaintainRequest{Tasks: []string{catalogs.TaskOptimize, catalogs.TaskCheckpoint}})
 	if err != nil {
 		b.Fatal(err)
