@@ -93,21 +93,7 @@ func TestUpstreamLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := &recordingSQLite{SQLiteFlightSQLServer: inner}
-	s := flight.NewServerWithMiddleware(nil)
-	s.RegisterFlightService(fsql.NewFlightServer(up))
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.InitListener(lis)
-	go func() { _ = s.Serve() }()
-	defer s.Shutdown()
-
-	gw := startGateway(t, fmt.Sprintf(`catalogs:
-  - name: lite
-    type: flightsql
-    properties: {uri: "grpc://%s", namespace: main, timeout: 10s}
-`, lis.Addr()))
+	gw := startLiteGateway(t, fsql.NewFlightServer(up))
 	cnxn := gw.adbcConn(t, nil)
 	for _, c := range []struct {
 		name, q string
@@ -152,4 +138,25 @@ func mustExec(t *testing.T, db *sql.DB, q string) {
 	if _, err := db.Exec(q); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
+}
+
+// startLiteGateway serves svc (arrow-go's SQLite example server, or one
+// wrapping it) on a loopback port until the test ends, and starts a
+// gateway whose catalog lite federates it (namespace main).
+func startLiteGateway(t *testing.T, svc flight.FlightServer) *gateway {
+	t.Helper()
+	s := flight.NewServerWithMiddleware(nil)
+	s.RegisterFlightService(svc)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.InitListener(lis)
+	go func() { _ = s.Serve() }()
+	t.Cleanup(s.Shutdown)
+	return startGateway(t, fmt.Sprintf(`catalogs:
+  - name: lite
+    type: flightsql
+    properties: {uri: "grpc://%s", namespace: main, timeout: 10s}
+`, lis.Addr()))
 }

@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -94,21 +92,7 @@ func TestUpstreamMalformedBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := &corruptingServer{FlightServer: fsql.NewFlightServer(inner)}
-	s := flight.NewServerWithMiddleware(nil)
-	s.RegisterFlightService(up)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.InitListener(lis)
-	go func() { _ = s.Serve() }()
-	defer s.Shutdown()
-
-	gw := startGateway(t, fmt.Sprintf(`catalogs:
-  - name: lite
-    type: flightsql
-    properties: {uri: "grpc://%s", namespace: main, timeout: 10s}
-`, lis.Addr()))
+	gw := startLiteGateway(t, up)
 	client := gw.flightClient(t)
 	const q = `SELECT * FROM lite.main.t`
 	read := func() (int64, error) {
