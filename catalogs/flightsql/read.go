@@ -71,7 +71,13 @@ func (p *Provider) read(ctx context.Context, what string, get func(context.Conte
 		if len(info.Endpoint) > 0 {
 			e := r.reads[0]
 			<-e.ready
-			r.schema, err = e.schema, e.err
+			// e.err is read only when the open failed: it was set before
+			// ready was closed and is never written again. An open stream
+			// may set it later (a bad batch, the end), for Next to read
+			// once e.batches is closed.
+			if r.schema = e.schema; r.schema == nil && e.err != nil {
+				err = e.err
+			}
 		}
 		if r.schema == nil {
 			r.Release()
