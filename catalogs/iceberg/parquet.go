@@ -309,7 +309,7 @@ func openLaneFile(cfg laneConfig, mem memory.Allocator, sc *arrow.Schema, path s
 	}
 	f := &laneFile{path: path, nans: nanCounter{cols: cfg.nanCols, counts: map[int]int64{}}}
 	f.pf, err = lake.NewParquetFile(out, sc, first, lake.ParquetOptions{Props: cfg.props,
-		ArrowProps: []pqarrow.WriterOption{pqarrow.WithStoreSchema()}, RowGroupBytes: cfg.rgBytes, Mem: mem}, f.nans)
+		StoreSchema: true, RowGroupBytes: cfg.rgBytes, Mem: mem}, f.nans)
 	if err != nil {
 		return nil, err
 	}

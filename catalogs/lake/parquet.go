@@ -3,6 +3,7 @@ package lake
 import (
 	"bufio"
 	"io"
+	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -37,7 +38,37 @@ type ParquetOptions struct {
 	RowGroupBytes int64
 	// Mem allocates the page buffers (a lane reuses its pqwrite.Alloc).
 	Mem memory.Allocator
+	// StoreSchema stores the Arrow schema in the footer
+	// (pqarrow.WithStoreSchema).
+	StoreSchema bool
 }
+
+// fileWriter is what writes a ParquetFile's row groups and footer:
+// pqwrite.FlatWriter when it writes the schema and properties, pqarrow
+// otherwise (arrowFile).
+type fileWriter interface {
+	Write(b arrow.RecordBatch) error
+	RowGroupBytes() int64
+	FlushRowGroup() error
+	BytesWritten() int64
+	Metadata() (*metadata.FileMetaData, error)
+	Close() error
+}
+
+// arrowFile is pqarrow's writer as a fileWriter.
+type arrowFile struct{ fw *pqarrow.FileWriter }
+
+func (a arrowFile) Write(b arrow.RecordBatch) error           { return a.fw.WriteBuffered(b) }
+func (a arrowFile) RowGroupBytes() int64                      { return a.fw.RowGroupTotalCompressedBytes() }
+func (a arrowFile) FlushRowGroup() error                      { return a.fw.NewBufferedRowGroupChecked() }
+func (a arrowFile) BytesWritten() int64                       { return a.fw.TotalBytesWritten() }
+func (a arrowFile) Metadata() (*metadata.FileMetaData, error) { return a.fw.FileMetadata() }
+func (a arrowFile) Close() error                              { return a.fw.Close() }
+
+// pqarrowOnly, set by FLIGHTGW_PARQUET_WRITER=pqarrow, writes every file
+// with pqarrow: the way back should a file from pqwrite.FlatWriter ever
+// need it, and the other side of its benchmarks.
+var pqarrowOnly = os.Getenv("FLIGHTGW_PARQUET_WRITER") == "pqarrow"
 
 // ParquetFile is one data file being written: the table format's lane
 // writes batches to it and rolls to a new file once Size reaches its
@@ -47,7 +78,7 @@ type ParquetFile struct {
 	out  io.WriteCloser
 	cnt  countingWriter
 	buf  *bufio.Writer
-	fw   *pqarrow.FileWriter
+	fw   fileWriter
 	rg   int64
 	rows int64
 	obs  Observer
@@ -75,14 +106,30 @@ func NewParquetFile(out io.WriteCloser, sc *arrow.Schema, first arrow.RecordBatc
 	}
 	props := append(append(o.Props[:len(o.Props):len(o.Props)], parquet.WithAllocator(mem)), pqwrite.PlainColumns(first)...)
 	aprops := append(o.ArrowProps[:len(o.ArrowProps):len(o.ArrowProps)], pqarrow.WithAllocator(mem))
+	if o.StoreSchema {
+		aprops = append(aprops, pqarrow.WithStoreSchema())
+	}
 	// pqarrow writes page headers and pages separately: buffering saves
 	// most of the system calls of a local file.
 	f.buf = bufio.NewWriterSize(&f.cnt, 1<<20)
-	var err error
-	if f.fw, err = pqarrow.NewFileWriter(sc, f.buf, parquet.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...)); err != nil {
+	wprops := parquet.NewWriterProperties(props...)
+	if len(o.ArrowProps) == 0 && !pqarrowOnly {
+		fw, ok, err := pqwrite.NewFlatWriter(sc, f.buf, wprops, o.StoreSchema)
+		if err != nil {
+			_ = out.Close()
+			return nil, err
+		}
+		if ok {
+			f.fw = fw
+			return f, nil
+		}
+	}
+	fw, err := pqarrow.NewFileWriter(sc, f.buf, wprops, pqarrow.NewArrowWriterProperties(aprops...))
+	if err != nil {
 		_ = out.Close()
 		return nil, err
 	}
+	f.fw = arrowFile{fw}
 	return f, nil
 }
 
@@ -95,12 +142,12 @@ func (f *ParquetFile) WriteAs(b, rows arrow.RecordBatch) error {
 	if f.obs != nil {
 		f.obs.Observe(rows)
 	}
-	if err := f.fw.WriteBuffered(b); err != nil {
+	if err := f.fw.Write(b); err != nil {
 		return err
 	}
 	f.rows += b.NumRows()
-	if f.rg > 0 && f.fw.RowGroupTotalCompressedBytes() >= f.rg {
-		return f.fw.NewBufferedRowGroupChecked()
+	if f.rg > 0 && f.fw.RowGroupBytes() >= f.rg {
+		return f.fw.FlushRowGroup()
 	}
 	return nil
 }
@@ -108,13 +155,13 @@ func (f *ParquetFile) WriteAs(b, rows arrow.RecordBatch) error {
 // Size is the file's encoded size so far: the row groups written out and
 // the open one.
 func (f *ParquetFile) Size() int64 {
-	return f.fw.TotalBytesWritten() + f.fw.RowGroupTotalCompressedBytes()
+	return f.fw.BytesWritten() + f.fw.RowGroupBytes()
 }
 
 // Metadata is the file's footer, after Close: the row groups and their
 // column-chunk statistics, which a table format may take its own file
 // statistics from.
-func (f *ParquetFile) Metadata() (*metadata.FileMetaData, error) { return f.fw.FileMetadata() }
+func (f *ParquetFile) Metadata() (*metadata.FileMetaData, error) { return f.fw.Metadata() }
 
 // Rows is the number of rows written.
 func (f *ParquetFile) Rows() int64 { return f.rows }
