@@ -327,7 +327,9 @@ func compareDuckDB(t *testing.T, db *sql.DB, flat, ref []byte) {
 // batch FlatWriter cannot write is an error, not a panic or a bad file.
 func TestFlatWriterRefuses(t *testing.T) {
 	plain := []parquet.WriterProperty{parquet.WithDictionaryDefault(false)}
-	f := func(t arrow.DataType) *arrow.Schema { return arrow.NewSchema([]arrow.Field{{Name: "a", Type: t, Nullable: true}}, nil) }
+	f := func(t arrow.DataType) *arrow.Schema {
+		return arrow.NewSchema([]arrow.Field{{Name: "a", Type: t, Nullable: true}}, nil)
+	}
 	for _, tc := range []struct {
 		name  string
 		sc    *arrow.Schema
