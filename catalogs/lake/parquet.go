@@ -114,7 +114,9 @@ func NewParquetFile(out io.WriteCloser, sc *arrow.Schema, first arrow.RecordBatc
 	f.buf = bufio.NewWriterSize(&f.cnt, 1<<20)
 	wprops := parquet.NewWriterProperties(props...)
 	if len(o.ArrowProps) == 0 && !pqarrowOnly {
-		fw, ok, err := pqwrite.NewFlatWriter(sc, f.buf, wprops, o.StoreSchema)
+		// FlatWriter writes whole column chunks and the footer: no
+		// buffer between it and out (it would copy every byte).
+		fw, ok, err := pqwrite.NewFlatWriter(sc, &f.cnt, wprops, o.StoreSchema)
 		if err != nil {
 			_ = out.Close()
 			return nil, err

@@ -187,9 +187,22 @@ func newFlatCol(f arrow.Field, descr *schema.Column, props *parquet.WriterProper
 	c := &flatCol{name: f.Name, descr: descr, kind: kind, enc: enc, codec: codec, level: props.CompressionLevelFor(path),
 		optional: descr.MaxDefinitionLevel() == 1, pageSize: int(max(props.DataPageSize(), 1<<10)),
 		statsOn: props.StatisticsEnabledFor(path), maxStats: int(props.MaxStatsSizeFor(path))}
+	if c.optional && enc == parquet.Encodings.Plain {
+		c.gap = levelGap
+	}
+	c.vals = make([]byte, c.gap)
 	c.resetStats()
 	return c, true
 }
+
+// levelGap is the room kept before a plain page's values for its
+// definition levels when they are one run (4 bytes of length, at most 5
+// of run header, 1 of value): the page is then compressed from where the
+// values were appended, not copied after its levels.
+const levelGap = 16
+
+// valBytes is the size of the open page's plain values.
+func (c *flatCol) valBytes() int { return len(c.vals) - c.gap }
 
 // Write appends b's rows, starting a new row group whenever the open one
 // reaches the properties' maximum length.
@@ -231,7 +244,7 @@ func (fw *FlatWriter) Write(b arrow.RecordBatch) error {
 func (fw *FlatWriter) RowGroupBytes() int64 {
 	var n int64
 	for _, c := range fw.cols {
-		n += int64(len(c.chunk) + len(c.vals) + 8*len(c.ints))
+		n += int64(len(c.chunk) + c.valBytes() + 8*len(c.ints))
 	}
 	return n
 }
@@ -349,7 +362,8 @@ type flatCol struct {
 	valid  []byte
 	nrows  int // values in the page, nulls included
 	nnull  int
-	vals   []byte
+	vals   []byte // after gap bytes kept for the levels
+	gap    int
 	nbits  int // booleans in vals
 	ints   []int64
 	page   []byte // the page assembled
@@ -370,7 +384,7 @@ func (c *flatCol) resetStats() {
 
 // pageRows is how many more rows fit in the open page: at least 1.
 func (c *flatCol) pageRows() int {
-	used := len(c.vals) + 8*len(c.ints)
+	used := c.valBytes() + 8*len(c.ints)
 	var per int
 	switch c.kind {
 	case kindBool:
@@ -420,7 +434,7 @@ func (c *flatCol) append(d arrow.ArrayData, off, n int) error {
 		c.nnull += nulls
 		off += take
 		n -= take
-		if len(c.vals)+8*len(c.ints) >= c.pageSize || c.nbits >= 8*c.pageSize {
+		if c.valBytes()+8*len(c.ints) >= c.pageSize || c.nbits >= 8*c.pageSize {
 			if err := c.flushPage(); err != nil {
 				return err
 			}
@@ -432,7 +446,7 @@ func (c *flatCol) append(d arrow.ArrayData, off, n int) error {
 // byteRows is how many rows of a binary column from row i fill the open
 // page (the smallest count reaching its size), at most n.
 func (c *flatCol) byteRows(d arrow.ArrayData, i, n int) int {
-	room := c.pageSize - len(c.vals)
+	room := c.pageSize - c.valBytes()
 	size := func(k int) int { // bytes of rows [i, i+k), lengths included
 		if c.kind == kindBytes32 {
 			o := arrow.Int32Traits.CastFromBytes(d.Buffers()[1].Bytes())
@@ -622,7 +636,7 @@ func (c *flatCol) appendBools(vals, bitmap []byte, i, n, nulls int) {
 			c.vals = append(c.vals, 0)
 		}
 		if bitutil.BitIsSet(vals, j) {
-			bitutil.SetBit(c.vals, c.nbits)
+			bitutil.SetBit(c.vals[c.gap:], c.nbits)
 			sawTrue = true
 		} else {
 			sawFalse = true
@@ -644,20 +658,33 @@ func (c *flatCol) flushPage() error {
 	if c.nrows == 0 {
 		return nil
 	}
-	p := c.page[:0]
-	if c.optional {
-		p = appendLevels(p, c.valid, c.nrows, c.nnull)
-	}
-	if c.enc == parquet.Encodings.DeltaBinaryPacked {
+	var p []byte
+	switch {
+	case c.enc == parquet.Encodings.DeltaBinaryPacked:
+		p = c.page[:0]
+		if c.optional {
+			p = appendLevels(p, c.valid, c.nrows, c.nnull)
+		}
 		if c.kind == kindInt32 {
 			p = appendDeltaPacked32(p, c.ints)
 		} else {
 			p = appendDeltaPacked64(p, c.ints)
 		}
-	} else {
-		p = append(p, c.vals...)
+		c.page = p
+	case c.optional && (c.nnull == 0 || c.nnull == c.nrows):
+		// The levels are one run: they go in the gap before the
+		// values, and the page is compressed where the values are.
+		var run [levelGap]byte
+		lv := appendLevels(run[:0], nil, c.nrows, c.nnull)
+		p = c.vals[c.gap-len(lv):]
+		copy(p, lv)
+	case c.optional:
+		p = appendLevels(c.page[:0], c.valid, c.nrows, c.nnull)
+		p = append(p, c.vals[c.gap:]...)
+		c.page = p
+	default:
+		p = c.vals
 	}
-	c.page = p
 	bound := int(c.codec.CompressBound(int64(len(p))))
 	if cap(c.packed) < bound {
 		c.packed = make([]byte, bound)
@@ -670,7 +697,7 @@ func (c *flatCol) flushPage() error {
 	c.uncompressed += int64(hdr + len(p))
 	c.nvalues += int64(c.nrows)
 	c.pages++
-	c.valid, c.vals, c.ints = c.valid[:0], c.vals[:0], c.ints[:0]
+	c.valid, c.vals, c.ints = c.valid[:0], c.vals[:c.gap], c.ints[:0]
 	c.nrows, c.nnull, c.nbits = 0, 0, 0
 	return nil
 }
