@@ -583,35 +583,65 @@ func (c *flatCol) appendFixed(buf []byte, width int, bitmap []byte, i, n, nulls 
 // column, plain (a 4-byte length before each), and their minimum and
 // maximum to the statistics.
 func appendBytes[O int32 | int64](c *flatCol, offs []O, data []byte, bitmap []byte, i, n, nulls int) {
-	var lo, hi []byte
-	seen := false
+	at := len(c.vals)
 	c.vals = growBytes(c.vals, int(offs[i+n]-offs[i])+4*n)
+	out := c.vals[at:cap(c.vals)]
+	pos := 0
+	for j := i; j < i+n; j++ {
+		if nulls > 0 && !bitutil.BitIsSet(bitmap, j) {
+			continue
+		}
+		a, b := offs[j], offs[j+1]
+		binary.LittleEndian.PutUint32(out[pos:], uint32(b-a))
+		pos += 4 + copy(out[pos+4:], data[a:b])
+	}
+	c.vals = c.vals[:at+pos]
+	if c.stats == nil {
+		return
+	}
+	s := c.stats.(*metadata.ByteArrayStatistics)
+	s.IncNulls(int64(nulls))
+	s.IncNumValues(int64(n - nulls))
+	if lo, hi, ok := byteRange(offs, data, bitmap, i, n, nulls); ok {
+		s.SetMinMax(lo, hi)
+	}
+}
+
+// byteRange is the least and the greatest of the non-null values of rows
+// [i, i+n) (unsigned bytewise order, Parquet's for BYTE_ARRAY), false
+// when all are null. Each value is compared by its first 8 bytes as a
+// number first, by all of them only when those are equal.
+func byteRange[O int32 | int64](offs []O, data []byte, bitmap []byte, i, n, nulls int) (lo, hi []byte, ok bool) {
+	var lk, hk uint64
 	for j := i; j < i+n; j++ {
 		if nulls > 0 && !bitutil.BitIsSet(bitmap, j) {
 			continue
 		}
 		v := data[offs[j]:offs[j+1]]
-		c.vals = binary.LittleEndian.AppendUint32(c.vals, uint32(len(v)))
-		c.vals = append(c.vals, v...)
-		if c.stats == nil {
-			continue
-		}
-		if !seen {
-			lo, hi, seen = v, v, true
-		} else if bytes.Compare(v, lo) < 0 {
-			lo = v
-		} else if bytes.Compare(v, hi) > 0 {
-			hi = v
+		k := prefixKey(v)
+		switch {
+		case !ok:
+			lo, hi, lk, hk, ok = v, v, k, k, true
+		case k < lk || k == lk && bytes.Compare(v, lo) < 0:
+			lo, lk = v, k
+		case k > hk || k == hk && bytes.Compare(v, hi) > 0:
+			hi, hk = v, k
 		}
 	}
-	if c.stats != nil {
-		s := c.stats.(*metadata.ByteArrayStatistics)
-		s.IncNulls(int64(nulls))
-		s.IncNumValues(int64(n - nulls))
-		if seen {
-			s.SetMinMax(lo, hi)
-		}
+	return lo, hi, ok
+}
+
+// prefixKey is v's first 8 bytes, big-endian, zeros after a shorter v:
+// keys order as the values do, ties aside.
+func prefixKey(v []byte) uint64 {
+	if len(v) >= 8 {
+		return binary.BigEndian.Uint64(v)
 	}
+	var k uint64
+	for i, b := range v {
+		k |= uint64(b) << (56 - 8*i)
+	}
+	return k
 }
 
 // growBytes makes room for n more bytes in b.
