@@ -378,3 +378,56 @@ func TestFlatWriterRefuses(t *testing.T) {
 		t.Error("a batch of another schema was written")
 	}
 }
+
+// FuzzFlatWriter writes batches of a random subset of the column types,
+// sizes, null rates, page and row-group sizes and encodings with both
+// writers: arrow-go reads the same rows and statistics from each.
+func FuzzFlatWriter(f *testing.F) {
+	f.Add(uint64(1), uint16(100), uint8(10), uint16(300), uint8(3))
+	f.Add(uint64(2), uint16(5000), uint8(0), uint16(1), uint8(255))
+	f.Add(uint64(3), uint16(1), uint8(100), uint16(9), uint8(0))
+	all := flatFields()
+	f.Fuzz(func(t *testing.T, seed uint64, rows uint16, nullPct uint8, rowGroup uint16, shape uint8) {
+		r := rand.New(rand.NewPCG(seed, uint64(shape)))
+		var fields []arrow.Field
+		for _, fl := range all {
+			if r.IntN(3) == 0 {
+				fields = append(fields, fl)
+			}
+		}
+		if len(fields) == 0 {
+			fields = all[:1]
+		}
+		sc := arrow.NewSchema(fields, nil)
+		props := []parquet.WriterProperty{parquet.WithDictionaryDefault(false), parquet.WithCompression(compress.Codecs.Zstd),
+			parquet.WithDataPageSize(int64(1<<10 + int(shape)*97)), parquet.WithMaxRowGroupLength(int64(rowGroup%2000) + 1)}
+		for _, fl := range fields {
+			switch fl.Type.ID() {
+			case arrow.INT32, arrow.DATE32, arrow.INT64, arrow.TIMESTAMP:
+				if r.IntN(2) == 0 {
+					props = append(props, parquet.WithEncodingFor(fl.Name, parquet.Encodings.DeltaBinaryPacked))
+				}
+			}
+		}
+		rate := float64(nullPct%101) / 100
+		var batches []arrow.RecordBatch
+		for left := int(rows % 6000); left > 0; {
+			n := min(left, 1+r.IntN(3000))
+			b := genBatch(r, sc, n, rate)
+			defer b.Release()
+			batches = append(batches, b)
+			left -= n
+		}
+		flat, ref := writeBoth(t, sc, props, batches)
+		ft, fmd := readTable(t, flat)
+		defer ft.Release()
+		rt, rmd := readTable(t, ref)
+		defer rt.Release()
+		for c := range int(ft.NumCols()) {
+			if !array.ChunkedApproxEqual(ft.Column(c).Data(), rt.Column(c).Data(), array.WithNaNsEqual(true)) {
+				t.Errorf("column %s: values differ from pqarrow's", sc.Field(c).Name)
+			}
+		}
+		compareFooters(t, sc, fmd, rmd)
+	})
+}
