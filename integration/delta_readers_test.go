@@ -20,6 +20,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
@@ -59,6 +60,69 @@ var everySchema = arrow.NewSchema([]arrow.Field{
 	{Name: "arr", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
 	{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64), Nullable: true},
 }, nil)
+
+// flatSchema is everySchema's flat columns: in batches of more than 64
+// distinct values, the files of such a table are written by
+// pqwrite.FlatWriter, not pqarrow (no column keeps a dictionary).
+var flatSchema = arrow.NewSchema(slices.DeleteFunc(slices.Clone(everySchema.Fields()), func(f arrow.Field) bool {
+	switch f.Type.ID() {
+	case arrow.INT8, arrow.INT16, arrow.DECIMAL128, arrow.STRUCT, arrow.LIST, arrow.MAP:
+		return true
+	}
+	return false
+}), nil)
+
+// flatRow is everyRow's row i in flatSchema's columns, with NaN and the
+// infinities rarer in f64 (one row in 20, 40 and 40), so that its values
+// are distinct enough to be written without a dictionary.
+func flatRow(i int) (string, []any) {
+	js, all := everyRow(i)
+	dec := json.NewDecoder(strings.NewReader(js))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		panic(err)
+	}
+	if m["f64"] != nil {
+		f64 := float64(i)*1.5 + 0.125
+		m["f64"] = json.Number(javaDouble(f64))
+		switch {
+		case i%20 == 1:
+			f64, m["f64"] = math.NaN(), "NaN"
+		case i%40 == 2:
+			f64, m["f64"] = math.Inf(1), "Inf"
+		case i%40 == 5:
+			f64, m["f64"] = math.Inf(-1), "-Inf"
+		}
+		all[everySchema.FieldIndices("f64")[0]] = javaDouble(f64)
+	}
+	var cols []string
+	var want []any
+	for _, f := range flatSchema.Fields() {
+		v, _ := json.Marshal(m[f.Name])
+		cols = append(cols, fmt.Sprintf("%q: %s", f.Name, v))
+		want = append(want, all[everySchema.FieldIndices(f.Name)[0]])
+	}
+	return "{" + strings.Join(cols, ", ") + "}", want
+}
+
+// writtenFlat reports whether the first page of a Parquet file's first
+// column has no statistics of its own, which pqarrow always writes and
+// pqwrite.FlatWriter never does.
+func writtenFlat(t *testing.T, path string) bool {
+	t.Helper()
+	rd, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	defer rd.Close()
+	pr, err := rd.RowGroup(0).GetColumnPageReader(0)
+	if err != nil || !pr.Next() {
+		t.Fatalf("%s: first page: %v %v", path, err, pr.Err())
+	}
+	p, ok := pr.Page().(*file.DataPageV1)
+	return ok && !p.Statistics().HasMin && !p.Statistics().HasMax && !p.Statistics().HasNullCount
+}
 
 // javaDouble spells f as Java's Double.toString does for the values of
 // these tests (render.py's rule for every reader).
@@ -278,6 +342,11 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 		// (pqwrite.DeltaPackedColumns): id and ntz, in narrow steps, are
 		// written DELTA_BINARY_PACKED.
 		{"packed", everySchema, everyRow, nil, []int{3, 7}, []deltaVersionRows{{{0, 110}}}}, // i16 overflows past 112
+		// Flat columns of many distinct values: files of FlatWriter
+		// (writtenFlat below), with and without column mapping.
+		{"flat", flatSchema, flatRow, nil, []int{3, 7}, []deltaVersionRows{{{0, 200}}, {{0, 200}, {200, 100}}, {{300, 100}}}},
+		{"flat_cm", flatSchema, flatRow, map[string]string{"delta.columnMapping.mode": "id"}, []int{3, 7},
+			[]deltaVersionRows{{{0, 200}}, {{0, 200}, {200, 100}}, {{300, 100}}}},
 	}
 	// Twelve appends: past delta.checkpointInterval (10 when unset), so the
 	// readers read from a checkpoint once the gateway writes one.
@@ -316,6 +385,17 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 			}
 		}
 		dir := ns + "/" + tb.name
+		if strings.HasPrefix(tb.name, "flat") && !strings.Contains(ns, "://") {
+			files, _ := filepath.Glob(dir + "/*.parquet")
+			if len(files) == 0 {
+				t.Fatalf("%s: no data files in %s", tb.name, dir)
+			}
+			for _, f := range files {
+				if !writtenFlat(t, f) {
+					t.Errorf("%s: %s was not written by FlatWriter", tb.name, f)
+				}
+			}
+		}
 		for v := range len(byVersion(tb)) {
 			if tb.name == "many" && v > 1 && v < 9 {
 				continue // like the versions around them; the JVM takes a second a snapshot here

@@ -134,12 +134,15 @@ func NewFlatWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterPropertie
 // needs a conversion, a dictionary or an encoding FlatWriter does not do.
 func newFlatCol(f arrow.Field, descr *schema.Column, props *parquet.WriterProperties) (*flatCol, bool) {
 	path := descr.Path()
+	phys := descr.PhysicalType()
+	// arrow-go never writes a boolean column with a dictionary, whatever
+	// the properties say: neither does FlatWriter.
+	dict := props.DictionaryEnabledFor(path) && phys != parquet.Types.Boolean
 	if descr.MaxRepetitionLevel() != 0 || descr.MaxDefinitionLevel() > 1 ||
-		props.DictionaryEnabledFor(path) || props.PageIndexEnabledFor(path) || props.BloomFilterEnabledFor(path) {
+		dict || props.PageIndexEnabledFor(path) || props.BloomFilterEnabledFor(path) {
 		return nil, false
 	}
 	var kind flatKind
-	phys := descr.PhysicalType()
 	switch t := f.Type.(type) {
 	case *arrow.BooleanType:
 		kind = kindBool

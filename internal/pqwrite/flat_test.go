@@ -336,6 +336,8 @@ func TestFlatWriterRefuses(t *testing.T) {
 		props []parquet.WriterProperty
 	}{
 		{"dictionary", f(arrow.PrimitiveTypes.Int64), nil},
+		{"dictionary beside a boolean", arrow.NewSchema([]arrow.Field{{Name: "b", Type: arrow.FixedWidthTypes.Boolean},
+			{Name: "s", Type: arrow.BinaryTypes.String}}, nil), []parquet.WriterProperty{parquet.WithDictionaryFor("b", false)}},
 		{"int8", f(arrow.PrimitiveTypes.Int8), plain},
 		{"uint32", f(arrow.PrimitiveTypes.Uint32), plain},
 		{"seconds", f(&arrow.TimestampType{Unit: arrow.Second}), plain},
@@ -355,6 +357,13 @@ func TestFlatWriterRefuses(t *testing.T) {
 				t.Errorf("ok %v, err %v; want it left to pqarrow", ok, err)
 			}
 		})
+	}
+
+	// Booleans never get a dictionary (arrow-go ignores the property
+	// for them), so it does not send a file to pqarrow.
+	bools := arrow.NewSchema([]arrow.Field{{Name: "b", Type: arrow.FixedWidthTypes.Boolean, Nullable: true}}, nil)
+	if _, ok, err := NewFlatWriter(bools, &bytes.Buffer{}, parquet.NewWriterProperties(), false); !ok || err != nil {
+		t.Errorf("a boolean column with the dictionary on: ok %v, err %v; want FlatWriter", ok, err)
 	}
 
 	sc := arrow.NewSchema([]arrow.Field{{Name: "req", Type: arrow.PrimitiveTypes.Int64}}, nil)
