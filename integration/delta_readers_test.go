@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 )
@@ -120,7 +121,7 @@ func writtenFlat(t *testing.T, path string) bool {
 	if err != nil || !pr.Next() {
 		t.Fatalf("%s: first page: %v %v", path, err, pr.Err())
 	}
-	p, ok := pr.Page().(*file.DataPageV1)
+	p, ok := pr.Page().(interface{ Statistics() metadata.EncodedStatistics })
 	return ok && !p.Statistics().HasMin && !p.Statistics().HasMax && !p.Statistics().HasNullCount
 }
 

@@ -99,7 +99,7 @@ var ErrFlatNull = errors.New("null value in a required column")
 // pqarrow.WithStoreSchema does); ok is false when sc or props need
 // something only pqarrow writes. It writes the file's magic number.
 func NewFlatWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterProperties, storeSchema bool) (fw *FlatWriter, ok bool, err error) {
-	if props.DataPageVersion() != parquet.DataPageV1 || props.FileEncryptionProperties() != nil {
+	if props.FileEncryptionProperties() != nil {
 		return nil, false, nil
 	}
 	psc, err := pqarrow.ToParquet(sc, props, pqarrow.DefaultWriterProps())
@@ -190,7 +190,9 @@ func newFlatCol(f arrow.Field, descr *schema.Column, props *parquet.WriterProper
 	c := &flatCol{name: f.Name, descr: descr, kind: kind, enc: enc, codec: codec, level: props.CompressionLevelFor(path),
 		optional: descr.MaxDefinitionLevel() == 1, pageSize: int(max(props.DataPageSize(), 1<<10)),
 		statsOn: props.StatisticsEnabledFor(path), maxStats: int(props.MaxStatsSizeFor(path))}
-	if c.optional && enc == parquet.Encodings.Plain {
+	c.v2 = props.DataPageVersion() == parquet.DataPageV2
+	c.compressed = props.CompressionFor(path) != compress.Codecs.Uncompressed
+	if c.optional && enc == parquet.Encodings.Plain && !c.v2 {
 		c.gap = levelGap
 	}
 	c.vals = make([]byte, c.gap)
@@ -354,7 +356,11 @@ type flatCol struct {
 	codec    compress.Codec
 	level    int
 	optional bool
-	pageSize int
+	v2       bool // DATA_PAGE_V2 pages
+	// compressed is false for an uncompressed column, whose V2 pages
+	// say so (is_compressed), as arrow-go's do.
+	compressed bool
+	pageSize   int
 	statsOn  bool
 	maxStats int
 
@@ -691,6 +697,21 @@ func (c *flatCol) flushPage() error {
 	if c.nrows == 0 {
 		return nil
 	}
+	if c.v2 {
+		c.flushPageV2()
+	} else {
+		c.flushPageV1()
+	}
+	c.nvalues += int64(c.nrows)
+	c.pages++
+	c.valid, c.vals, c.ints = c.valid[:0], c.vals[:c.gap], c.ints[:0]
+	c.nrows, c.nnull, c.nbits = 0, 0, 0
+	return nil
+}
+
+// flushPageV1 appends the open page as a V1 data page: its levels (with
+// their length) and values compressed together.
+func (c *flatCol) flushPageV1() {
 	var p []byte
 	switch {
 	case c.enc == parquet.Encodings.DeltaBinaryPacked:
@@ -698,11 +719,7 @@ func (c *flatCol) flushPage() error {
 		if c.optional {
 			p = appendLevels(p, c.valid, c.nrows, c.nnull)
 		}
-		if c.kind == kindInt32 {
-			p = appendDeltaPacked32(p, c.ints)
-		} else {
-			p = appendDeltaPacked64(p, c.ints)
-		}
+		p = c.appendDelta(p)
 		c.page = p
 	case c.optional && (c.nnull == 0 || c.nnull == c.nrows):
 		// The levels are one run: they go in the gap before the
@@ -718,19 +735,53 @@ func (c *flatCol) flushPage() error {
 	default:
 		p = c.vals
 	}
-	bound := int(c.codec.CompressBound(int64(len(p))))
-	if cap(c.packed) < bound {
-		c.packed = make([]byte, bound)
-	}
-	c.packed = c.codec.EncodeLevel(c.packed[:cap(c.packed)], p, c.level)
+	c.compress(p)
 	before := len(c.chunk)
 	c.chunk = appendPageHeader(c.chunk, int32(len(p)), int32(len(c.packed)), int32(c.nrows), c.enc)
 	hdr := len(c.chunk) - before
 	c.chunk = append(c.chunk, c.packed...)
 	c.uncompressed += int64(hdr + len(p))
-	c.nvalues += int64(c.nrows)
-	c.pages++
-	c.valid, c.vals, c.ints = c.valid[:0], c.vals[:c.gap], c.ints[:0]
-	c.nrows, c.nnull, c.nbits = 0, 0, 0
-	return nil
+}
+
+// flushPageV2 appends the open page as a V2 data page: its levels (no
+// length) as they are, then its values, compressed apart (unless the
+// column is written uncompressed).
+func (c *flatCol) flushPageV2() {
+	var lv []byte
+	if c.optional {
+		lv = appendLevelRuns(nil, c.valid, c.nrows, c.nnull)
+	}
+	vals := c.vals
+	if c.enc == parquet.Encodings.DeltaBinaryPacked {
+		c.page = c.appendDelta(c.page[:0])
+		vals = c.page
+	}
+	packed := vals
+	if c.compressed {
+		c.compress(vals)
+		packed = c.packed
+	}
+	before := len(c.chunk)
+	c.chunk = appendPageHeaderV2(c.chunk, int32(len(lv)+len(vals)), int32(len(lv)+len(packed)), int32(c.nrows), int32(c.nnull),
+		int32(len(lv)), c.enc, c.compressed)
+	hdr := len(c.chunk) - before
+	c.chunk = append(append(c.chunk, lv...), packed...)
+	c.uncompressed += int64(hdr + len(lv) + len(vals))
+}
+
+// appendDelta appends the open page's integers DELTA_BINARY_PACKED.
+func (c *flatCol) appendDelta(p []byte) []byte {
+	if c.kind == kindInt32 {
+		return appendDeltaPacked32(p, c.ints)
+	}
+	return appendDeltaPacked64(p, c.ints)
+}
+
+// compress sets packed to p compressed with the column's codec.
+func (c *flatCol) compress(p []byte) {
+	bound := int(c.codec.CompressBound(int64(len(p))))
+	if cap(c.packed) < bound {
+		c.packed = make([]byte, bound)
+	}
+	c.packed = c.codec.EncodeLevel(c.packed[:cap(c.packed)], p, c.level)
 }

@@ -215,6 +215,11 @@ func TestFlatWriterMatchesPqarrow(t *testing.T) {
 		{"snappy", append(base, parquet.WithCompression(compress.Codecs.Snappy)), []int{2000}, 0.1},
 		{"uncompressed", append(base, parquet.WithCompression(compress.Codecs.Uncompressed)), []int{2000}, 0.5},
 		{"no statistics", append(base, parquet.WithStats(false)), []int{2000}, 0.1},
+		{"v2 pages", append(base, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithDataPageSize(4<<10)), []int{3000, 1, 700}, 0.2},
+		{"v2 no nulls", append(base, parquet.WithDataPageVersion(parquet.DataPageV2)), []int{2000}, 0},
+		{"v2 all null", append(base, parquet.WithDataPageVersion(parquet.DataPageV2)), []int{300}, 1},
+		{"v2 delta", delta(append(base, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithDataPageSize(2<<10))), []int{3000}, 0.1},
+		{"v2 uncompressed", append(base, parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithCompression(compress.Codecs.Uncompressed)), []int{2000}, 0.3},
 		{"small statistics", append(base, parquet.WithMaxStatsSize(8)), []int{2000}, 0.1},
 	}
 	db, err := sql.Open("duckdb", "")
@@ -345,7 +350,6 @@ func TestFlatWriterRefuses(t *testing.T) {
 		{"list", f(arrow.ListOf(arrow.PrimitiveTypes.Int64)), plain},
 		{"struct", f(arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64})), plain},
 		{"dictionary array", f(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}), plain},
-		{"v2 pages", f(arrow.PrimitiveTypes.Int64), append(plain, parquet.WithDataPageVersion(parquet.DataPageV2))},
 		{"delta strings", f(arrow.BinaryTypes.String), append(plain, parquet.WithEncoding(parquet.Encodings.DeltaLengthByteArray))},
 		{"delta floats", f(arrow.PrimitiveTypes.Float64), append(plain, parquet.WithEncoding(parquet.Encodings.DeltaBinaryPacked))},
 		{"page index", f(arrow.PrimitiveTypes.Int64), append(plain, parquet.WithPageIndexEnabled(true))},
@@ -410,6 +414,9 @@ func FuzzFlatWriter(f *testing.F) {
 		sc := arrow.NewSchema(fields, nil)
 		props := []parquet.WriterProperty{parquet.WithDictionaryDefault(false), parquet.WithCompression(compress.Codecs.Zstd),
 			parquet.WithDataPageSize(int64(1<<10 + int(shape)*97)), parquet.WithMaxRowGroupLength(int64(rowGroup%2000) + 1)}
+		if shape%2 == 1 {
+			props = append(props, parquet.WithDataPageVersion(parquet.DataPageV2))
+		}
 		for _, fl := range fields {
 			switch fl.Type.ID() {
 			case arrow.INT32, arrow.DATE32, arrow.INT64, arrow.TIMESTAMP:

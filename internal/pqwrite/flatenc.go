@@ -21,7 +21,13 @@ import (
 // otherwise (at most 63 groups of 8 a run, as parquet-mr writes them).
 func appendLevels(p, bits []byte, n, nulls int) []byte {
 	at := len(p)
-	p = append(p, 0, 0, 0, 0) // the length, set below
+	p = appendLevelRuns(append(p, 0, 0, 0, 0), bits, n, nulls) // the length, set below
+	binary.LittleEndian.PutUint32(p[at:], uint32(len(p)-at-4))
+	return p
+}
+
+// appendLevelRuns appends the levels' runs alone, as a V2 page has them.
+func appendLevelRuns(p, bits []byte, n, nulls int) []byte {
 	switch nulls {
 	case 0, n:
 		v := byte(1)
@@ -43,7 +49,6 @@ func appendLevels(p, bits []byte, n, nulls int) []byte {
 			}
 		}
 	}
-	binary.LittleEndian.PutUint32(p[at:], uint32(len(p)-at-4))
 	return p
 }
 
@@ -167,6 +172,8 @@ func packBits(p []byte, vs []uint64, w int) []byte {
 
 // Thrift compact protocol: the field types a data page header uses.
 const (
+	thriftTrue   = 1
+	thriftFalse  = 2
 	thriftI32    = 5
 	thriftStruct = 12
 )
@@ -188,4 +195,32 @@ func appendPageHeader(p []byte, uncompressed, compressed, values int32, enc parq
 	p = i32(field(p, 1, thriftI32), rle)          //   4: repetition_level_encoding
 	p = append(p, 0)                              //   stop
 	return append(p, 0)                           // stop
+}
+
+// appendPageHeaderV2 appends the PageHeader of a V2 data page (type
+// DATA_PAGE_V2, the sizes, and its DataPageHeaderV2: values, nulls, rows
+// (a flat column's values), the encoding, the definition levels' length,
+// no repetition levels, whether the values are compressed), without
+// statistics or checksum.
+func appendPageHeaderV2(p []byte, uncompressed, compressed, values, nulls, defLen int32, enc parquet.Encoding, isCompressed bool) []byte {
+	field := func(p []byte, delta, typ byte) []byte { return append(p, delta<<4|typ) }
+	i32 := func(p []byte, v int32) []byte { return binary.AppendVarint(p, int64(v)) }
+	const dataPageV2 = 3
+	p = i32(field(p, 1, thriftI32), dataPageV2)   // 1: type
+	p = i32(field(p, 1, thriftI32), uncompressed) // 2: uncompressed_page_size
+	p = i32(field(p, 1, thriftI32), compressed)   // 3: compressed_page_size
+	p = field(p, 5, thriftStruct)                 // 8: data_page_header_v2
+	p = i32(field(p, 1, thriftI32), values)       //   1: num_values
+	p = i32(field(p, 1, thriftI32), nulls)        //   2: num_nulls
+	p = i32(field(p, 1, thriftI32), values)       //   3: num_rows
+	p = i32(field(p, 1, thriftI32), int32(enc))   //   4: encoding
+	p = i32(field(p, 1, thriftI32), defLen)       //   5: definition_levels_byte_length
+	p = i32(field(p, 1, thriftI32), 0)            //   6: repetition_levels_byte_length
+	b := byte(thriftFalse)
+	if isCompressed {
+		b = thriftTrue
+	}
+	p = field(p, 1, b)  //   7: is_compressed
+	p = append(p, 0)    //   stop
+	return append(p, 0) // stop
 }
