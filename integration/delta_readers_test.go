@@ -121,7 +121,9 @@ func writtenFlat(t *testing.T, path string) bool {
 	if err != nil || !pr.Next() {
 		t.Fatalf("%s: first page: %v %v", path, err, pr.Err())
 	}
-	p, ok := pr.Page().(interface{ Statistics() metadata.EncodedStatistics })
+	p, ok := pr.Page().(interface {
+		Statistics() metadata.EncodedStatistics
+	})
 	return ok && !p.Statistics().HasMin && !p.Statistics().HasMax && !p.Statistics().HasNullCount
 }
 

@@ -172,6 +172,8 @@ func writtenFlat(t *testing.T, path string) bool {
 	if err != nil || !pr.Next() {
 		t.Fatalf("%s: first page: %v", path, err)
 	}
-	pg, ok := pr.Page().(interface{ Statistics() metadata.EncodedStatistics })
+	pg, ok := pr.Page().(interface {
+		Statistics() metadata.EncodedStatistics
+	})
 	return ok && !pg.Statistics().HasMin && !pg.Statistics().HasMax && !pg.Statistics().HasNullCount
 }

@@ -361,8 +361,8 @@ type flatCol struct {
 	// say so (is_compressed), as arrow-go's do.
 	compressed bool
 	pageSize   int
-	statsOn  bool
-	maxStats int
+	statsOn    bool
+	maxStats   int
 
 	stats metadata.TypedStatistics // the open row group's; nil when off
 
