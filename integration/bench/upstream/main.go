@@ -3,7 +3,8 @@
 // flightgw that federates it, in the same run.
 //
 //	go run ./integration/bench/upstream -bin bin/flightgw [-rows 10000000] [-runs 9]
-//	    [-fed-bin other/flightgw] [-ab-bin other/flightgw] [-pprof 127.0.0.1:6060]
+//	    [-small-runs 41] [-small-before=false] [-fed-bin other/flightgw]
+//	    [-ab-bin other/flightgw] [-ab-env K=V,...] [-pprof 127.0.0.1:6060]
 //
 // It starts the upstream (the embedded Iceberg default in a fresh data
 // dir), bulk-ingests -rows rows (benchutil.Schema: int64, float64, a
@@ -24,6 +25,12 @@
 //     in -small-runs rounds: what the federating gateway adds to a call,
 //     without the second of DuckDB's work on 10M rows whose jitter on a
 //     shared machine hides a few ms.
+//
+// With -small-before (the default) the small aggregate's rounds run
+// before the stream as well, and the federating gateway's CPU time is
+// read over 5 s with no call before the stream and after the aggregate:
+// the same process's cost of a small call before and after it relayed
+// the streams, and its background work.
 //
 // The load average (/proc/loadavg) is printed before and after: the
 // machine is shared, and the figures mean little on a loaded one. So is
@@ -74,17 +81,18 @@ func main() {
 	pprof := flag.String("pprof", "", "serve the federating gateway's profiler on this loopback address")
 	abBin := flag.String("ab-bin", "", "a second federating gateway's binary, compared with the first on the stream")
 	abEnv := flag.String("ab-env", "", "comma-separated KEY=VALUE settings of the second federating gateway's environment")
+	smallBefore := flag.Bool("small-before", true, "run the small aggregate (and read the idle CPU) before the stream too")
 	flag.Parse()
 	if *fedBin == "" {
 		*fedBin = *bin
 	}
-	if err := run(*bin, *fedBin, *pprof, *abBin, *abEnv, *rows, *runs, *smallRuns); err != nil {
+	if err := run(*bin, *fedBin, *pprof, *abBin, *abEnv, *rows, *runs, *smallRuns, *smallBefore); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, fedBin, pprof, abBin, abEnv string, rows int64, runs, smallRuns int) error {
+func run(bin, fedBin, pprof, abBin, abEnv string, rows int64, runs, smallRuns int, smallBefore bool) error {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "flightgw-upstream-bench-")
 	if err != nil {
@@ -138,6 +146,19 @@ debug: {pprof_listen: %q}
 	if abBin != "" {
 		return compare(ctx, abBin, abEnv, tmp, cfg, rows, runs, smallRuns, direct, through, up, fed)
 	}
+	// The small aggregate and the idle gateway once before the stream too:
+	// the same process's cost of a call before and after it has relayed
+	// the 10M-row streams.
+	var before smallRun
+	var idleBefore time.Duration
+	if smallBefore {
+		if before, err = smallAggregate(ctx, smallRuns, direct, through, up, fed); err != nil {
+			return err
+		}
+		if idleBefore, err = idleCPU(fed); err != nil {
+			return err
+		}
+	}
 	load := loadavg()
 	upStream0, err1 := up.CPU()
 	fedStream0, err2 := fed.CPU()
@@ -158,17 +179,12 @@ debug: {pprof_listen: %q}
 	if err != nil {
 		return fmt.Errorf("aggregate: %w", err)
 	}
-	upCPU0, err1 := up.CPU()
-	fedCPU0, err2 := fed.CPU()
-	small, err := paired(smallRuns,
-		func() (int64, error) { return query(ctx, direct, fmt.Sprintf(aggQuery, "small")) },
-		func() (int64, error) { return query(ctx, through, fmt.Sprintf(aggQuery, `up."default".small`)) })
+	idleAfter, err := idleCPU(fed)
 	if err != nil {
-		return fmt.Errorf("small aggregate: %w", err)
+		return err
 	}
-	upCPU1, err3 := up.CPU()
-	fedCPU1, err4 := fed.CPU()
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	small, err := smallAggregate(ctx, smallRuns, direct, through, up, fed)
+	if err != nil {
 		return err
 	}
 	fmt.Printf("table: %d rows; %d paired rounds; load average %s before, %s after\n", rows, runs, load, loadavg())
@@ -181,15 +197,66 @@ debug: {pprof_listen: %q}
 	fmt.Printf("aggregate  direct %8s  federated %8s  added %s (target <= 5ms; rounds %s to %s)\n",
 		agg.direct.Round(10*time.Microsecond), agg.fed.Round(10*time.Microsecond), agg.added.Round(10*time.Microsecond),
 		agg.addedLow.Round(10*time.Microsecond), agg.addedHigh.Round(10*time.Microsecond))
-	fmt.Printf("aggregate of 1000 rows, %d rounds: direct %s  federated %s  added %s (target <= 5ms; rounds %s to %s)\n", smallRuns,
-		small.direct.Round(10*time.Microsecond), small.fed.Round(10*time.Microsecond), small.added.Round(10*time.Microsecond),
-		small.addedLow.Round(10*time.Microsecond), small.addedHigh.Round(10*time.Microsecond))
-	// Each side ran smallRuns+1 times (one untimed); the upstream served
-	// both, the federating gateway only its side.
-	calls := time.Duration(smallRuns + 1)
-	fmt.Printf("aggregate of 1000 rows, CPU per call: upstream %s (direct and federated calls alike), federating gateway %s (of each federated call)\n",
-		((upCPU1 - upCPU0) / (2 * calls)).Round(10*time.Microsecond), ((fedCPU1 - fedCPU0) / calls).Round(10*time.Microsecond))
+	if smallBefore {
+		before.print("before the stream")
+		fmt.Printf("federating gateway idle for %s: CPU %s before the stream, %s after it\n", idleSpan, idleBefore, idleAfter)
+	}
+	small.print("after the stream")
 	return nil
+}
+
+// smallRun is the outcome of the small aggregate's rounds: the paired
+// times and each gateway's CPU per call.
+type smallRun struct {
+	pair
+	n             int
+	upCPU, fedCPU time.Duration
+}
+
+// smallAggregate runs the aggregate over the small table in n paired
+// rounds and reads each gateway's CPU time (/proc/pid/stat) around them.
+func smallAggregate(ctx context.Context, n int, direct, through adbc.Connection, up, fed *benchutil.Gateway) (smallRun, error) {
+	upCPU0, err1 := up.CPU()
+	fedCPU0, err2 := fed.CPU()
+	p, err := paired(n,
+		func() (int64, error) { return query(ctx, direct, fmt.Sprintf(aggQuery, "small")) },
+		func() (int64, error) { return query(ctx, through, fmt.Sprintf(aggQuery, `up."default".small`)) })
+	if err != nil {
+		return smallRun{}, fmt.Errorf("small aggregate: %w", err)
+	}
+	upCPU1, err3 := up.CPU()
+	fedCPU1, err4 := fed.CPU()
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return smallRun{}, err
+	}
+	// Each side ran n+1 times (one untimed); the upstream served both,
+	// the federating gateway only its side.
+	calls := time.Duration(n + 1)
+	return smallRun{pair: p, n: n, upCPU: (upCPU1 - upCPU0) / (2 * calls), fedCPU: (fedCPU1 - fedCPU0) / calls}, nil
+}
+
+func (r smallRun) print(when string) {
+	fmt.Printf("aggregate of 1000 rows, %d rounds, %s: direct %s  federated %s  added %s (target <= 5ms; rounds %s to %s)\n", r.n, when,
+		r.direct.Round(10*time.Microsecond), r.fed.Round(10*time.Microsecond), r.added.Round(10*time.Microsecond),
+		r.addedLow.Round(10*time.Microsecond), r.addedHigh.Round(10*time.Microsecond))
+	fmt.Printf("aggregate of 1000 rows, CPU per call, %s: upstream %s (direct and federated calls alike), federating gateway %s (of each federated call)\n",
+		when, r.upCPU.Round(10*time.Microsecond), r.fedCPU.Round(10*time.Microsecond))
+}
+
+// idleSpan is how long the federating gateway's idle CPU is read.
+const idleSpan = 5 * time.Second
+
+// idleCPU is the CPU time the federating gateway spends in idleSpan with
+// no call: its background work (the runtime's, timers), which the CPU
+// per call of the small aggregate counts too.
+func idleCPU(fed *benchutil.Gateway) (time.Duration, error) {
+	c0, err := fed.CPU()
+	if err != nil {
+		return 0, err
+	}
+	time.Sleep(idleSpan)
+	c1, err := fed.CPU()
+	return c1 - c0, err
 }
 
 func connect(ctx context.Context, addr string) (adbc.Connection, func(), error) {
