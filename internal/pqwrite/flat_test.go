@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -445,5 +446,71 @@ func FuzzFlatWriter(f *testing.F) {
 			}
 		}
 		compareFooters(t, sc, fmd, rmd)
+	})
+}
+
+// benchBatches are 1M rows like the Delta ingest benchmark's (an ordered
+// int64, a random float64, a 16-byte string, a random timestamp) in
+// batches of 65536.
+func benchBatches(b *testing.B) (*arrow.Schema, []arrow.RecordBatch) {
+	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "x", Type: arrow.PrimitiveTypes.Float64, Nullable: true}, {Name: "tag", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, Nullable: true}}, nil)
+	r := rand.New(rand.NewPCG(1, 2))
+	var out []arrow.RecordBatch
+	for k := 0; k < 16; k++ {
+		n := 65536
+		ib, fb, sb, tb := array.NewInt64Builder(memory.DefaultAllocator), array.NewFloat64Builder(memory.DefaultAllocator),
+			array.NewStringBuilder(memory.DefaultAllocator), array.NewTimestampBuilder(memory.DefaultAllocator, sc.Field(3).Type.(*arrow.TimestampType))
+		for i := range n {
+			ib.Append(int64(k*n + i))
+			fb.Append((r.Float64() - 0.5) * 2000)
+			sb.Append(fmt.Sprintf("tag-%012x", r.Uint64()&(1<<48-1)))
+			tb.Append(arrow.Timestamp(1_700_000_000_000_000 + r.Int64N(365*86400*1e6)))
+		}
+		cols := []arrow.Array{ib.NewArray(), fb.NewArray(), sb.NewArray(), tb.NewArray()}
+		out = append(out, array.NewRecordBatch(sc, cols, int64(n)))
+	}
+	return sc, out
+}
+
+// BenchmarkFlatWriter writes benchBatches as the Delta backend does (ZSTD
+// level 1, pages of 256 KiB, id delta-packed), with FlatWriter and with
+// pqarrow: `go test ./internal/pqwrite -run XXX -bench FlatWriter`.
+func BenchmarkFlatWriter(b *testing.B) {
+	sc, batches := benchBatches(b)
+	props := []parquet.WriterProperty{parquet.WithDictionaryDefault(false), parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCompressionLevel(DefaultZstdLevel), parquet.WithDataPageSize(256 << 10),
+		parquet.WithEncodingFor("id", parquet.Encodings.DeltaBinaryPacked)}
+	rows := int64(16 * 65536)
+	b.Run("flat", func(b *testing.B) {
+		for b.Loop() {
+			fw, _, _ := NewFlatWriter(sc, io.Discard, parquet.NewWriterProperties(props...), false)
+			for _, rb := range batches {
+				if err := fw.Write(rb); err != nil {
+					b.Fatal(err)
+				}
+				if fw.RowGroupBytes() >= 4<<20 {
+					_ = fw.FlushRowGroup()
+				}
+			}
+			_ = fw.Close()
+		}
+		b.ReportMetric(float64(rows*int64(b.N))/b.Elapsed().Seconds(), "rows/s")
+	})
+	b.Run("pqarrow", func(b *testing.B) {
+		for b.Loop() {
+			pw, _ := pqarrow.NewFileWriter(sc, io.Discard, parquet.NewWriterProperties(props...), pqarrow.DefaultWriterProps())
+			for _, rb := range batches {
+				if err := pw.WriteBuffered(rb); err != nil {
+					b.Fatal(err)
+				}
+				if pw.RowGroupTotalCompressedBytes() >= 4<<20 {
+					_ = pw.NewBufferedRowGroupChecked()
+				}
+			}
+			_ = pw.Close()
+		}
+		b.ReportMetric(float64(rows*int64(b.N))/b.Elapsed().Seconds(), "rows/s")
 	})
 }
