@@ -1,7 +1,8 @@
 // Package pqwrite holds what the backends' Parquet writers share for
 // speed: the C zstd codec (registered in place of arrow-go's for the
 // whole process), the zstd level they default to, the choice of the
-// columns written without a dictionary, and a page-buffer allocator.
+// columns written without a dictionary, a page-buffer allocator, and
+// FlatWriter, which writes the files of flat columns without pqarrow.
 package pqwrite
 
 // DefaultZstdLevel is the zstd level when a table sets none: level 1,
