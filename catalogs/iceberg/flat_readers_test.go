@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 
@@ -87,28 +85,7 @@ func TestReadersAgreeOnFlatFiles(t *testing.T) {
 			want[i]["ts"] = ts.Format("2006-01-02T15:04:05")
 		}
 	}
-	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, flatTable, strings.NewReader("["+strings.Join(rows, ",")+"]"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Release()
-	for _, c := range rec.Columns() {
-		nanify(c)
-	}
-	s, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Write(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	rs, err := s.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.CommitOnce(ctx, id, "flat", rs); err != nil {
-		t.Fatal(err)
-	}
+	writeJSONRows(t, p, id, flatTable, "["+strings.Join(rows, ",")+"]")
 
 	var got struct {
 		PyIceberg []map[string]any `json:"pyiceberg"`

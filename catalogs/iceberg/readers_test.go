@@ -107,6 +107,36 @@ func nanify(a arrow.Array) {
 	}
 }
 
+// writeJSONRows writes rows (a JSON array of sc's rows; 999 in a float
+// column is NaN: nanify) to table id through a write stream (the lane
+// writer) and commits them.
+func writeJSONRows(t *testing.T, p *iceberg.Provider, id catalogs.TableIdent, sc *arrow.Schema, rows string) {
+	t.Helper()
+	ctx := context.Background()
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader(rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	for _, c := range rec.Columns() {
+		nanify(c)
+	}
+	s, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.CommitOnce(ctx, id, id.Name, rs); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestReadersAgreeOnEveryType writes every stored type, with nulls, NaNs
 // and nested values, through a write stream (the lane writer), commits,
 // and has pyiceberg (a table scan), DuckDB and pyarrow (the same data
@@ -131,28 +161,7 @@ func TestReadersAgreeOnEveryType(t *testing.T) {
 	if _, err := p.CreateTable(ctx, id, every, map[string]string{iceberg.PropTruncateNanos: "true"}); err != nil {
 		t.Fatal(err)
 	}
-	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, every, strings.NewReader(everyRows))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rec.Release()
-	for _, c := range rec.Columns() {
-		nanify(c)
-	}
-	s, err := p.OpenStream(ctx, id, catalogs.WriteTxn{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Write(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	rs, err := s.Close(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.CommitOnce(ctx, id, "every", rs); err != nil {
-		t.Fatal(err)
-	}
+	writeJSONRows(t, p, id, every, everyRows)
 
 	var got struct {
 		PyIceberg []map[string]any `json:"pyiceberg"`

@@ -76,7 +76,7 @@ var pqarrowOnly = os.Getenv("FLIGHTGW_PARQUET_WRITER") == "pqarrow"
 // a dictionary (pqwrite.PlainColumns).
 type ParquetFile struct {
 	out  io.WriteCloser
-	cnt  countingWriter
+	cnt  pqwrite.CountWriter
 	buf  *bufio.Writer
 	fw   fileWriter
 	rg   int64
@@ -84,22 +84,11 @@ type ParquetFile struct {
 	obs  Observer
 }
 
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n += int64(n)
-	return n, err
-}
-
 // NewParquetFile starts a file of schema sc on out, for batches like
 // first; obs, when set, observes every batch written. On error out is
 // closed.
 func NewParquetFile(out io.WriteCloser, sc *arrow.Schema, first arrow.RecordBatch, o ParquetOptions, obs Observer) (*ParquetFile, error) {
-	f := &ParquetFile{out: out, cnt: countingWriter{w: out}, rg: o.RowGroupBytes, obs: obs}
+	f := &ParquetFile{out: out, cnt: pqwrite.CountWriter{W: out}, rg: o.RowGroupBytes, obs: obs}
 	mem := o.Mem
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -169,7 +158,7 @@ func (f *ParquetFile) Metadata() (*metadata.FileMetaData, error) { return f.fw.M
 func (f *ParquetFile) Rows() int64 { return f.rows }
 
 // Bytes is what reached out: after Close, the file's size.
-func (f *ParquetFile) Bytes() int64 { return f.cnt.n }
+func (f *ParquetFile) Bytes() int64 { return f.cnt.N }
 
 // Close writes the footer and closes out: the file is complete.
 func (f *ParquetFile) Close() error {

@@ -43,7 +43,7 @@ import (
 // need (the footer's are there).
 type FlatWriter struct {
 	schema  *arrow.Schema
-	sink    *countWriter
+	sink    *CountWriter
 	props   *parquet.WriterProperties
 	meta    *metadata.FileMetaDataBuilder
 	cols    []*flatCol
@@ -55,15 +55,16 @@ type FlatWriter struct {
 	closed  bool
 }
 
-// countWriter counts what reaches w: the file offset of what comes next.
-type countWriter struct {
-	w io.Writer
-	n int64
+// CountWriter counts the bytes that reach W: a file's offset of what
+// comes next, its size once complete.
+type CountWriter struct {
+	W io.Writer
+	N int64
 }
 
-func (c *countWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n += int64(n)
+func (c *CountWriter) Write(b []byte) (int, error) {
+	n, err := c.W.Write(b)
+	c.N += int64(n)
 	return n, err
 }
 
@@ -122,7 +123,7 @@ func NewFlatWriter(sc *arrow.Schema, w io.Writer, props *parquet.WriterPropertie
 	if storeSchema {
 		kv.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(sc, props.Allocator())))
 	}
-	fw = &FlatWriter{schema: sc, sink: &countWriter{w: w}, props: props, cols: cols,
+	fw = &FlatWriter{schema: sc, sink: &CountWriter{W: w}, props: props, cols: cols,
 		meta: metadata.NewFileMetadataBuilder(psc, props, kv)}
 	if _, err := fw.sink.Write([]byte("PAR1")); err != nil {
 		return nil, true, err
@@ -255,7 +256,7 @@ func (fw *FlatWriter) RowGroupBytes() int64 {
 }
 
 // BytesWritten is what reached the file: the row groups closed so far.
-func (fw *FlatWriter) BytesWritten() int64 { return fw.sink.n }
+func (fw *FlatWriter) BytesWritten() int64 { return fw.sink.N }
 
 // FlushRowGroup closes the open row group, if it has rows: each column's
 // last page, its pages written out, its metadata.
@@ -272,13 +273,13 @@ func (fw *FlatWriter) FlushRowGroup() error {
 
 func (fw *FlatWriter) flushRowGroup() error {
 	rg := fw.meta.AppendRowGroup()
-	start := fw.sink.n
+	start := fw.sink.N
 	for _, c := range fw.cols {
 		if err := c.flushPage(); err != nil {
 			return err
 		}
 		cc := rg.NextColumnChunk()
-		off := fw.sink.n
+		off := fw.sink.N
 		if _, err := fw.sink.Write(c.chunk); err != nil {
 			return err
 		}
@@ -302,7 +303,7 @@ func (fw *FlatWriter) flushRowGroup() error {
 		c.resetStats()
 	}
 	rg.SetNumRows(int(fw.rgRows))
-	if err := rg.Finish(fw.sink.n-start, fw.ordinal); err != nil {
+	if err := rg.Finish(fw.sink.N-start, fw.ordinal); err != nil {
 		return err
 	}
 	fw.ordinal++
