@@ -773,9 +773,9 @@ func (c *flatCol) flushPageV2() {
 // appendDelta appends the open page's integers DELTA_BINARY_PACKED.
 func (c *flatCol) appendDelta(p []byte) []byte {
 	if c.kind == kindInt32 {
-		return appendDeltaPacked32(p, c.ints)
+		return appendDeltaPacked[int32](p, c.ints)
 	}
-	return appendDeltaPacked64(p, c.ints)
+	return appendDeltaPacked[int64](p, c.ints)
 }
 
 // compress sets packed to p compressed with the column's codec.

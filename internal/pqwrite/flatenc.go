@@ -3,6 +3,7 @@ package pqwrite
 import (
 	"encoding/binary"
 	"math/bits"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/parquet"
 )
@@ -69,50 +70,27 @@ func appendDeltaHeader(p []byte, n int, first int64) []byte {
 	return binary.AppendVarint(p, first)
 }
 
-// appendDeltaPacked32 appends vs (int32 values, held as int64)
-// DELTA_BINARY_PACKED, the differences wrapping at 32 bits.
-func appendDeltaPacked32(p []byte, vs []int64) []byte {
+// appendDeltaPacked appends vs (values of T, held as int64)
+// DELTA_BINARY_PACKED, the differences wrapping at T's width.
+func appendDeltaPacked[T int32 | int64](p []byte, vs []int64) []byte {
 	if len(vs) == 0 {
 		return appendDeltaHeader(p, 0, 0)
 	}
 	p = appendDeltaHeader(p, len(vs), vs[0])
+	mask := ^uint64(0) >> (64 - 8*unsafe.Sizeof(T(0))) // T's width of a difference
 	var d [deltaBlock]uint64
 	for i := 1; i < len(vs); i += deltaBlock {
 		n := min(deltaBlock, len(vs)-i)
-		minD := int32(vs[i]) - int32(vs[i-1])
+		minD := T(vs[i]) - T(vs[i-1])
 		for j := range n {
-			if x := int32(vs[i+j]) - int32(vs[i+j-1]); x < minD {
+			if x := T(vs[i+j]) - T(vs[i+j-1]); x < minD {
 				minD = x
 			}
 		}
 		for j := range n {
-			d[j] = uint64(uint32(int32(vs[i+j]) - int32(vs[i+j-1]) - minD))
+			d[j] = uint64(T(vs[i+j])-T(vs[i+j-1])-minD) & mask
 		}
 		p = appendDeltaBlock(p, int64(minD), d[:n])
-	}
-	return p
-}
-
-// appendDeltaPacked64 appends vs DELTA_BINARY_PACKED, the differences
-// wrapping at 64 bits.
-func appendDeltaPacked64(p []byte, vs []int64) []byte {
-	if len(vs) == 0 {
-		return appendDeltaHeader(p, 0, 0)
-	}
-	p = appendDeltaHeader(p, len(vs), vs[0])
-	var d [deltaBlock]uint64
-	for i := 1; i < len(vs); i += deltaBlock {
-		n := min(deltaBlock, len(vs)-i)
-		minD := vs[i] - vs[i-1]
-		for j := range n {
-			if x := vs[i+j] - vs[i+j-1]; x < minD {
-				minD = x
-			}
-		}
-		for j := range n {
-			d[j] = uint64(vs[i+j] - vs[i+j-1] - minD)
-		}
-		p = appendDeltaBlock(p, minD, d[:n])
 	}
 	return p
 }
