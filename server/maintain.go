@@ -73,10 +73,15 @@ type maintainLoop struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	commits map[string]int // table key: commits since its last run
+	// running holds the tables with a run after commits under way, and
+	// whether enough commits landed meanwhile for one more (false: no):
+	// that run follows the one under way instead of being refused as
+	// already running (txn.Maintain), which would lose those commits.
+	running map[string]bool
 }
 
 func newMaintainLoop(cfg MaintenanceConfig, ttl time.Duration, m *metrics, cats []handlers.Catalog, log *slog.Logger) *maintainLoop {
-	l := &maintainLoop{metrics: m, cfg: cfg, ttl: ttl, catalogs: map[string]handlers.Catalog{}, log: log, commits: map[string]int{}}
+	l := &maintainLoop{metrics: m, cfg: cfg, ttl: ttl, catalogs: map[string]handlers.Catalog{}, log: log, commits: map[string]int{}, running: map[string]bool{}}
 	for _, c := range cats {
 		if _, ok := c.Provider.(catalogs.Maintainer); ok {
 			l.catalogs[c.Name] = c
@@ -104,7 +109,27 @@ func (l *maintainLoop) Committed(t catalogs.TableIdent, out catalogs.CommitOutco
 		return
 	}
 	delete(l.commits, key)
-	l.wg.Go(func() { l.run(l.ctx, c, t) })
+	if _, busy := l.running[key]; busy {
+		l.running[key] = true
+		return
+	}
+	l.running[key] = false
+	l.wg.Go(func() {
+		for {
+			l.run(l.ctx, c, t)
+			l.mu.Lock()
+			again := l.running[key] && !l.stopped
+			if !again {
+				delete(l.running, key)
+			} else {
+				l.running[key] = false
+			}
+			l.mu.Unlock()
+			if !again {
+				return
+			}
+		}
+	})
 }
 
 // start begins the periodic runs, unless they are off or stop came first.

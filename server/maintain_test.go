@@ -20,6 +20,7 @@ import (
 type maintained struct {
 	mu   sync.Mutex
 	runs map[string][]catalogs.MaintainRequest
+	hold chan struct{} // when set, each run waits for a value from it
 }
 
 func (m *maintained) GetTableSpec(context.Context, catalogs.TableIdent) (catalogs.TableSpec, error) {
@@ -43,8 +44,12 @@ func (m *maintained) ListTables(context.Context, []string) ([]catalogs.TableIden
 func (m *maintained) MaintainTasks() []string { return []string{catalogs.TaskExpireSnapshots} }
 func (m *maintained) Maintain(_ context.Context, t catalogs.TableIdent, req catalogs.MaintainRequest) (catalogs.MaintainReport, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.runs[t.Name] = append(m.runs[t.Name], req)
+	hold := m.hold
+	m.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
 	return catalogs.MaintainReport{Tasks: []catalogs.TaskReport{{Task: catalogs.TaskExpireSnapshots, Committed: true}}}, nil
 }
 
@@ -52,6 +57,34 @@ func (m *maintained) count(name string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.runs[name])
+}
+
+// TestMaintainAfterCommitsDuringARun: the commits that land while the
+// run they triggered is under way trigger the next run once it is over,
+// rather than one refused as already running (and their count lost).
+func TestMaintainAfterCommitsDuringARun(t *testing.T) {
+	f := &maintained{runs: map[string][]catalogs.MaintainRequest{}, hold: make(chan struct{})}
+	cats := []handlers.Catalog{{Name: "lake", Type: "iceberg", Provider: f}}
+	l := newMaintainLoop(MaintenanceConfig{AfterCommits: 2}, time.Hour, newMetrics(cats), cats, slog.Default())
+	txns := txn.NewManager(time.Minute, nil, txn.WithObserver(l))
+	defer txns.Close()
+	l.start(txns)
+	defer l.stop()
+	a := catalogs.TableIdent{Catalog: "lake", Namespace: []string{"db"}, Name: "a"}
+	for range 2 {
+		l.Committed(a, catalogs.CommitOutcome{}, nil)
+	}
+	waitFor(t, "the first run", func() bool { return f.count("a") == 1 })
+	for range 4 { // enough for two more runs: they are one, after the first
+		l.Committed(a, catalogs.CommitOutcome{}, nil)
+	}
+	f.hold <- struct{}{}
+	waitFor(t, "the run after the commits made during the first", func() bool { return f.count("a") == 2 })
+	f.hold <- struct{}{}
+	time.Sleep(20 * time.Millisecond)
+	if n := f.count("a"); n != 2 {
+		t.Errorf("%d runs, want 2", n)
+	}
 }
 
 // TestMaintainAfterCommits: with maintenance.after_commits 3 a table is
