@@ -144,20 +144,34 @@ func newFlatCol(f arrow.Field, descr *schema.Column, props *parquet.WriterProper
 		return nil, false
 	}
 	var kind flatKind
+	unitIs := func(want schema.TimeUnitType) bool {
+		lt, ok := descr.LogicalType().(interface{ TimeUnit() schema.TimeUnitType })
+		return ok && lt.TimeUnit() == want
+	}
 	switch t := f.Type.(type) {
 	case *arrow.BooleanType:
 		kind = kindBool
-	case *arrow.Int32Type, *arrow.Date32Type, *arrow.Time32Type:
+	case *arrow.Int32Type, *arrow.Date32Type:
 		kind = kindInt32
-	case *arrow.Int64Type, *arrow.Time64Type:
+	case *arrow.Time32Type:
+		// Parquet has no TIME of seconds: pqarrow converts them.
+		if t.Unit != arrow.Millisecond || !unitIs(schema.TimeUnitMillis) {
+			return nil, false
+		}
+		kind = kindInt32
+	case *arrow.Int64Type:
+		kind = kindInt64
+	case *arrow.Time64Type:
+		if !unitIs(map[arrow.TimeUnit]schema.TimeUnitType{arrow.Microsecond: schema.TimeUnitMicros, arrow.Nanosecond: schema.TimeUnitNanos}[t.Unit]) {
+			return nil, false
+		}
 		kind = kindInt64
 	case *arrow.TimestampType:
 		// Written as they are only when the column's unit is the
 		// Arrow one (pqarrow turns seconds into milliseconds, or the
 		// properties ask for a coercion or INT96).
-		lt, ok := descr.LogicalType().(interface{ TimeUnit() schema.TimeUnitType })
-		if !ok || lt.TimeUnit() != map[arrow.TimeUnit]schema.TimeUnitType{arrow.Millisecond: schema.TimeUnitMillis,
-			arrow.Microsecond: schema.TimeUnitMicros, arrow.Nanosecond: schema.TimeUnitNanos}[t.Unit] || t.Unit == arrow.Second {
+		if t.Unit == arrow.Second || !unitIs(map[arrow.TimeUnit]schema.TimeUnitType{arrow.Millisecond: schema.TimeUnitMillis,
+			arrow.Microsecond: schema.TimeUnitMicros, arrow.Nanosecond: schema.TimeUnitNanos}[t.Unit]) {
 			return nil, false
 		}
 		kind = kindInt64

@@ -29,7 +29,7 @@ import (
 func flatFields() []arrow.Field {
 	types := []arrow.DataType{
 		arrow.FixedWidthTypes.Boolean, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Date32,
-		arrow.FixedWidthTypes.Time32ms, arrow.PrimitiveTypes.Int64, arrow.FixedWidthTypes.Time64us,
+		arrow.FixedWidthTypes.Time32ms, arrow.PrimitiveTypes.Int64, arrow.FixedWidthTypes.Time64us, arrow.FixedWidthTypes.Time64ns,
 		&arrow.TimestampType{Unit: arrow.Millisecond}, &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"},
 		&arrow.TimestampType{Unit: arrow.Nanosecond}, arrow.PrimitiveTypes.Float32, arrow.PrimitiveTypes.Float64,
 		arrow.BinaryTypes.String, arrow.BinaryTypes.Binary, arrow.BinaryTypes.LargeString, arrow.BinaryTypes.LargeBinary,
@@ -347,6 +347,8 @@ func TestFlatWriterRefuses(t *testing.T) {
 		{"int8", f(arrow.PrimitiveTypes.Int8), plain},
 		{"uint32", f(arrow.PrimitiveTypes.Uint32), plain},
 		{"seconds", f(&arrow.TimestampType{Unit: arrow.Second}), plain},
+		{"time of seconds", f(arrow.FixedWidthTypes.Time32s), plain},
+		{"nanoseconds in Parquet 2.4", f(&arrow.TimestampType{Unit: arrow.Nanosecond}), append(plain, parquet.WithVersion(parquet.V2_4))},
 		{"decimal", f(&arrow.Decimal128Type{Precision: 10, Scale: 2}), plain},
 		{"list", f(arrow.ListOf(arrow.PrimitiveTypes.Int64)), plain},
 		{"struct", f(arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64})), plain},
