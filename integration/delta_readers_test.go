@@ -20,10 +20,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/flightgw/flightgw/catalogs/catalogtest"
 )
 
 // Where the independent Delta readers are (mk/delta.mk sets them; without
@@ -105,26 +105,6 @@ func flatRow(i int) (string, []any) {
 		want = append(want, all[everySchema.FieldIndices(f.Name)[0]])
 	}
 	return "{" + strings.Join(cols, ", ") + "}", want
-}
-
-// writtenFlat reports whether the first page of a Parquet file's first
-// column has no statistics of its own, which pqarrow always writes and
-// pqwrite.FlatWriter never does.
-func writtenFlat(t *testing.T, path string) bool {
-	t.Helper()
-	rd, err := file.OpenParquetFile(path, false)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	defer rd.Close()
-	pr, err := rd.RowGroup(0).GetColumnPageReader(0)
-	if err != nil || !pr.Next() {
-		t.Fatalf("%s: first page: %v %v", path, err, pr.Err())
-	}
-	p, ok := pr.Page().(interface {
-		Statistics() metadata.EncodedStatistics
-	})
-	return ok && !p.Statistics().HasMin && !p.Statistics().HasMax && !p.Statistics().HasNullCount
 }
 
 // javaDouble spells f as Java's Double.toString does for the values of
@@ -346,7 +326,7 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 		// written DELTA_BINARY_PACKED.
 		{"packed", everySchema, everyRow, nil, []int{3, 7}, []deltaVersionRows{{{0, 110}}}}, // i16 overflows past 112
 		// Flat columns of many distinct values: files of FlatWriter
-		// (writtenFlat below), with and without column mapping.
+		// (catalogtest.FlatWritten below), with and without column mapping.
 		{"flat", flatSchema, flatRow, nil, []int{3, 7}, []deltaVersionRows{{{0, 200}}, {{0, 200}, {200, 100}}, {{300, 100}}}},
 		{"flat_cm", flatSchema, flatRow, map[string]string{"delta.columnMapping.mode": "id"}, []int{3, 7},
 			[]deltaVersionRows{{{0, 200}}, {{0, 200}, {200, 100}}, {{300, 100}}}},
@@ -394,7 +374,7 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 				t.Fatalf("%s: no data files in %s", tb.name, dir)
 			}
 			for _, f := range files {
-				if !writtenFlat(t, f) {
+				if !catalogtest.FlatWritten(t, f) {
 					t.Errorf("%s: %s was not written by FlatWriter", tb.name, f)
 				}
 			}

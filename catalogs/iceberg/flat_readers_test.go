@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/metadata"
 
 	"github.com/flightgw/flightgw/catalogs"
+	"github.com/flightgw/flightgw/catalogs/catalogtest"
 	"github.com/flightgw/flightgw/catalogs/iceberg"
 )
 
@@ -104,7 +103,7 @@ func TestReadersAgreeOnFlatFiles(t *testing.T) {
 	if len(got.Files) != 1 || got.Files[0].Rows != n {
 		t.Fatalf("data files %+v, want one of %d rows", got.Files, n)
 	}
-	if !writtenFlat(t, strings.TrimPrefix(got.Files[0].Path, "file://")) {
+	if !catalogtest.FlatWritten(t, strings.TrimPrefix(got.Files[0].Path, "file://")) {
 		t.Fatalf("%s was not written by FlatWriter", got.Files[0].Path)
 	}
 	if len(got.Files[0].Lower) != len(flatTable.Fields()) || len(got.Files[0].Upper) != len(flatTable.Fields()) {
@@ -133,24 +132,4 @@ func TestReadersAgreeOnFlatFiles(t *testing.T) {
 			}
 		}
 	}
-}
-
-// writtenFlat reports whether the first page of a Parquet file's first
-// column has no statistics of its own, which pqarrow always writes and
-// pqwrite.FlatWriter never does.
-func writtenFlat(t *testing.T, path string) bool {
-	t.Helper()
-	rd, err := file.OpenParquetFile(path, false)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	defer rd.Close()
-	pr, err := rd.RowGroup(0).GetColumnPageReader(0)
-	if err != nil || !pr.Next() {
-		t.Fatalf("%s: first page: %v", path, err)
-	}
-	pg, ok := pr.Page().(interface {
-		Statistics() metadata.EncodedStatistics
-	})
-	return ok && !pg.Statistics().HasMin && !pg.Statistics().HasMax && !pg.Statistics().HasNullCount
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
@@ -451,9 +452,7 @@ func (c *flatCol) append(d arrow.ArrayData, off, n int) error {
 		if c.optional {
 			c.appendValid(bitmap, base+off, take, nulls)
 		}
-		if err := c.appendValues(d, bitmap, base+off, take, nulls); err != nil {
-			return err
-		}
+		c.appendValues(d, bitmap, base+off, take, nulls)
 		c.nrows += take
 		c.nnull += nulls
 		off += take
@@ -503,10 +502,10 @@ func (c *flatCol) appendValid(bitmap []byte, i, n, nulls int) {
 	}
 	need := int(bitutil.BytesForBits(int64(c.nrows + n)))
 	if c.nnull == 0 { // the page's first null: its rows so far were valid
-		c.valid = growBytes(c.valid[:0], need)[:bitutil.BytesForBits(int64(c.nrows))]
+		c.valid = slices.Grow(c.valid[:0], need)[:bitutil.BytesForBits(int64(c.nrows))]
 		bitutil.SetBitsTo(c.valid, 0, int64(c.nrows), true)
 	}
-	c.valid = growBytes(c.valid, need-len(c.valid))[:need]
+	c.valid = slices.Grow(c.valid, need-len(c.valid))[:need]
 	if bitmap == nil {
 		bitutil.SetBitsTo(c.valid, int64(c.nrows), int64(n), true)
 		return
@@ -516,7 +515,7 @@ func (c *flatCol) appendValid(bitmap []byte, i, n, nulls int) {
 
 // appendValues adds the non-null values of rows [i, i+n) to the page, and
 // to the statistics.
-func (c *flatCol) appendValues(d arrow.ArrayData, bitmap []byte, i, n, nulls int) error {
+func (c *flatCol) appendValues(d arrow.ArrayData, bitmap []byte, i, n, nulls int) {
 	bufs := d.Buffers()
 	switch c.kind {
 	case kindBool:
@@ -548,7 +547,6 @@ func (c *flatCol) appendValues(d arrow.ArrayData, bitmap []byte, i, n, nulls int
 		}
 		c.appendFixed(bufs[1].Bytes(), 8, bitmap, i, n, nulls, nil)
 	}
-	return nil
 }
 
 // dataBytes is a binary array's value bytes (no buffer when all are empty).
@@ -608,7 +606,7 @@ func (c *flatCol) appendFixed(buf []byte, width int, bitmap []byte, i, n, nulls 
 // maximum to the statistics.
 func appendBytes[O int32 | int64](c *flatCol, offs []O, data []byte, bitmap []byte, i, n, nulls int) {
 	at := len(c.vals)
-	c.vals = growBytes(c.vals, int(offs[i+n]-offs[i])+4*n)
+	c.vals = slices.Grow(c.vals, int(offs[i+n]-offs[i])+4*n)
 	out := c.vals[at:cap(c.vals)]
 	pos := 0
 	for j := i; j < i+n; j++ {
@@ -666,16 +664,6 @@ func prefixKey(v []byte) uint64 {
 		k |= uint64(b) << (56 - 8*i)
 	}
 	return k
-}
-
-// growBytes makes room for n more bytes in b.
-func growBytes(b []byte, n int) []byte {
-	if cap(b)-len(b) >= n {
-		return b
-	}
-	nb := make([]byte, len(b), max(2*cap(b), len(b)+n))
-	copy(nb, b)
-	return nb
 }
 
 // appendBools adds the non-null booleans of rows [i, i+n), bit-packed as
