@@ -2,6 +2,7 @@ package pqwrite
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -15,8 +16,9 @@ import (
 )
 
 // DeltaPackedColumns picks the integer columns whose sampled steps are
-// narrow, and the file it configures reads back value for value, those
-// columns delta-packed.
+// narrow and the string and binary columns of distinct values, and the
+// file it configures reads back value for value, those columns
+// delta-packed and delta-length.
 func TestDeltaPackedColumns(t *testing.T) {
 	const n = 5000
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -29,24 +31,34 @@ func TestDeltaPackedColumns(t *testing.T) {
 		typ    arrow.DataType
 		value  func(i int) any // nil: a null
 		packed bool
+		length bool // DELTA_LENGTH_BYTE_ARRAY
 	}{
-		{"ids", arrow.PrimitiveTypes.Int64, func(i int) any { return int64(1e12 + i) }, true},
-		{"down", arrow.PrimitiveTypes.Int64, func(i int) any { return int64(-3 * i) }, true},
-		{"random", arrow.PrimitiveTypes.Int64, func(int) any { return rng.Int64() }, false},
-		{"even wide steps", arrow.PrimitiveTypes.Int64, func(i int) any { return int64(i) << 40 }, true}, // packed as steps less the smallest: 0 bits
-		{"uneven steps", arrow.PrimitiveTypes.Int64, func(int) any { acc64 += rng.Int64N(1 << 20); return acc64 }, false},
-		{"events", ts, func(i int) any { return arrow.Timestamp(1_700_000_000_000_000 + 1000*i + rng.IntN(1000)) }, true},
-		{"random times", ts, func(int) any { return arrow.Timestamp(1_700_000_000_000_000 + rng.Int64N(3e13)) }, false},
+		{"ids", arrow.PrimitiveTypes.Int64, func(i int) any { return int64(1e12 + i) }, true, false},
+		{"down", arrow.PrimitiveTypes.Int64, func(i int) any { return int64(-3 * i) }, true, false},
+		{"random", arrow.PrimitiveTypes.Int64, func(int) any { return rng.Int64() }, false, false},
+		{"even wide steps", arrow.PrimitiveTypes.Int64, func(i int) any { return int64(i) << 40 }, true, false}, // packed as steps less the smallest: 0 bits
+		{"uneven steps", arrow.PrimitiveTypes.Int64, func(int) any { acc64 += rng.Int64N(1 << 20); return acc64 }, false, false},
+		{"events", ts, func(i int) any { return arrow.Timestamp(1_700_000_000_000_000 + 1000*i + rng.IntN(1000)) }, true, false},
+		{"random times", ts, func(int) any { return arrow.Timestamp(1_700_000_000_000_000 + rng.Int64N(3e13)) }, false, false},
 		{"nulls between", arrow.PrimitiveTypes.Int32, func(i int) any {
 			if i%3 == 0 {
 				return nil
 			}
 			return int32(i)
-		}, true},
-		{"int32 steps up to 1000", arrow.PrimitiveTypes.Int32, func(int) any { acc32 += rng.Int32N(1000); return acc32 }, false},
-		{"wrapping", arrow.PrimitiveTypes.Int32, func(i int) any { return int32(1<<31 - 1 - 2500 + i) }, true},
-		{"dates", arrow.FixedWidthTypes.Date32, func(i int) any { return arrow.Date32(i / 10) }, true},
-		{"floats", arrow.PrimitiveTypes.Float64, func(i int) any { return float64(i) }, false},
+		}, true, false},
+		{"int32 steps up to 1000", arrow.PrimitiveTypes.Int32, func(int) any { acc32 += rng.Int32N(1000); return acc32 }, false, false},
+		{"wrapping", arrow.PrimitiveTypes.Int32, func(i int) any { return int32(1<<31 - 1 - 2500 + i) }, true, false},
+		{"dates", arrow.FixedWidthTypes.Date32, func(i int) any { return arrow.Date32(i / 10) }, true, false},
+		{"floats", arrow.PrimitiveTypes.Float64, func(i int) any { return float64(i) }, false, false},
+		{"keys", arrow.BinaryTypes.String, func(int) any { return fmt.Sprintf("key-%08x", rng.Uint32()) }, false, true},
+		{"codes", arrow.BinaryTypes.String, func(i int) any { return []string{"a", "bb", ""}[i%3] }, false, false},
+		{"hashes", arrow.BinaryTypes.Binary, func(i int) any {
+			if i%5 == 0 {
+				return nil
+			}
+			return []byte(fmt.Sprintf("\x00%d\xff", rng.Int64()))
+		}, false, true},
+		{"empty", arrow.BinaryTypes.String, func(int) any { return "" }, false, false},
 	}
 	var fields []arrow.Field
 	for _, c := range cols {
@@ -73,6 +85,14 @@ func TestDeltaPackedColumns(t *testing.T) {
 				fb.Append(v.(arrow.Date32))
 			case *array.Float64Builder:
 				fb.Append(v.(float64))
+			case *array.StringBuilder:
+				fb.Append(v.(string))
+			case *array.BinaryBuilder:
+				if v == nil {
+					fb.AppendNull()
+				} else {
+					fb.Append(v.([]byte))
+				}
 			}
 		}
 	}
@@ -102,8 +122,9 @@ func TestDeltaPackedColumns(t *testing.T) {
 				t.Fatal(err)
 			}
 			packed := slices.Contains(cc.Encodings(), parquet.Encodings.DeltaBinaryPacked)
-			if packed != c.packed {
-				t.Errorf("%s, row group %d: encodings %v, want delta-packed %v", c.name, g, cc.Encodings(), c.packed)
+			length := slices.Contains(cc.Encodings(), parquet.Encodings.DeltaLengthByteArray)
+			if packed != c.packed || length != c.length {
+				t.Errorf("%s, row group %d: encodings %v, want delta-packed %v, delta-length %v", c.name, g, cc.Encodings(), c.packed, c.length)
 			}
 		}
 	}

@@ -196,6 +196,7 @@ func newFlatCol(f arrow.Field, descr *schema.Column, props *parquet.WriterProper
 	switch {
 	case enc == parquet.Encodings.Plain:
 	case enc == parquet.Encodings.DeltaBinaryPacked && (kind == kindInt32 || kind == kindInt64):
+	case enc == parquet.Encodings.DeltaLengthByteArray && (kind == kindBytes32 || kind == kindBytes64):
 	default:
 		return nil, false
 	}
@@ -208,8 +209,11 @@ func newFlatCol(f arrow.Field, descr *schema.Column, props *parquet.WriterProper
 		statsOn: props.StatisticsEnabledFor(path), maxStats: int(props.MaxStatsSizeFor(path))}
 	c.v2 = props.DataPageVersion() == parquet.DataPageV2
 	c.compressed = props.CompressionFor(path) != compress.Codecs.Uncompressed
-	if c.optional && enc == parquet.Encodings.Plain && !c.v2 {
+	switch {
+	case c.optional && enc == parquet.Encodings.Plain && !c.v2:
 		c.gap = levelGap
+	case enc == parquet.Encodings.DeltaLengthByteArray:
+		c.gap = lengthGap
 	}
 	c.vals = make([]byte, c.gap)
 	c.resetStats()
@@ -221,6 +225,11 @@ func newFlatCol(f arrow.Field, descr *schema.Column, props *parquet.WriterProper
 // of run header, 1 of value): the page is then compressed from where the
 // values were appended, not copied after its levels.
 const levelGap = 16
+
+// lengthGap is the least room kept before a delta-length page's bytes for
+// its levels and lengths: a page of 16K values of one length packs them
+// in about 800 bytes. The gap grows to what the last page needed.
+const lengthGap = 1 << 10
 
 // valBytes is the size of the open page's plain values.
 func (c *flatCol) valBytes() int { return len(c.vals) - c.gap }
@@ -407,9 +416,19 @@ func (c *flatCol) resetStats() {
 	}
 }
 
+// used is the open page's size so far: its plain values, and its
+// integers counted at their width before packing (delta-packed values at
+// 8 bytes, delta-length strings' lengths at 4).
+func (c *flatCol) used() int {
+	if c.enc == parquet.Encodings.DeltaLengthByteArray {
+		return c.valBytes() + 4*len(c.ints)
+	}
+	return c.valBytes() + 8*len(c.ints)
+}
+
 // pageRows is how many more rows fit in the open page: at least 1.
 func (c *flatCol) pageRows() int {
-	used := c.valBytes() + 8*len(c.ints)
+	used := c.used()
 	var per int
 	switch c.kind {
 	case kindBool:
@@ -457,7 +476,7 @@ func (c *flatCol) append(d arrow.ArrayData, off, n int) error {
 		c.nnull += nulls
 		off += take
 		n -= take
-		if c.valBytes()+8*len(c.ints) >= c.pageSize || c.nbits >= 8*c.pageSize {
+		if c.used() >= c.pageSize || c.nbits >= 8*c.pageSize {
 			if err := c.flushPage(); err != nil {
 				return err
 			}
@@ -469,7 +488,7 @@ func (c *flatCol) append(d arrow.ArrayData, off, n int) error {
 // byteRows is how many rows of a binary column from row i fill the open
 // page (the smallest count reaching its size), at most n.
 func (c *flatCol) byteRows(d arrow.ArrayData, i, n int) int {
-	room := c.pageSize - c.valBytes()
+	room := c.pageSize - c.used()
 	size := func(k int) int { // bytes of rows [i, i+k), lengths included
 		if c.kind == kindBytes32 {
 			o := arrow.Int32Traits.CastFromBytes(d.Buffers()[1].Bytes())
@@ -602,9 +621,16 @@ func (c *flatCol) appendFixed(buf []byte, width int, bitmap []byte, i, n, nulls 
 }
 
 // appendBytes adds the non-null values of rows [i, i+n) of a binary
-// column, plain (a 4-byte length before each), and their minimum and
-// maximum to the statistics.
+// column, and their minimum and maximum to the statistics: plain, a
+// 4-byte length before each value; or delta-length, the lengths kept for
+// the page's DELTA_BINARY_PACKED block and the bytes appended as they
+// lie, each run of valid rows in one copy.
 func appendBytes[O int32 | int64](c *flatCol, offs []O, data []byte, bitmap []byte, i, n, nulls int) {
+	if c.enc == parquet.Encodings.DeltaLengthByteArray {
+		appendByteRuns(c, offs, data, bitmap, i, n, nulls)
+		byteStats(c, offs, data, bitmap, i, n, nulls)
+		return
+	}
 	at := len(c.vals)
 	c.vals = slices.Grow(c.vals, int(offs[i+n]-offs[i])+4*n)
 	out := c.vals[at:cap(c.vals)]
@@ -618,6 +644,32 @@ func appendBytes[O int32 | int64](c *flatCol, offs []O, data []byte, bitmap []by
 		pos += 4 + copy(out[pos+4:], data[a:b])
 	}
 	c.vals = c.vals[:at+pos]
+	byteStats(c, offs, data, bitmap, i, n, nulls)
+}
+
+// appendByteRuns adds the lengths of the non-null values of rows [i, i+n)
+// to the page's integers and their bytes to its values.
+func appendByteRuns[O int32 | int64](c *flatCol, offs []O, data []byte, bitmap []byte, i, n, nulls int) {
+	c.ints = slices.Grow(c.ints, n-nulls)
+	for j := i; j < i+n; {
+		if nulls > 0 && !bitutil.BitIsSet(bitmap, j) {
+			j++
+			continue
+		}
+		k := j + 1
+		for k < i+n && (nulls == 0 || bitutil.BitIsSet(bitmap, k)) {
+			k++
+		}
+		for r := j; r < k; r++ {
+			c.ints = append(c.ints, int64(offs[r+1]-offs[r]))
+		}
+		c.vals = append(c.vals, data[offs[j]:offs[k]]...)
+		j = k
+	}
+}
+
+// byteStats adds rows [i, i+n) of a binary column to its statistics.
+func byteStats[O int32 | int64](c *flatCol, offs []O, data []byte, bitmap []byte, i, n, nulls int) {
 	if c.stats == nil {
 		return
 	}
@@ -707,7 +759,7 @@ func (c *flatCol) flushPage() error {
 	}
 	c.nvalues += int64(c.nrows)
 	c.pages++
-	c.valid, c.vals, c.ints = c.valid[:0], c.vals[:c.gap], c.ints[:0]
+	c.valid, c.vals, c.ints = c.valid[:0], slices.Grow(c.vals[:0], c.gap)[:c.gap], c.ints[:0]
 	c.nrows, c.nnull, c.nbits = 0, 0, 0
 	return nil
 }
@@ -724,6 +776,8 @@ func (c *flatCol) flushPageV1() {
 		}
 		p = c.appendDelta(p)
 		c.page = p
+	case c.enc == parquet.Encodings.DeltaLengthByteArray:
+		p = c.lengthPage(c.optional)
 	case c.optional && (c.nnull == 0 || c.nnull == c.nrows):
 		// The levels are one run: they go in the gap before the
 		// values, and the page is compressed where the values are.
@@ -755,9 +809,12 @@ func (c *flatCol) flushPageV2() {
 		lv = appendLevelRuns(nil, c.valid, c.nrows, c.nnull)
 	}
 	vals := c.vals
-	if c.enc == parquet.Encodings.DeltaBinaryPacked {
+	switch c.enc {
+	case parquet.Encodings.DeltaBinaryPacked:
 		c.page = c.appendDelta(c.page[:0])
 		vals = c.page
+	case parquet.Encodings.DeltaLengthByteArray:
+		vals = c.lengthPage(false)
 	}
 	packed := vals
 	if c.compressed {
@@ -770,6 +827,29 @@ func (c *flatCol) flushPageV2() {
 	hdr := len(c.chunk) - before
 	c.chunk = append(append(c.chunk, lv...), packed...)
 	c.uncompressed += int64(hdr + len(lv) + len(vals))
+}
+
+// lengthPage is the open delta-length page: its levels when withLevels,
+// its lengths' DELTA_BINARY_PACKED block, then its bytes. The levels and
+// lengths go in the gap before the bytes when they fit, so that the bytes
+// are not copied; the gap of the next page is sized from them.
+func (c *flatCol) lengthPage(withLevels bool) []byte {
+	head := c.page[:0]
+	if withLevels {
+		head = appendLevels(head, c.valid, c.nrows, c.nnull)
+	}
+	head = appendDeltaPacked[int32](head, c.ints)
+	c.page = head
+	var p []byte
+	if len(head) <= c.gap {
+		p = c.vals[c.gap-len(head):]
+		copy(p, head)
+	} else {
+		p = append(head, c.vals[c.gap:]...)
+		c.page = p
+	}
+	c.gap = max(lengthGap, len(head)+len(head)/4)
+	return p
 }
 
 // appendDelta appends the open page's integers DELTA_BINARY_PACKED.

@@ -193,6 +193,8 @@ func TestFlatWriterMatchesPqarrow(t *testing.T) {
 			switch f.Type.ID() {
 			case arrow.INT32, arrow.DATE32, arrow.INT64, arrow.TIMESTAMP:
 				props = append(props, parquet.WithEncodingFor(f.Name, parquet.Encodings.DeltaBinaryPacked))
+			case arrow.STRING, arrow.BINARY, arrow.LARGE_STRING, arrow.LARGE_BINARY:
+				props = append(props, parquet.WithEncodingFor(f.Name, parquet.Encodings.DeltaLengthByteArray))
 			}
 		}
 		return props
@@ -351,7 +353,8 @@ func TestFlatWriterRefuses(t *testing.T) {
 		{"list", f(arrow.ListOf(arrow.PrimitiveTypes.Int64)), plain},
 		{"struct", f(arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int64})), plain},
 		{"dictionary array", f(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}), plain},
-		{"delta strings", f(arrow.BinaryTypes.String), append(plain, parquet.WithEncoding(parquet.Encodings.DeltaLengthByteArray))},
+		{"delta byte array strings", f(arrow.BinaryTypes.String), append(plain, parquet.WithEncoding(parquet.Encodings.DeltaByteArray))},
+		{"delta length integers", f(arrow.PrimitiveTypes.Int64), append(plain, parquet.WithEncoding(parquet.Encodings.DeltaLengthByteArray))},
 		{"delta floats", f(arrow.PrimitiveTypes.Float64), append(plain, parquet.WithEncoding(parquet.Encodings.DeltaBinaryPacked))},
 		{"page index", f(arrow.PrimitiveTypes.Int64), append(plain, parquet.WithPageIndexEnabled(true))},
 		{"bloom filter", f(arrow.PrimitiveTypes.Int64), append(plain, parquet.WithBloomFilterEnabled(true))},
@@ -423,6 +426,10 @@ func FuzzFlatWriter(f *testing.F) {
 			case arrow.INT32, arrow.DATE32, arrow.INT64, arrow.TIMESTAMP:
 				if r.IntN(2) == 0 {
 					props = append(props, parquet.WithEncodingFor(fl.Name, parquet.Encodings.DeltaBinaryPacked))
+				}
+			case arrow.STRING, arrow.BINARY, arrow.LARGE_STRING, arrow.LARGE_BINARY:
+				if r.IntN(2) == 0 {
+					props = append(props, parquet.WithEncodingFor(fl.Name, parquet.Encodings.DeltaLengthByteArray))
 				}
 			}
 		}

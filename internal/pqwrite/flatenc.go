@@ -78,17 +78,18 @@ func appendDeltaPacked[T int32 | int64](p []byte, vs []int64) []byte {
 	}
 	p = appendDeltaHeader(p, len(vs), vs[0])
 	mask := ^uint64(0) >> (64 - 8*unsafe.Sizeof(T(0))) // T's width of a difference
+	var raw [deltaBlock]T
 	var d [deltaBlock]uint64
 	for i := 1; i < len(vs); i += deltaBlock {
 		n := min(deltaBlock, len(vs)-i)
-		minD := T(vs[i]) - T(vs[i-1])
-		for j := range n {
-			if x := T(vs[i+j]) - T(vs[i+j-1]); x < minD {
-				minD = x
-			}
+		prev, minD := T(vs[i-1]), T(vs[i])-T(vs[i-1])
+		for j, v := range vs[i : i+n] {
+			x := T(v) - prev
+			raw[j], prev = x, T(v)
+			minD = min(minD, x)
 		}
-		for j := range n {
-			d[j] = uint64(T(vs[i+j])-T(vs[i+j-1])-minD) & mask
+		for j, x := range raw[:n] {
+			d[j] = uint64(x-minD) & mask
 		}
 		p = appendDeltaBlock(p, int64(minD), d[:n])
 	}
@@ -111,9 +112,15 @@ func appendDeltaBlock(p []byte, minD int64, d []uint64) []byte {
 		}
 		w := bits.Len64(or)
 		p[at+m] = byte(w)
-		var full [deltaMini]uint64
-		copy(full[:], mini)
-		p = packBits(p, full[:], w)
+		if w == 0 {
+			continue // no body
+		}
+		if len(mini) < deltaMini {
+			var full [deltaMini]uint64
+			copy(full[:], mini)
+			mini = full[:]
+		}
+		p = packBits(p, mini, w)
 	}
 	return p
 }
