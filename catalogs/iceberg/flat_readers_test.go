@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/flightgw/flightgw/catalogs"
 	"github.com/flightgw/flightgw/catalogs/catalogtest"
@@ -130,6 +132,57 @@ func TestReadersAgreeOnFlatFiles(t *testing.T) {
 			if a, b := fmtJSON(w), fmtJSON(have); a != b {
 				t.Errorf("row %d:\nwant %s\n%-4s %s", i, a, r.name, b)
 			}
+		}
+	}
+}
+
+// A page size the table sets (write.parquet.page-size-bytes) is the
+// writer's, not the one the gateway picks from the target file size when
+// the table sets none.
+func TestTablePageSizeKept(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	p, err := iceberg.OpenEmbedded(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sc := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	var rows []string
+	for i := range 20_000 {
+		rows = append(rows, fmt.Sprintf(`{"k": %d}`, int64(i)*7_777_777_777))
+	}
+	for name, want := range map[string]struct {
+		opts     map[string]string
+		min, max int
+	}{
+		"small_pages": {map[string]string{"write.parquet.page-size-bytes": "4096"}, 30, 60}, // 160 KB of k
+		"default":     {nil, 1, 2},
+	} {
+		id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: name}
+		if _, err := p.CreateTable(ctx, id, sc, want.opts); err != nil {
+			t.Fatal(err)
+		}
+		writeJSONRows(t, p, id, sc, "["+strings.Join(rows, ",")+"]")
+		files, _ := filepath.Glob(filepath.Join(dir, "warehouse", "default.db", name, "data", "*.parquet"))
+		if len(files) != 1 {
+			t.Fatalf("%s: data files %v, want one", name, files)
+		}
+		rd, err := file.OpenParquetFile(files[0], false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := rd.RowGroup(0).GetColumnPageReader(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages := 0
+		for pr.Next() {
+			pages++
+		}
+		rd.Close()
+		if pages < want.min || pages > want.max {
+			t.Errorf("%s: %d pages, want %d to %d", name, pages, want.min, want.max)
 		}
 	}
 }

@@ -151,30 +151,35 @@ func (p *Provider) newFileWriter(ctx context.Context, t catalogs.TableIdent, tbl
 const maxRowGroupBytes = 32 << 20
 
 // writeTable returns tbl with the Parquet row group size lowered to a
-// quarter of the target file size (at most 32 MiB) and the page size to a
-// quarter of that (at most 1 MiB). iceberg-go rolls a file only once the
-// bytes flushed reach the target, and buffers a row group in memory:
-// smaller row groups make files roll near the target and bound the memory
-// of each open file.
+// quarter of the target file size (at most 32 MiB) and, unless the table
+// sets one, the page size to a quarter of that (at most 1 MiB). iceberg-go
+// rolls a file only once the bytes flushed reach the target, and buffers
+// a row group in memory: smaller row groups make files roll near the
+// target and bound the memory of each open file. A row group size the
+// table sets below that bound, and a page size it sets, are kept.
 func (p *Provider) writeTable(tbl *table.Table) *table.Table {
 	rg := min(max(p.cfg.targetFileSize/4, 1), maxRowGroupBytes)
 	_, hasLevel := tbl.Properties()[table.ParquetCompressionLevelKey]
 	setLevel := !hasLevel && tbl.Properties().Get(table.ParquetCompressionKey, table.ParquetCompressionDefault) == "zstd"
-	if cur, err := strconv.ParseInt(tbl.Properties()[table.ParquetRowGroupSizeBytesKey], 10, 64); err == nil && cur > 0 && cur <= rg && !setLevel {
+	props := ice.Properties{}
+	if cur, err := strconv.ParseInt(tbl.Properties()[table.ParquetRowGroupSizeBytesKey], 10, 64); err == nil && cur > 0 && cur <= rg {
+		rg = cur
+	} else {
+		props[table.ParquetRowGroupSizeBytesKey] = strconv.FormatInt(rg, 10)
+	}
+	if cur, err := strconv.ParseInt(tbl.Properties()[table.ParquetPageSizeBytesKey], 10, 64); err != nil || cur <= 0 {
+		// Pages are what flushes bytes within a row group: keep them smaller.
+		props[table.ParquetPageSizeBytesKey] = strconv.FormatInt(min(max(rg/4, 1), 1<<20), 10)
+	}
+	if setLevel {
+		props[table.ParquetCompressionLevelKey] = strconv.Itoa(defaultZstdLevel)
+	}
+	if len(props) == 0 {
 		return tbl
 	}
 	b, err := table.MetadataBuilderFromBase(tbl.Metadata(), tbl.MetadataLocation())
 	if err != nil {
 		return tbl
-	}
-	// Pages are what flushes bytes within a row group: keep them smaller.
-	page := min(max(rg/4, 1), 1<<20)
-	props := ice.Properties{
-		table.ParquetRowGroupSizeBytesKey: strconv.FormatInt(rg, 10),
-		table.ParquetPageSizeBytesKey:     strconv.FormatInt(page, 10),
-	}
-	if setLevel {
-		props[table.ParquetCompressionLevelKey] = strconv.Itoa(defaultZstdLevel)
 	}
 	if err := b.SetProperties(props); err != nil {
 		return tbl
