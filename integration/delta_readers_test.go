@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
@@ -189,6 +191,38 @@ func everyRow(i int) (string, []any) {
 	return row, want
 }
 
+// rawSchema's k and bin are nearly random: zstd saves less than an eighth
+// of their pages, which pqwrite.FlatWriter then stores in raw zstd blocks
+// (pqwrite/rawzstd.go). bin's distinct values are written
+// DELTA_LENGTH_BYTE_ARRAY.
+var rawSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	{Name: "bin", Type: arrow.BinaryTypes.Binary, Nullable: true},
+}, nil)
+
+// rawRows is how many rows the raw table has: k's pages (256 KiB) fill
+// four times, so that three of them are stored raw after the first is
+// judged.
+const rawRows = 100_000
+
+// rawRow is row i of rawSchema: k 52 random bits (zstd saves about 7% of
+// its pages), bin 16 random bytes.
+func rawRow(i int) (string, []any) {
+	k := int64(splitmix(uint64(i)) >> 12)
+	bin := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, splitmix(uint64(i)+1<<40)), splitmix(uint64(i)+2<<40))
+	return fmt.Sprintf(`{"id": %d, "k": %d, "bin": %q}`, i, k, base64.StdEncoding.EncodeToString(bin)),
+		[]any{strconv.Itoa(i), strconv.FormatInt(k, 10), fmt.Sprintf("%x", bin)}
+}
+
+// splitmix is SplitMix64's output for x: a well-mixed function of it.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
 // hostileValues are partition values that need escaping in directory
 // names and URIs; "" is null, as the protocol reads an empty partition
 // value.
@@ -330,6 +364,8 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 		{"flat", flatSchema, flatRow, nil, []int{3, 7}, []deltaVersionRows{{{0, 200}}, {{0, 200}, {200, 100}}, {{300, 100}}}},
 		{"flat_cm", flatSchema, flatRow, map[string]string{"delta.columnMapping.mode": "id"}, []int{3, 7},
 			[]deltaVersionRows{{{0, 200}}, {{0, 200}, {200, 100}}, {{300, 100}}}},
+		// Pages zstd cannot shrink, stored in raw zstd blocks (checked below).
+		{"raw", rawSchema, rawRow, nil, []int{1, 7}, []deltaVersionRows{{{0, rawRows}}}},
 	}
 	// Twelve appends: past delta.checkpointInterval (10 when unset), so the
 	// readers read from a checkpoint once the gateway writes one.
@@ -377,6 +413,30 @@ func checkDeltaReaders(t *testing.T, g *gateway, ns string, readers []deltaReade
 				if !catalogtest.FlatWritten(t, f) {
 					t.Errorf("%s: %s was not written by FlatWriter", tb.name, f)
 				}
+				if tb.name == "flat" {
+					// s and bin of distinct values, delta-length.
+					for _, col := range []string{"s", "bin"} {
+						if e := catalogtest.Chunk(t, f, col).Encodings; !slices.Contains(e, parquet.Encodings.DeltaLengthByteArray) {
+							t.Errorf("%s: %s, column %s: encodings %v, want DELTA_LENGTH_BYTE_ARRAY", tb.name, f, col, e)
+						}
+					}
+				}
+			}
+		}
+		if tb.name == "raw" && !strings.Contains(ns, "://") {
+			files, _ := filepath.Glob(dir + "/*.parquet")
+			for _, f := range files {
+				// Raw blocks but for the first page, which is judged:
+				// the chunk 98% of its pages, where zstd makes it 93%.
+				if c := catalogtest.Chunk(t, f, "k"); float64(c.Compressed) < 0.96*float64(c.Uncompressed) {
+					t.Errorf("raw: %s, column k: %d bytes of %d uncompressed, want its pages stored raw", f, c.Compressed, c.Uncompressed)
+				}
+				if e := catalogtest.Chunk(t, f, "bin").Encodings; !slices.Contains(e, parquet.Encodings.DeltaLengthByteArray) {
+					t.Errorf("raw: %s, column bin: encodings %v, want DELTA_LENGTH_BYTE_ARRAY", f, e)
+				}
+			}
+			if len(files) == 0 {
+				t.Fatalf("raw: no data files in %s", dir)
 			}
 		}
 		for v := range len(byVersion(tb)) {

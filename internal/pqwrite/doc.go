@@ -1,8 +1,10 @@
 // Package pqwrite holds what the backends' Parquet writers share for
 // speed: the C zstd codec (registered in place of arrow-go's for the
 // whole process), the zstd level they default to, the choice of the
-// columns written without a dictionary, a page-buffer allocator, and
-// FlatWriter, which writes the files of flat columns without pqarrow.
+// columns written without a dictionary or delta-encoded, a page-buffer
+// allocator, and FlatWriter, which writes the files of flat columns
+// without pqarrow (storing the zstd pages it cannot shrink in raw blocks:
+// rawzstd.go).
 package pqwrite
 
 // DefaultZstdLevel is the zstd level when a table sets none: level 1,

@@ -209,6 +209,7 @@ func newFlatCol(f arrow.Field, descr *schema.Column, props *parquet.WriterProper
 		statsOn: props.StatisticsEnabledFor(path), maxStats: int(props.MaxStatsSizeFor(path))}
 	c.v2 = props.DataPageVersion() == parquet.DataPageV2
 	c.compressed = props.CompressionFor(path) != compress.Codecs.Uncompressed
+	c.zstd = props.CompressionFor(path) == compress.Codecs.Zstd
 	switch {
 	case c.optional && enc == parquet.Encodings.Plain && !c.v2:
 		c.gap = levelGap
@@ -385,6 +386,12 @@ type flatCol struct {
 	// compressed is false for an uncompressed column, whose V2 pages
 	// say so (is_compressed), as arrow-go's do.
 	compressed bool
+	// zstd columns store the pages zstd cannot shrink in raw blocks
+	// (rawzstd.go): raw says this column's last judged page was one,
+	// sinceProbe counts the pages stored raw since.
+	zstd       bool
+	raw        bool
+	sinceProbe int
 	pageSize   int
 	statsOn    bool
 	maxStats   int
@@ -860,11 +867,22 @@ func (c *flatCol) appendDelta(p []byte) []byte {
 	return appendDeltaPacked[int64](p, c.ints)
 }
 
-// compress sets packed to p compressed with the column's codec.
+// compress sets packed to p compressed with the column's codec. A zstd
+// page of a column found incompressible is stored in raw blocks instead,
+// but for one page in rawProbe, compressed to judge the column again.
 func (c *flatCol) compress(p []byte) {
+	judged := c.zstd && len(p) >= rawMinPage
+	if judged && c.raw && c.sinceProbe < rawProbe-1 {
+		c.sinceProbe++
+		c.packed = appendRawZstd(c.packed[:0], p)
+		return
+	}
 	bound := int(c.codec.CompressBound(int64(len(p))))
 	if cap(c.packed) < bound {
 		c.packed = make([]byte, bound)
 	}
 	c.packed = c.codec.EncodeLevel(c.packed[:cap(c.packed)], p, c.level)
+	if judged {
+		c.raw, c.sinceProbe = !saves(p, c.packed), 0
+	}
 }
