@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,17 +40,8 @@ var flatTable = arrow.NewSchema([]arrow.Field{
 // pyarrow and, with java and mvn, Iceberg Java read them: the rows the
 // gateway was given, and bounds and null counts in the manifest.
 func TestReadersAgreeOnFlatFiles(t *testing.T) {
-	py := pyiceberg(t)
-	if err := exec.Command(py, "-c", "import duckdb").Run(); err != nil {
-		t.Skipf("no duckdb module in %s: %v", py, err)
-	}
-	dir := t.TempDir()
+	py, dir, p := readersLake(t)
 	ctx := context.Background()
-	p, err := iceberg.OpenEmbedded(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: "flat"}
 	if _, err := p.CreateTable(ctx, id, flatTable, nil); err != nil {
 		t.Fatal(err)
@@ -144,17 +134,8 @@ func TestReadersAgreeOnFlatFiles(t *testing.T) {
 // stores all but the first of each column's pages in raw zstd blocks.
 // pyiceberg, DuckDB, pyarrow and Iceberg Java read every row.
 func TestReadersAgreeOnRawPages(t *testing.T) {
-	py := pyiceberg(t)
-	if err := exec.Command(py, "-c", "import duckdb").Run(); err != nil {
-		t.Skipf("no duckdb module in %s: %v", py, err)
-	}
-	dir := t.TempDir()
+	py, dir, p := readersLake(t)
 	ctx := context.Background()
-	p, err := iceberg.OpenEmbedded(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	sc := arrow.NewSchema([]arrow.Field{
 		{Name: "i32", Type: arrow.PrimitiveTypes.Int32},
 		{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true},

@@ -137,6 +137,24 @@ func writeJSONRows(t *testing.T, p *iceberg.Provider, id catalogs.TableIdent, sc
 	}
 }
 
+// readersLake returns the Python with pyiceberg and duckdb (or skips the
+// test), and an embedded lake in a temporary directory, closed when the
+// test ends.
+func readersLake(t *testing.T) (py, dir string, p *iceberg.Provider) {
+	t.Helper()
+	py = pyiceberg(t)
+	if err := exec.Command(py, "-c", "import duckdb").Run(); err != nil {
+		t.Skipf("no duckdb module in %s: %v", py, err)
+	}
+	dir = t.TempDir()
+	p, err := iceberg.OpenEmbedded(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return py, dir, p
+}
+
 // TestReadersAgreeOnEveryType writes every stored type, with nulls, NaNs
 // and nested values, through a write stream (the lane writer), commits,
 // and has pyiceberg (a table scan), DuckDB and pyarrow (the same data
@@ -144,17 +162,8 @@ func writeJSONRows(t *testing.T, p *iceberg.Provider, id catalogs.TableIdent, sc
 // back: all must read the same rows, and the manifest must carry bounds,
 // null counts and NaN counts.
 func TestReadersAgreeOnEveryType(t *testing.T) {
-	py := pyiceberg(t)
-	if err := exec.Command(py, "-c", "import duckdb").Run(); err != nil {
-		t.Skipf("no duckdb module in %s: %v", py, err)
-	}
-	dir := t.TempDir()
+	py, dir, p := readersLake(t)
 	ctx := context.Background()
-	p, err := iceberg.OpenEmbedded(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	id := catalogs.TableIdent{Catalog: iceberg.EmbeddedCatalogName, Namespace: []string{"default"}, Name: "every"}
 	// ts_ns holds nanoseconds the v2 table's microseconds cannot keep: the
 	// readers are to agree on the truncated value.
