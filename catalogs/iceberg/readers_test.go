@@ -151,7 +151,7 @@ func readersLake(t *testing.T) (py, dir string, p *iceberg.Provider) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Close() })
+	t.Cleanup(func() { _ = p.Close() })
 	return py, dir, p
 }
 
